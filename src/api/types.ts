@@ -1,0 +1,59 @@
+/**
+ * Types shared by the resource families of the v3 API (api-v3.md, "Resources and their fields").
+ * Resource-specific types live in their resource file. Schemas exist only for the answers the bot
+ * acts on (issues, merge requests, statuses, notes, labels, projects): they check the fields the bot
+ * reads and let every other field through.
+ */
+import { z } from 'zod';
+import type { Sudo } from './http.ts';
+
+/** A project: its integer id, or its `namespace/project` path (sent URL-encoded as `namespace%2Fproject`). */
+export type ProjectRef = number | string;
+
+/** Options every call accepts. */
+export interface CallOptions {
+  /** Act as this user for this call (admin tokens only); `null` turns off the client's default sudo. */
+  sudo?: Sudo | null;
+}
+
+/** Options of every list call. */
+export interface ListOptions extends CallOptions {
+  perPage?: number;
+  maxPages?: number;
+}
+
+export type OrderSort = 'asc' | 'desc';
+
+/** Timestamps are ISO 8601 strings as the server sends them; the bot parses them where it compares. */
+export type Timestamp = string;
+
+export const userSummarySchema = z.looseObject({
+  id: z.number(),
+  username: z.string(),
+  name: z.string(),
+  state: z.string(),
+  avatar_url: z.string().nullable().optional(),
+  web_url: z.string().optional(),
+  created_at: z.string().optional(),
+  email: z.string().optional(),
+});
+export type UserSummary = z.infer<typeof userSummarySchema>;
+
+export const milestoneSchema = z.looseObject({
+  id: z.number(),
+  iid: z.number(),
+  project_id: z.number(),
+  title: z.string(),
+  description: z.string().nullable(),
+  state: z.string(),
+  due_date: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type Milestone = z.infer<typeof milestoneSchema>;
+
+/** Turns `['a', 'b']` into the comma-separated form the v3 API reads (`labels=a,b`). */
+export function commaList(values: readonly string[] | string | undefined): string | undefined {
+  if (values === undefined) return undefined;
+  return typeof values === 'string' ? values : values.join(',');
+}

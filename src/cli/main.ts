@@ -1,0 +1,71 @@
+import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
+
+/** Exit codes: 0 ok, 1 the command ran and found problems, 2 the command line itself was wrong. */
+export const EXIT_USAGE = 2;
+
+export interface CliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const defaultIo: CliIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** A subcommand lives in its own file and adds itself to the program. */
+export type RegisterCommand = (program: Command, io: CliIo, setExitCode: (code: number) => void) => void;
+
+export function buildProgram(
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  commands: RegisterCommand[] = [],
+): Command {
+  const program = new Command('hookbot')
+    .description('Automation bot for source-hosting servers that speak the REST API v3.')
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
+    .helpOption('-h, --help', 'show help')
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .showSuggestionAfterError(true)
+    .exitOverride();
+  for (const register of commands) register(program, io, setExitCode);
+  // Without subcommands registered, commander would treat a word as an argument: refuse it ourselves.
+  program.argument('[command]').action((name: string | undefined) => {
+    if (name === undefined) {
+      program.outputHelp();
+      return;
+    }
+    io.err(`hookbot: unknown command '${name}'. Run 'hookbot --help' to see the commands.\n`);
+    setExitCode(EXIT_USAGE);
+  });
+  return program;
+}
+
+export async function main(argv: string[], io: CliIo = defaultIo): Promise<number> {
+  let exitCode = 0;
+  const program = buildProgram(io, (code) => (exitCode = code), await loadCommands());
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end through here with exit code 0; usage errors with 1, which we make 2.
+      return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    }
+    io.err(`hookbot: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  return exitCode;
+}
+
+/** The subcommands, one file each. Imported lazily so `--help` stays fast. */
+async function loadCommands(): Promise<RegisterCommand[]> {
+  return [];
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { main, packageVersion } from '../../src/cli/main.ts';
+
+function capture() {
+  const io = {
+    outText: '',
+    errText: '',
+    out: (t: string) => void (io.outText += t),
+    err: (t: string) => void (io.errText += t),
+  };
+  return io;
+}
+
+describe('hookbot command line', () => {
+  it('prints its version', async () => {
+    const io = capture();
+    expect(await main(['--version'], io)).toBe(0);
+    expect(io.outText.trim()).toBe(packageVersion());
+  });
+
+  it('prints help naming itself', async () => {
+    const io = capture();
+    expect(await main(['--help'], io)).toBe(0);
+    expect(io.outText).toContain('Usage: hookbot');
+  });
+
+  it('exits 2 with a clear message on an unknown subcommand', async () => {
+    const io = capture();
+    expect(await main(['frobnicate'], io)).toBe(2);
+    expect(io.errText).toContain("unknown command 'frobnicate'");
+  });
+
+  it('exits 2 on an unknown option', async () => {
+    const io = capture();
+    expect(await main(['--frobnicate'], io)).toBe(2);
+    expect(io.errText).toContain('unknown option');
+  });
+
+  it('works as an installed binary', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['bin/hookbot.js', '--version']);
+    expect(stdout.trim()).toBe(packageVersion());
+    const failure = await promisify(execFile)(process.execPath, ['bin/hookbot.js', 'nope']).catch(
+      (e: unknown) => e,
+    );
+    expect(failure).toMatchObject({ code: 2 });
+  });
+});
