@@ -1,0 +1,206 @@
+/**
+ * The sandbox server: a local simulator of the v3 API (api-v3.md), with real git repositories and
+ * real hook deliveries. `startSandbox` is what the CLI, the demo and the end-to-end tests use.
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { JSONFile } from 'lowdb/node';
+import { authenticate } from './auth.ts';
+import type { SandboxContext } from './context.ts';
+import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
+import { createGitRepos } from './git.ts';
+import { createHookDispatcher } from './hook-dispatcher.ts';
+import { HttpError } from './http.ts';
+import { routeFamilies } from './routes/index.ts';
+
+export interface SandboxOptions {
+  port?: number;
+  host?: string;
+  /** The administrator's (id 1, `root`) private token; random when not given. */
+  adminToken?: string;
+  /** Persist the state here (lowdb JSON); repositories go to `<file>.repos/`. In memory (and a temp folder) otherwise. */
+  dataFile?: string;
+  seed?: 'demo' | 'empty';
+  /** Hook delivery timeout; real servers wait 10 s. */
+  hookTimeoutMs?: number;
+  clock?: () => Date;
+  /** Called with each line worth telling a person (the CLI prints them). */
+  log?: (line: string) => void;
+}
+
+export interface Sandbox {
+  /** e.g. `http://127.0.0.1:8929` */
+  url: string;
+  /** e.g. `http://127.0.0.1:8929/api/v3` */
+  apiUrl: string;
+  adminToken: string;
+  ctx: SandboxContext;
+  close(): Promise<void>;
+}
+
+export function createSandboxApp(ctx: SandboxContext) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  const api = express.Router();
+  // Real clients of that era send JSON `{}` on GET, form-encoded bodies and JSON bodies alike.
+  api.use(express.json({ limit: '10mb', strict: false, type: ['application/json', 'application/*+json'] }));
+  api.use(express.urlencoded({ extended: true, limit: '10mb' }));
+  api.use((req, _res, next) => {
+    // "a .json suffix on the path is not needed" (api-v3.md): accept it all the same.
+    const [pathname = '', query] = req.url.split('?', 2);
+    if (pathname.endsWith('.json'))
+      req.url = `${pathname.slice(0, -5)}${query === undefined ? '' : `?${query}`}`;
+    next();
+  });
+  api.use(authenticate(ctx.db));
+  for (const register of routeFamilies) register(api, ctx);
+  app.use('/api/v3', api);
+  app.use((_req: Request, res: Response) => {
+    res.status(404).json({ error: '404 Not Found' });
+  });
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (error instanceof HttpError) {
+      res.status(error.status).json(error.body);
+      return;
+    }
+    const e = error as { type?: string; status?: number; message?: string };
+    if (e.type === 'entity.parse.failed') {
+      res.status(400).json({ message: '400 (Bad request) body is not valid JSON' });
+      return;
+    }
+    if (e.type === 'entity.too.large') {
+      res.status(413).json({ message: '413 Request Entity Too Large' });
+      return;
+    }
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+      res.status(e.status).json({ message: `${e.status} ${e.message ?? 'Bad request'}` });
+      return;
+    }
+    console.error('sandbox: internal error', error);
+    res.status(500).json({ message: '500 Internal Server Error' });
+  });
+  return app;
+}
+
+export function rootUser(db: Db, token: string): UserRec {
+  const now = db.now();
+  return {
+    id: db.nextId('users'),
+    username: 'root',
+    name: 'Administrator',
+    email: 'admin@example.com',
+    password: randomBytes(12).toString('hex'),
+    state: 'active',
+    ldap_blocked: false,
+    is_admin: true,
+    private_token: token,
+    oauth_tokens: [],
+    bio: null,
+    location: null,
+    messenger: '',
+    jobnetwork: '',
+    microblog: '',
+    website_url: '',
+    extern_uid: null,
+    provider: null,
+    theme_id: 1,
+    color_scheme_id: 1,
+    projects_limit: 100000,
+    can_create_group: true,
+    can_create_project: true,
+    external: false,
+    two_factor_enabled: false,
+    created_at: now,
+    confirmed_at: now,
+    current_sign_in_at: null,
+    last_sign_in_at: null,
+  };
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const adminToken = options.adminToken ?? randomBytes(10).toString('hex');
+  const log = options.log ?? (() => undefined);
+  const file = options.dataFile ? new JSONFile<SandboxData>(options.dataFile) : undefined;
+  let stored: SandboxData | null = null;
+  if (file && options.dataFile) {
+    await mkdir(path.dirname(path.resolve(options.dataFile)), { recursive: true });
+    stored = await file.read();
+  }
+  const tempRepos = options.dataFile ? undefined : await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-'));
+  const reposDir = tempRepos ?? `${path.resolve(options.dataFile!)}.repos`;
+  await mkdir(reposDir, { recursive: true });
+
+  const clock = options.clock ?? (() => new Date());
+  const data = stored ?? emptyData(clock().toISOString());
+  let writing: Promise<void> = Promise.resolve();
+  let dirty = false;
+  const db = createDb(data, {
+    clock,
+    onChange: () => {
+      if (!file || dirty) return;
+      dirty = true;
+      // Coalesce the mutations of one request (and of a burst) into one write; writes never overlap.
+      writing = writing.then(
+        () =>
+          new Promise<void>((resolve) =>
+            setImmediate(() => {
+              dirty = false;
+              file.write(data).then(resolve, (error: unknown) => {
+                log(`sandbox: could not save ${options.dataFile}: ${String(error)}`);
+                resolve();
+              });
+            }),
+          ),
+      );
+    },
+  });
+
+  const root = data.users.find((u) => u.id === 1);
+  if (!root) data.users.push(rootUser(db, adminToken));
+  else if (options.adminToken) root.private_token = adminToken;
+
+  let baseUrl = '';
+  const ctx: SandboxContext = {
+    db,
+    git: createGitRepos(reposDir),
+    hooks: createHookDispatcher(db, { timeoutMs: options.hookTimeoutMs ?? 10_000 }),
+    on: { push: [], status: [] },
+    baseUrl: () => baseUrl,
+  };
+  if (!stored && options.seed === 'demo') {
+    const { seedDemo } = await import('./seed.ts');
+    await seedDemo(ctx);
+  }
+  db.changed();
+
+  const app = createSandboxApp(ctx);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  baseUrl = `http://${host}:${address.port}`;
+
+  return {
+    url: baseUrl,
+    apiUrl: `${baseUrl}/api/v3`,
+    adminToken: data.users.find((u) => u.id === 1)!.private_token,
+    ctx,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await ctx.hooks.close();
+      await writing;
+      if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
+    },
+  };
+}

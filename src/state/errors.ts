@@ -1,0 +1,40 @@
+/**
+ * The one error type of the state store. File problems name the file, so that an operator who sees
+ * "refusing to start" knows exactly which file to restore or move away.
+ */
+
+export type StateErrorCode =
+  /** The document or a journal line is not what hookbot writes (bad JSON, bad checksum, bad shape). */
+  | 'corrupt'
+  /** Written by a newer hookbot (schema version above the one this build knows). */
+  | 'newer_version'
+  /** The journal does not continue the document (records missing in between). */
+  | 'mismatch'
+  /** A write or fsync failed; the store refuses further writes until it is reopened. */
+  | 'io'
+  /** The store is not open (never opened, or closed). */
+  | 'closed'
+  /** The inbox holds `maxPending` deliveries already: back-pressure for the receiver. */
+  | 'inbox_full'
+  /** An outbox operation named an action the outbox does not hold. */
+  | 'unknown_action';
+
+export class StateError extends Error {
+  override readonly name = 'StateError';
+  readonly code: StateErrorCode;
+  /** The file concerned, when there is one (never for the in-memory store). */
+  readonly path: string | undefined;
+
+  constructor(code: StateErrorCode, message: string, options: { path?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.path = options.path;
+  }
+}
+
+/** Refusal to start over a file we must not touch: says which file, why, and what the operator can do. */
+export function refuseFile(code: StateErrorCode, path: string, why: string, hint: string): StateError {
+  return new StateError(code, `state file ${path}: ${why}; refusing to start and leaving it untouched. ${hint}`, {
+    path,
+  });
+}

@@ -1,0 +1,176 @@
+/**
+ * The state store's contract, backend-agnostic. Everything else in hookbot depends on this
+ * interface only; `createFileStore` (lowdb document + journal) and `createMemoryStore` implement it,
+ * and a later backend (e.g. PostgreSQL) implements it again and runs the same contract tests.
+ *
+ * Writes are async and resolve once the change is durable; reads are synchronous from memory,
+ * because the whole (bounded) state is held in memory.
+ *
+ * Values given as `unknown` (delivery bodies, planned calls, decisions) are stored as JSON: what a
+ * read returns is what `JSON.parse(JSON.stringify(value))` gives, before and after a restart alike.
+ */
+
+/** A delivery as the receiver hands it over. */
+export interface Delivery {
+  /** De-duplication key (v3 servers send no delivery id: the receiver derives it from the content). */
+  key: string;
+  /** The hook kind, e.g. `Merge Request Hook`. */
+  kind: string;
+  /** When the receiver got it (ms since the epoch). */
+  receivedAt: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** An accepted delivery that is not processed yet. */
+export interface InboxEntry extends Delivery {
+  id: string;
+  /** When the store accepted it (ms since the epoch). */
+  acceptedAt: number;
+}
+
+export interface AcceptResult {
+  /** The delivery's id; for a duplicate, the id of the delivery first accepted with that key. */
+  id: string;
+  /** True when the key was seen within the de-duplication window: nothing was added. */
+  duplicate: boolean;
+}
+
+/** A planned action as the executor hands it over. */
+export interface ActionInput {
+  /** Idempotency key chosen by the caller: putting the same id twice keeps the first. */
+  id: string;
+  itemKey: string;
+  rule: string;
+  /** The planned call, opaque to the store. */
+  call: unknown;
+  /** First try; default: now. */
+  nextTryAt?: number;
+}
+
+export interface OutboxAction {
+  id: string;
+  itemKey: string;
+  rule: string;
+  call: unknown;
+  /** Failed tries so far. */
+  attempts: number;
+  nextTryAt: number;
+  lastError?: string;
+  createdAt: number;
+  /** Set when the action is given up on; a parked action is never due. */
+  parked?: { reason: string; at: number };
+}
+
+export type ActionFailure =
+  | { error: string; retryable: true; nextTryAt: number }
+  /** A failure that retrying cannot fix parks the action, with the error as the reason. */
+  | { error: string; retryable: false };
+
+/** A merge request the merge watch re-checks until its required statuses succeed. */
+export interface WatchEntry {
+  itemKey: string;
+  project: string;
+  mrId: number;
+  /** The head the match was made on: a different head means re-evaluate, never merge. */
+  headSha: string;
+  rule: string;
+  /** Status names that must succeed. */
+  required: string[];
+  since: number;
+}
+
+export interface PausedRule {
+  rule: string;
+  reason: string;
+  at: number;
+}
+
+export interface DecisionRecord {
+  itemKey: string;
+  at: number;
+  decision: unknown;
+}
+
+/** Counts and file sizes, for metrics and the status page. File figures are 0 without files. */
+export interface StateStats {
+  inbox: number;
+  dedupKeys: number;
+  outbox: number;
+  parked: number;
+  watched: number;
+  pausedRules: number;
+  decisionItems: number;
+  recentDecisions: number;
+  documentBytes: number;
+  journalBytes: number;
+  journalRecords: number;
+  /** Group commits written (one append and one fsync each) since open. */
+  commits: number;
+  /** fsync calls since open: one per commit, plus those of each compaction. */
+  fsyncs: number;
+  compactions: number;
+}
+
+export interface CloseOptions {
+  /** Fold the journal into the document before closing, so the next start replays nothing. Default true. */
+  compact?: boolean;
+}
+
+export interface StateStore {
+  // Lifecycle
+  /** Loads the state (creating the folder and files when absent); refuses corrupt or newer files with a StateError. */
+  open(): Promise<void>;
+  /** Resolves once every write issued so far is durable. */
+  flush(): Promise<void>;
+  /** Folds the journal into the document now (also runs by itself past the configured thresholds). */
+  compact(): Promise<void>;
+  close(options?: CloseOptions): Promise<void>;
+  stats(): StateStats;
+
+  // Inbox
+  /** Durable before it resolves. Rejects with StateError `inbox_full` at the pending bound. */
+  accept(delivery: Delivery): Promise<AcceptResult>;
+  /** Accepted, not processed, in acceptance order (what to resume after a restart). */
+  pending(): InboxEntry[];
+  /** Durable before it resolves; the de-dup key stays until it expires. Unknown or processed ids are a no-op. */
+  markProcessed(id: string): Promise<void>;
+
+  // Outbox
+  /** Resolves `created: false` (and changes nothing) when an action with this id is already held. */
+  putAction(action: ActionInput): Promise<{ created: boolean }>;
+  getAction(id: string): OutboxAction | undefined;
+  /** Unparked actions with `nextTryAt <= now`, earliest first. */
+  dueActions(now: number): OutboxAction[];
+  /** Removes the action (done, or given up by an operator). Unknown ids are a no-op. */
+  completeAction(id: string): Promise<void>;
+  /** Counts a failed try; rejects with StateError `unknown_action` for an id the outbox does not hold. */
+  failAction(id: string, failure: ActionFailure): Promise<void>;
+  /** Parks the action with a visible reason; rejects with StateError `unknown_action` for an unknown id. */
+  parkAction(id: string, reason: string): Promise<void>;
+  /** Parked actions, oldest parked first. */
+  listParked(): OutboxAction[];
+
+  // Merge watch
+  /** Adds or replaces the watch for `itemKey`. */
+  watch(entry: WatchEntry): Promise<void>;
+  unwatch(itemKey: string): Promise<void>;
+  watched(): WatchEntry[];
+
+  // Schedules and approvals
+  /** The next run of a sweep, per project or (project undefined) for the whole sweep. */
+  nextRun(sweep: string, project?: string): number | undefined;
+  setNextRun(sweep: string, project: string | undefined, at: number): Promise<void>;
+  lastSuccess(sweep: string): number | undefined;
+  setLastSuccess(sweep: string, at: number): Promise<void>;
+  /** Pauses a rule (circuit breaker); it stays paused across restarts until approved. */
+  pauseRule(rule: string, reason: string): Promise<void>;
+  approveRule(rule: string): Promise<void>;
+  pausedRules(): PausedRule[];
+
+  // Decisions (explain)
+  recordDecision(itemKey: string, decision: unknown): Promise<void>;
+  latestDecision(itemKey: string): DecisionRecord | undefined;
+  /** The most recent decisions, newest first, at most `limit` (and at most the ring's size). */
+  recentDecisions(limit?: number): DecisionRecord[];
+}
