@@ -34,6 +34,12 @@ export interface ApiErrorDetails {
   /** True when the request may have taken effect although we saw no success (timeout or 5xx on a non-idempotent call). */
   ambiguous?: boolean;
   cause?: unknown;
+  /** Values to blank out of the message wherever they appear (the client's token). */
+  secrets?: readonly string[];
+  /** The answer's headers, for callers that must tell a missing route from a missing item (`Allow`). */
+  responseHeaders?: Record<string, string | string[] | undefined>;
+  /** Which key held the server's words: grape's unknown-route answer uses `error`, the API's own errors `message`. */
+  messageKey?: 'message' | 'error';
 }
 
 export class ApiError extends Error {
@@ -45,19 +51,26 @@ export class ApiError extends Error {
   readonly serverMessage: ServerMessage | undefined;
   readonly kind: ApiErrorKind;
   readonly ambiguous: boolean;
+  readonly responseHeaders: Record<string, string | string[] | undefined>;
+  readonly messageKey: 'message' | 'error' | undefined;
 
   constructor(details: ApiErrorDetails) {
     super(
-      redactSecrets(describe(details)),
+      redactSecrets(describe(details), details.secrets),
       details.cause === undefined ? undefined : { cause: details.cause },
     );
     this.status = details.status;
     this.method = details.method;
     this.route = details.route;
     this.path = details.path;
-    this.serverMessage = details.serverMessage;
+    this.serverMessage =
+      typeof details.serverMessage === 'string'
+        ? redactSecrets(details.serverMessage, details.secrets)
+        : details.serverMessage;
     this.kind = details.kind;
     this.ambiguous = details.ambiguous ?? false;
+    this.responseHeaders = details.responseHeaders ?? {};
+    this.messageKey = details.messageKey;
   }
 
   /** Per-field validation messages (`{"message": {"color": ["must be a valid color code"]}}`), if any. */

@@ -108,15 +108,6 @@ export interface CallStats {
 }
 
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ENOTFOUND',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-]);
 
 export function apiUrlOf(baseUrl: string): string {
   const trimmed = baseUrl.replace(/\/+$/, '');
@@ -134,6 +125,7 @@ export function fillRoute(route: string, params: Record<string, string | number>
 export function createHttp(options: HttpOptions): Http {
   const apiUrl = apiUrlOf(options.baseUrl);
   const origin = new URL(apiUrl).origin;
+  const apiPath = new URL(apiUrl).pathname;
   const retryLimit = options.retry?.limit ?? 3;
   const baseDelay = options.retry?.baseDelayMs ?? 500;
   const maxDelay = options.retry?.maxDelayMs ?? 30_000;
@@ -265,7 +257,7 @@ export function createHttp(options: HttpOptions): Http {
   }
 
   function toApiError(error: unknown, spec: RequestSpec, path: string, idempotent: boolean): ApiError {
-    const base = { method: spec.method, route: spec.route, path, cause: undefined };
+    const base = { method: spec.method, route: spec.route, path, secrets };
     if (error instanceof HTTPError) {
       const status = error.response.statusCode;
       let body: unknown = error.response.body;
@@ -280,11 +272,14 @@ export function createHttp(options: HttpOptions): Http {
         kind: kindOfStatus(status),
         serverMessage: serverMessageOf(body),
         ambiguous: !idempotent && status >= 500,
+        responseHeaders: error.response.headers,
+        messageKey: messageKeyOf(body),
       });
     }
     if (error instanceof RequestError) {
       const timeout = error.name === 'TimeoutError' || error.code === 'ETIMEDOUT';
-      const kind = timeout ? 'timeout' : NETWORK_CODES.has(error.code) ? 'network' : 'network';
+      // Anything but a timeout or an unreadable answer is the way to the server failing: worth a retry.
+      const kind = timeout ? 'timeout' : error.name === 'ParseError' ? 'invalid_response' : 'network';
       // A refused connection never reached the server; anything else on a non-idempotent call may have.
       const ambiguous = !idempotent && error.code !== 'ECONNREFUSED' && error.code !== 'ENOTFOUND';
       return new ApiError({
@@ -328,7 +323,10 @@ export function createHttp(options: HttpOptions): Http {
           serverMessage: `stopped after ${maxPages} pages (page cap); narrow the query or raise maxPages`,
         });
       }
-      const path = target.url.startsWith('http') ? new URL(target.url).pathname : firstPath;
+      // Paths in errors and call logs are relative to /api/v3 on every page, like the first one.
+      const path = target.url.startsWith('http')
+        ? new URL(target.url).pathname.slice(apiPath.length)
+        : firstPath;
       const pageSpec = { ...spec, query: target.query, schema: undefined } as RequestSpec<unknown>;
       const response = await send<unknown>(pageSpec, target.url, path);
       if (!Array.isArray(response.body)) {
@@ -431,4 +429,10 @@ function retryAfterMs(response: Response<string> | undefined): number | undefine
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function messageKeyOf(body: unknown): 'message' | 'error' | undefined {
+  if (body === null || typeof body !== 'object') return undefined;
+  if ('message' in body) return 'message';
+  return 'error' in body ? 'error' : undefined;
 }

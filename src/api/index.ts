@@ -2,4 +2,4 @@ export * from './client.ts';
 export * from './errors.ts';
 export * from './http.ts';
 export * from './types.ts';
-export * from './issues.ts';
+export type { Issue, IssueEdit, IssueFilter, NewIssue, ProjectIssueFilter } from './issues.ts';

@@ -1,8 +1,117 @@
-/** PLACEHOLDER: being written (see the issue); replaced by the real resource family. */
+/** Commit statuses (api-v3.md "Commits and commit statuses"): read a commit's build states, post one. */
+import { z } from 'zod';
 import type { Http } from './http.ts';
+import { userSummarySchema, type CallOptions, type ListOptions, type ProjectRef } from './types.ts';
 
-export function createStatusesApi(_http: Http) {
-  return {};
+/** The states a status can be posted with (api-v3.md). */
+export const POSTABLE_STATES = ['pending', 'running', 'success', 'failed', 'canceled'] as const;
+export type PostableState = (typeof POSTABLE_STATES)[number];
+
+/**
+ * The states a listed status can have. api-v3.md names the five above; real 8.x servers list the
+ * builds of a pipeline too, and those can also be `created` (waiting for an earlier stage),
+ * `skipped` (8.8+) and `manual` (8.15+). Refusing them would fail the whole listing.
+ */
+export const STATUS_STATES = [...POSTABLE_STATES, 'created', 'skipped', 'manual'] as const;
+export type StatusState = (typeof STATUS_STATES)[number];
+
+export const commitStatusSchema = z.looseObject({
+  id: z.number(),
+  sha: z.string(),
+  ref: z.string().nullable(),
+  status: z.enum(STATUS_STATES),
+  /** `default` when the poster gave neither `name` nor `context`. */
+  name: z.string(),
+  target_url: z.string().nullable().optional(),
+  description: z.string().nullable().optional(),
+  created_at: z.string(),
+  started_at: z.string().nullable().optional(),
+  finished_at: z.string().nullable().optional(),
+  allow_failure: z.boolean(),
+  author: userSummarySchema.optional(),
+});
+export type CommitStatus = z.infer<typeof commitStatusSchema>;
+
+export interface StatusFilter {
+  ref_name?: string;
+  /** Build stage. */
+  stage?: string;
+  /** Job name. */
+  name?: string;
+  /** Every status ever posted (history), not only the latest per name: see `latestByName`. */
+  all?: boolean;
+}
+
+export interface NewCommitStatus {
+  state: PostableState;
+  ref?: string;
+  /** `name` and `context` are synonyms; the server takes `name`, then `context`, then `default`. */
+  name?: string;
+  context?: string;
+  target_url?: string;
+  description?: string;
+}
+
+export function createStatusesApi(http: Http) {
+  return {
+    list(
+      project: ProjectRef,
+      sha: string,
+      filter: StatusFilter = {},
+      options: ListOptions = {},
+    ): AsyncIterable<CommitStatus> {
+      return http.paginate({
+        method: 'GET',
+        route: '/projects/:id/repository/commits/:sha/statuses',
+        params: { id: project, sha },
+        query: { ...filter },
+        schema: commitStatusSchema,
+        ...options,
+      });
+    },
+
+    /**
+     * Posts a status. Left non-idempotent (never retried) although a pending or running status of
+     * the same name, ref and sha is updated in place: a finished one never changes, so a repeat
+     * makes a second row, and posting `pending` onto a pending status is a 400 on real servers.
+     */
+    create(
+      project: ProjectRef,
+      sha: string,
+      status: NewCommitStatus,
+      options: CallOptions = {},
+    ): Promise<CommitStatus> {
+      return http.request({
+        method: 'POST',
+        route: '/projects/:id/statuses/:sha',
+        params: { id: project, sha },
+        body: { ...status },
+        schema: commitStatusSchema,
+        ...options,
+      });
+    },
+  };
 }
 
 export type StatusesApi = ReturnType<typeof createStatusesApi>;
+
+type StatusLike = Pick<CommitStatus, 'id' | 'name' | 'created_at'>;
+
+/**
+ * The newest status of each name, in the order the names first appear. `all=true` answers the
+ * whole history; ids grow with every new row, so the higher id is the newer one, and
+ * `created_at` only decides between equal ids.
+ */
+export function latestByName<T extends StatusLike>(statuses: Iterable<T>): T[] {
+  const latest = new Map<string, T>();
+  for (const status of statuses) {
+    const kept = latest.get(status.name);
+    if (kept === undefined || isNewer(status, kept)) latest.set(status.name, status);
+  }
+  return [...latest.values()];
+}
+
+function isNewer(a: StatusLike, b: StatusLike): boolean {
+  if (a.id !== b.id) return a.id > b.id;
+  return Date.parse(a.created_at) > Date.parse(b.created_at);
+}

@@ -1,0 +1,61 @@
+/**
+ * From raw bytes to a delivery the bot can keep: valid UTF-8, a JSON object, an `X-Gitlab-Event`
+ * header and an `object_kind`. Every refusal names its reason; the handler turns it into a 400.
+ */
+import { createHash } from 'node:crypto';
+
+/** The kinds of that era (server-facts.md). */
+export const KNOWN_KINDS = [
+  'push',
+  'tag_push',
+  'issue',
+  'note',
+  'merge_request',
+  'build',
+  'pipeline',
+  'wiki_page',
+] as const;
+export type ObjectKind = (typeof KNOWN_KINDS)[number];
+
+export type ParsedDelivery =
+  | { ok: true; event: string; kind: string; body: Record<string, unknown>; text: string; key: string }
+  | { ok: false; message: string };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDelivery {
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    return { ok: false, message: 'body is not valid UTF-8' };
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { ok: false, message: 'body is not valid JSON' };
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return { ok: false, message: 'body must be a JSON object' };
+  }
+  if (!event) return { ok: false, message: 'missing X-Gitlab-Event header' };
+  const kind = (body as Record<string, unknown>).object_kind;
+  if (typeof kind !== 'string' || kind.length === 0) return { ok: false, message: 'missing object_kind' };
+  return {
+    ok: true,
+    event,
+    kind,
+    body: body as Record<string, unknown>,
+    text,
+    key: deliveryKey(event, text),
+  };
+}
+
+/**
+ * Real servers send no delivery id, and retry a slow delivery with the same body: the content is the
+ * identity. Same event header and same bytes mean the same delivery.
+ */
+export function deliveryKey(event: string, text: string): string {
+  return createHash('sha256').update(event).update('\0').update(text).digest('hex');
+}

@@ -1,0 +1,187 @@
+import { sign } from '@octokit/webhooks-methods';
+import express from 'express';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createHookHandler, type DeliveryOutcome, type Inbox } from '../../src/receiver/hook-handler.ts';
+import { createReceiverServer, listen } from '../../src/receiver/server.ts';
+import { HOOK_FIXTURES, fixtureText } from '../events/fixtures.ts';
+
+const SECRET = 'hook-secret-for-tests';
+
+/** An inbox that keeps deliveries in memory and knows duplicates by key, like the store does. */
+function memoryInbox(): Inbox & {
+  entries: { id: string; key: string; kind: string; body: unknown; headers: Record<string, string> }[];
+  fail: boolean;
+} {
+  const entries: { id: string; key: string; kind: string; body: unknown; headers: Record<string, string> }[] =
+    [];
+  return {
+    entries,
+    fail: false,
+    async accept(delivery) {
+      if (this.fail) throw new Error('disk full');
+      const seen = entries.find((e) => e.key === delivery.key);
+      if (seen) return { id: seen.id, duplicate: true };
+      const id = `d${entries.length + 1}`;
+      entries.push({
+        id,
+        key: delivery.key,
+        kind: delivery.kind,
+        body: delivery.body,
+        headers: delivery.headers,
+      });
+      return { id, duplicate: false };
+    },
+  };
+}
+
+function start(options: { signature?: boolean; limitBytes?: number; open?: boolean } = {}) {
+  const inbox = memoryInbox();
+  const outcomes: DeliveryOutcome[] = [];
+  const woken: string[] = [];
+  const handler = createHookHandler({
+    verify: {
+      token: options.open ? undefined : SECRET,
+      signature: options.signature ? { secret: 'sign-secret' } : undefined,
+    },
+    inbox,
+    limitBytes: options.limitBytes,
+    onAccepted: (id) => woken.push(id),
+    onOutcome: (outcome) => outcomes.push(outcome),
+  });
+  const server = createReceiverServer({ hookPath: '/hooks', hookHandler: handler, app: express() });
+  return { server, inbox, outcomes, woken };
+}
+
+describe('POST /hooks intake', () => {
+  let s: ReturnType<typeof start>;
+  let url = '';
+  let server: Server;
+  beforeAll(async () => {
+    s = start({ limitBytes: 64 * 1024 });
+    server = s.server;
+    url = `${(await listen(server, 0, '127.0.0.1')).url}/hooks`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    s.inbox.entries.length = 0;
+    s.inbox.fail = false;
+    s.outcomes.length = 0;
+    s.woken.length = 0;
+  });
+
+  const post = (body: string | Buffer, headers: Record<string, string> = {}) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gitlab-token': SECRET, ...headers },
+      body,
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+
+  it.each(HOOK_FIXTURES.filter(([name]) => name !== 'wiki_page.json'))(
+    'accepts %s sent as %s and persists it first',
+    async (name, event) => {
+      const res = await post(fixtureText(name), { 'x-gitlab-event': event });
+      expect(res).toEqual({ status: 202, body: { message: 'accepted', id: 'd1' } });
+      expect(s.inbox.entries).toHaveLength(1);
+      expect(s.inbox.entries[0]?.headers).toEqual({ 'x-gitlab-event': event });
+      expect(s.woken).toEqual(['d1']);
+    },
+  );
+
+  it('answers a kind the bot does not handle 202 ignored and keeps nothing', async () => {
+    const res = await post(fixtureText('wiki_page.json'), { 'x-gitlab-event': 'Wiki Page Hook' });
+    expect(res).toEqual({ status: 202, body: { message: 'ignored', kind: 'wiki_page' } });
+    expect(s.inbox.entries).toHaveLength(0);
+  });
+
+  it('answers the same delivery twice as duplicate and processes it once', async () => {
+    const first = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
+    const again = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
+    expect(first.body).toEqual({ message: 'accepted', id: 'd1' });
+    expect(again).toEqual({ status: 202, body: { message: 'duplicate', id: 'd1' } });
+    expect(s.woken).toEqual(['d1']);
+  });
+
+  it.each([
+    ['a missing token', { 'x-gitlab-token': '' }],
+    ['a wrong token', { 'x-gitlab-token': 'guess' }],
+    ['a token of another length', { 'x-gitlab-token': `${SECRET}x` }],
+  ])('refuses %s with 401 and a message that does not say which check failed', async (_name, headers) => {
+    const res = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook', ...headers });
+    expect(res).toEqual({ status: 401, body: { message: 'unauthorized' } });
+    expect(s.inbox.entries).toHaveLength(0);
+  });
+
+  it.each([
+    ['malformed JSON', '{"object_kind": ', { 'x-gitlab-event': 'Issue Hook' }, 'body is not valid JSON'],
+    ['a JSON array', '[1,2]', { 'x-gitlab-event': 'Issue Hook' }, 'body must be a JSON object'],
+    ['a JSON string', '"hello"', { 'x-gitlab-event': 'Issue Hook' }, 'body must be a JSON object'],
+    ['no X-Gitlab-Event', '{"object_kind":"issue"}', {}, 'missing X-Gitlab-Event header'],
+    ['no object_kind', '{"object_attributes":{}}', { 'x-gitlab-event': 'Issue Hook' }, 'missing object_kind'],
+    [
+      'invalid UTF-8',
+      Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+      { 'x-gitlab-event': 'Issue Hook' },
+      'body is not valid UTF-8',
+    ],
+  ] as const)('answers %s with 400 and a message', async (_name, body, headers, message) => {
+    const res = await post(body, headers);
+    expect(res).toEqual({ status: 400, body: { message } });
+    expect(s.inbox.entries).toHaveLength(0);
+  });
+
+  it('answers a body over the limit with 413', async () => {
+    const big = JSON.stringify({ object_kind: 'issue', pad: 'x'.repeat(70 * 1024) });
+    const res = await post(big, { 'x-gitlab-event': 'Issue Hook' });
+    expect(res).toEqual({ status: 413, body: { message: 'body too large (limit 65536 bytes)' } });
+  });
+
+  it('answers 503 when the delivery cannot be persisted, and does not wake processing', async () => {
+    s.inbox.fail = true;
+    const res = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
+    expect(res).toEqual({ status: 503, body: { message: 'could not persist the delivery; try again' } });
+    expect(s.woken).toEqual([]);
+  });
+
+  it('reports every outcome for metrics', async () => {
+    await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
+    await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
+    await post('{', { 'x-gitlab-event': 'Issue Hook' });
+    await post('{}', { 'x-gitlab-token': 'no' });
+    expect(s.outcomes).toEqual(['accepted', 'duplicate', 'bad_request', 'unauthorized']);
+  });
+});
+
+describe('POST /hooks with an HMAC signature (signing proxy)', () => {
+  let s: ReturnType<typeof start>;
+  let url = '';
+  beforeAll(async () => {
+    s = start({ signature: true });
+    url = `${(await listen(s.server, 0, '127.0.0.1')).url}/hooks`;
+  });
+  afterAll(() => new Promise<void>((resolve) => s.server.close(() => resolve())));
+
+  const post = (body: string, headers: Record<string, string>) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'x-gitlab-event': 'Issue Hook', 'x-gitlab-token': SECRET, ...headers },
+      body,
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+
+  it('accepts a valid signature of the raw body', async () => {
+    const body = fixtureText('issue.json');
+    const res = await post(body, { 'x-hookbot-signature-256': await sign('sign-secret', body) });
+    expect(res.status).toBe(202);
+  });
+
+  it.each([
+    ['no signature', {}],
+    ['a signature of other bytes', { 'x-hookbot-signature-256': 'sha256=' + '0'.repeat(64) }],
+    ['a malformed signature', { 'x-hookbot-signature-256': 'md5=abc' }],
+  ])('refuses %s with the same 401', async (_name, headers) => {
+    expect(await post(fixtureText('issue.json'), headers)).toEqual({
+      status: 401,
+      body: { message: 'unauthorized' },
+    });
+  });
+});
