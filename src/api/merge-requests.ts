@@ -10,6 +10,7 @@ import type { Change, Http, HttpMethod } from './http.ts';
 import { diffEntrySchema, type Commit } from './commits.ts';
 import { issueSchema, type Issue } from './issues.ts';
 import {
+  milestoneSchema,
   commaList,
   userSummarySchema,
   type CallOptions,
@@ -36,6 +37,7 @@ export const mergeRequestSchema = z.looseObject({
   author: userSummarySchema,
   assignee: userSummarySchema.nullable(),
   labels: z.array(z.string()),
+  milestone: milestoneSchema.nullable().optional(),
   work_in_progress: z.boolean(),
   merge_when_build_succeeds: z.boolean(),
   /** `can_be_merged`, `cannot_be_merged`, `unchecked`. */

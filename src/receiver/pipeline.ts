@@ -1,0 +1,333 @@
+/**
+ * Level-triggered processing of accepted deliveries (issue 4). A delivery is a hint that an item
+ * changed: it is turned into item addresses, events for one item are coalesced (debounce), and the
+ * item is handed to the processor, which re-reads it through the API and evaluates every rule on that
+ * fresh state. Duplicate and out-of-order deliveries then do no harm.
+ *
+ * - Per item, one run at a time: events arriving during a run join the next run.
+ * - Global concurrency is bounded; so is the queue in memory. Past the bound, accepted deliveries
+ *   simply stay in the store's inbox and are pulled in as room frees up: nothing is dropped.
+ * - A delivery is marked processed only once every item run it caused has finished; a crash before
+ *   that means it is processed again after the restart, which the level-triggered design makes safe.
+ * - A run that fails with a transient error (the server is down) is retried with backoff; the
+ *   delivery stays in the inbox meanwhile.
+ */
+import { parseHookEvent } from '../events/schemas.ts';
+import { hintsOf, itemKey, type Hint, type ItemRef, type Trigger as HookTrigger } from '../events/hints.ts';
+import type { InboxEntry } from '../state/store.ts';
+import type { Trigger } from '../rules/snapshot.ts';
+
+export interface BotIdentity {
+  id?: number;
+  username?: string;
+}
+
+/** Turns branch and commit hints into the open merge requests they concern (needs the API). */
+export interface HintResolver {
+  mergeRequestsForBranch(projectId: number, branch: string): Promise<ItemRef[]>;
+  mergeRequestsForCommit(project: number | string, sha: string, ref: string | undefined): Promise<ItemRef[]>;
+}
+
+/** Does the work for one item: read it fresh, evaluate, act. Throwing a transient error asks for a retry. */
+export type ItemProcessor = (item: ItemRef, triggers: Trigger[]) => Promise<void>;
+
+export interface PipelineLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface PipelineOptions {
+  store: { pending(): InboxEntry[]; markProcessed(id: string): Promise<void> };
+  resolver: HintResolver;
+  process: ItemProcessor;
+  bot: BotIdentity;
+  /** Coalescing window per item. Default 250 ms; 0 in tests. */
+  debounceMs?: number;
+  /** Item runs at once. Default 4. */
+  concurrency?: number;
+  /** Deliveries held in memory at once; the rest wait in the inbox. Default 1000. */
+  queueLimit?: number;
+  /** Is this error worth retrying later (server down) rather than giving up on the delivery? */
+  isTransient?: (error: unknown) => boolean;
+  retryDelayMs?: (attempt: number) => number;
+  log?: PipelineLog;
+  /** Called with the queue depth whenever it changes (metrics). */
+  onDepth?: (depth: number) => void;
+}
+
+export interface Pipeline {
+  /** A delivery was accepted (and is durable). */
+  wake(entry: InboxEntry): void;
+  /** Resumes what the inbox holds (after a restart). */
+  resume(): void;
+  /** Resolves when nothing is queued, pending or running. */
+  idle(): Promise<void>;
+  /** Stops taking work; resolves when running item runs have finished. Unfinished deliveries stay in the inbox. */
+  stop(): Promise<void>;
+  depth(): number;
+}
+
+interface ItemState {
+  item: ItemRef;
+  triggers: Trigger[];
+  deliveries: Set<string>;
+  timer?: NodeJS.Timeout;
+  running: boolean;
+  /** Events arrived during a run: run again afterwards. */
+  again: boolean;
+  attempt: number;
+}
+
+const noopLog: PipelineLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export function createPipeline(options: PipelineOptions): Pipeline {
+  const debounceMs = options.debounceMs ?? 250;
+  const concurrency = options.concurrency ?? 4;
+  const queueLimit = options.queueLimit ?? 1000;
+  const log = options.log ?? noopLog;
+  const isTransient = options.isTransient ?? (() => false);
+  const retryDelay =
+    options.retryDelayMs ?? ((attempt: number) => Math.min(60_000, 500 * 2 ** (attempt - 1)));
+
+  /** Deliveries in memory: id -> item runs still owed before it counts as processed. */
+  const held = new Map<string, number>();
+  const items = new Map<string, ItemState>();
+  const ready: ItemState[] = [];
+  let running = 0;
+  /** Deliveries being resolved and timers waiting (debounce, backoff): work not yet in `ready`. */
+  let pendingWork = 0;
+  let stopped = false;
+  let backlog = false;
+  let idleWaiters: (() => void)[] = [];
+
+  const depth = () => held.size;
+  const reportDepth = () => options.onDepth?.(depth());
+
+  function checkIdle(): void {
+    if (held.size === 0 && running === 0 && pendingWork === 0 && ready.length === 0) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  function wake(entry: InboxEntry): void {
+    if (stopped || held.has(entry.id)) return;
+    if (held.size >= queueLimit) {
+      backlog = true; // it is durable in the inbox; pulled in when room frees up
+      return;
+    }
+    held.set(entry.id, 0);
+    reportDepth();
+    void take(entry);
+  }
+
+  function resume(): void {
+    backlog = false;
+    for (const entry of options.store.pending()) {
+      if (held.size >= queueLimit) {
+        backlog = true;
+        break;
+      }
+      wake(entry);
+    }
+  }
+
+  async function take(entry: InboxEntry, attempt = 1): Promise<void> {
+    pendingWork++;
+    try {
+      const parsed = parseHookEvent(entry.kind, entry.body);
+      if (!parsed.ok) {
+        // A payload we cannot read will not get better by waiting: record why and let it go.
+        log.warn({ delivery: entry.id, problem: parsed.message }, 'delivery skipped: payload not understood');
+        await finishDelivery(entry.id);
+        return;
+      }
+      const targets: [ItemRef, Trigger][] = [];
+      for (const hint of hintsOf(parsed.event)) {
+        for (const ref of await resolve(hint)) targets.push([ref, toTrigger(hint.trigger)]);
+      }
+      if (targets.length === 0) {
+        await finishDelivery(entry.id);
+        return;
+      }
+      held.set(entry.id, targets.length);
+      for (const [item, trigger] of targets) enqueue(item, trigger, entry.id);
+    } catch (error) {
+      if (isTransient(error) && !stopped) {
+        // The server is away: the delivery stays in the inbox and is taken again after a backoff.
+        log.warn({ delivery: entry.id, attempt, err: error }, 'could not resolve the delivery yet; retrying');
+        pendingWork++;
+        setTimeout(() => {
+          pendingWork--;
+          void take(entry, attempt + 1);
+        }, retryDelay(attempt));
+      } else {
+        log.error({ delivery: entry.id, err: error }, 'delivery failed');
+        await finishDelivery(entry.id);
+      }
+    } finally {
+      pendingWork--;
+      pump();
+    }
+  }
+
+  /** The items a hint concerns: named directly, or the open MRs of a branch or commit. */
+  function resolve(hint: Hint): Promise<ItemRef[]> {
+    if (hint.target === 'item') return Promise.resolve([hint.item]);
+    if (hint.target === 'branch') return options.resolver.mergeRequestsForBranch(hint.projectId, hint.branch);
+    return options.resolver.mergeRequestsForCommit(hint.project, hint.sha, hint.ref);
+  }
+
+  function toTrigger(hook: HookTrigger): Trigger {
+    const actor = hook.actor;
+    const byBot =
+      (options.bot.id !== undefined && actor.id === options.bot.id) ||
+      (options.bot.username !== undefined && actor.username === options.bot.username);
+    const trigger: Trigger = { kind: hook.kind, byBot };
+    if (hook.action && (hook.kind === 'issue' || hook.kind === 'merge_request')) {
+      trigger.action = hook.action as Trigger['action'];
+    }
+    if (hook.note !== undefined) trigger.note = hook.note;
+    if (actor.id !== undefined && actor.username !== undefined)
+      trigger.actor = { id: actor.id, username: actor.username };
+    else if (actor.username !== undefined) trigger.actor = { id: 0, username: actor.username };
+    return trigger;
+  }
+
+  function enqueue(item: ItemRef, trigger: Trigger, deliveryId: string): void {
+    const key = itemKey(item);
+    let state = items.get(key);
+    if (!state) {
+      state = { item, triggers: [], deliveries: new Set(), running: false, again: false, attempt: 0 };
+      items.set(key, state);
+    }
+    state.triggers.push(trigger);
+    state.deliveries.add(deliveryId);
+    if (state.running) {
+      state.again = true;
+      return;
+    }
+    schedule(state, debounceMs);
+  }
+
+  function schedule(state: ItemState, delay: number): void {
+    if (state.timer) return; // already waiting: the new event joins this run
+    if (delay <= 0 && !state.running) {
+      ready.push(state);
+      return;
+    }
+    pendingWork++;
+    state.timer = setTimeout(() => {
+      state.timer = undefined;
+      pendingWork--;
+      ready.push(state);
+      pump();
+    }, delay);
+  }
+
+  function pump(): void {
+    while (!stopped && running < concurrency && ready.length > 0) {
+      const state = ready.shift()!;
+      if (state.running) continue;
+      void run(state);
+    }
+    if (backlog && held.size < queueLimit / 2 && !stopped) resume();
+    checkIdle();
+  }
+
+  async function run(state: ItemState): Promise<void> {
+    running++;
+    state.running = true;
+    const triggers = coalesce(state.triggers);
+    const deliveries = [...state.deliveries];
+    state.triggers = [];
+    state.deliveries.clear();
+    state.again = false;
+    let retry = false;
+    try {
+      await options.process(state.item, triggers);
+      state.attempt = 0;
+    } catch (error) {
+      if (isTransient(error) && !stopped) {
+        retry = true;
+        state.attempt++;
+        log.warn(
+          { item: itemKey(state.item), attempt: state.attempt, err: error },
+          'item run failed; retrying',
+        );
+        // Put the work back: the same triggers and deliveries run again after the backoff.
+        state.triggers.unshift(...triggers);
+        for (const id of deliveries) state.deliveries.add(id);
+      } else {
+        log.error({ item: itemKey(state.item), err: error }, 'item run failed');
+      }
+    }
+    state.running = false;
+    running--;
+    if (!retry) for (const id of deliveries) await itemRunDone(id);
+    if (retry) schedule(state, retryDelay(state.attempt));
+    else if (state.again || state.triggers.length > 0) schedule(state, debounceMs);
+    else items.delete(itemKey(state.item));
+    pump();
+  }
+
+  async function itemRunDone(deliveryId: string): Promise<void> {
+    const owed = (held.get(deliveryId) ?? 1) - 1;
+    if (owed > 0) held.set(deliveryId, owed);
+    else await finishDelivery(deliveryId);
+  }
+
+  async function finishDelivery(id: string): Promise<void> {
+    try {
+      await options.store.markProcessed(id);
+    } catch (error) {
+      log.error({ delivery: id, err: error }, 'could not mark the delivery processed');
+    }
+    held.delete(id);
+    reportDepth();
+  }
+
+  return {
+    wake,
+    resume,
+    depth,
+    idle() {
+      return new Promise<void>((resolve) => {
+        idleWaiters.push(resolve);
+        checkIdle();
+      });
+    },
+    async stop() {
+      stopped = true;
+      for (const state of items.values()) {
+        if (state.timer) {
+          clearTimeout(state.timer);
+          state.timer = undefined;
+          pendingWork--;
+        }
+      }
+      ready.length = 0;
+      while (running > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    },
+  };
+}
+
+/**
+ * One evaluation per burst: issue and MR events (and pushes, statuses) collapse into the latest one.
+ * Notes stay apart, each with its text: a note may be a command (`/hookbot merge`) and must not be lost.
+ */
+export function coalesce(triggers: readonly Trigger[]): Trigger[] {
+  const notes = triggers.filter((t) => t.kind === 'note');
+  const others = triggers.filter((t) => t.kind !== 'note');
+  const latest = others.at(-1);
+  if (!latest) return [...notes];
+  // An `open` in the burst is kept as the action: rules on `issue.open` must still see it.
+  const opened = others.find((t) => t.action === 'open');
+  const merged: Trigger =
+    opened && latest.kind === opened.kind ? { ...latest, action: 'open' } : { ...latest };
+  // The burst counts as the bot's own only if every event in it was.
+  merged.byBot = others.every((t) => t.byBot);
+  return [merged, ...notes];
+}
