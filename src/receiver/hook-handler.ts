@@ -20,6 +20,13 @@ export interface Inbox {
   }): Promise<{ id: string; duplicate: boolean }>;
 }
 
+/** What the pipeline needs of a delivery just accepted (the inbox holds the rest). */
+export interface AcceptedDelivery {
+  id: string;
+  kind: string;
+  body: unknown;
+}
+
 export type DeliveryOutcome =
   'accepted' | 'duplicate' | 'ignored' | 'unauthorized' | 'bad_request' | 'too_large' | 'error';
 
@@ -31,7 +38,7 @@ export interface HookHandlerOptions {
   /** Kinds the bot acts on; others are answered 202 `ignored`. Default: every kind but `wiki_page`. */
   handledKinds?: readonly string[];
   /** Called after a delivery is durable and answered, to wake the processing pipeline. */
-  onAccepted?: (id: string, kind: string) => void;
+  onAccepted?: (delivery: AcceptedDelivery) => void;
   /** Called once per delivery with its outcome and timing, for logs and metrics. */
   onOutcome?: (
     outcome: DeliveryOutcome,
@@ -138,7 +145,7 @@ export function createHookHandler(options: HookHandlerOptions) {
         );
       }
       answer(202, 'accepted', { message: 'accepted', id: stored.id }, { kind: parsed.kind, id: stored.id });
-      options.onAccepted?.(stored.id, parsed.kind);
+      options.onAccepted?.({ id: stored.id, kind: parsed.kind, body: parsed.body });
     }
   };
 }

@@ -17,6 +17,9 @@ import { hintsOf, itemKey, type Hint, type ItemRef, type Trigger as HookTrigger 
 import type { InboxEntry } from '../state/store.ts';
 import type { Trigger } from '../rules/snapshot.ts';
 
+/** An accepted delivery: its inbox id, its `object_kind` and its body. */
+export type Delivery = Pick<InboxEntry, 'id' | 'kind' | 'body'>;
+
 export interface BotIdentity {
   id?: number;
   username?: string;
@@ -58,7 +61,7 @@ export interface PipelineOptions {
 
 export interface Pipeline {
   /** A delivery was accepted (and is durable). */
-  wake(entry: InboxEntry): void;
+  wake(entry: Delivery): void;
   /** Resumes what the inbox holds (after a restart). */
   resume(): void;
   /** Resolves when nothing is queued, pending or running. */
@@ -112,7 +115,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
   }
 
-  function wake(entry: InboxEntry): void {
+  function wake(entry: Delivery): void {
     if (stopped || held.has(entry.id)) return;
     if (held.size >= queueLimit) {
       backlog = true; // it is durable in the inbox; pulled in when room frees up
@@ -134,7 +137,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
   }
 
-  async function take(entry: InboxEntry, attempt = 1): Promise<void> {
+  async function take(entry: Delivery, attempt = 1): Promise<void> {
     pendingWork++;
     try {
       const parsed = parseHookEvent(entry.kind, entry.body);

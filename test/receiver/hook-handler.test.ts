@@ -46,7 +46,7 @@ function start(options: { signature?: boolean; limitBytes?: number; open?: boole
     },
     inbox,
     limitBytes: options.limitBytes,
-    onAccepted: (id) => woken.push(id),
+    onAccepted: (delivery) => woken.push(delivery.id),
     onOutcome: (outcome) => outcomes.push(outcome),
   });
   const server = createReceiverServer({ hookPath: '/hooks', hookHandler: handler, app: express() });

@@ -1,0 +1,67 @@
+/**
+ * A receiver for the benchmark, run in its own process so the load generator does not share its
+ * core: `hookbot` (the real hook handler and server) or `bare` (node:http doing the same token check,
+ * JSON parse and durable persist by hand: the baseline). Prints `PORT <n>` once listening.
+ */
+import { createServer } from 'node:http';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import express from 'express';
+import { createHookHandler } from '../src/receiver/hook-handler.ts';
+import { createReceiverServer, listen } from '../src/receiver/server.ts';
+import { createFileStore } from '../src/state/file-store.ts';
+
+const [mode, dir] = process.argv.slice(2);
+const SECRET = 'bench-secret';
+// Default bounds; each delivery is marked processed right after it is accepted, as a pipeline that
+// keeps up would, so the inbox stays small in both servers alike.
+const store = createFileStore({ path: `${dir}/hookbot.json` });
+await store.open();
+
+if (mode === 'hookbot') {
+  const handler = createHookHandler({
+    verify: { token: SECRET },
+    inbox: store,
+    onAccepted: (delivery) => void store.markProcessed(delivery.id),
+  });
+  const server = createReceiverServer({ hookPath: '/hooks', hookHandler: handler, app: express() });
+  const { port } = await listen(server, 0, '127.0.0.1');
+  console.log(`PORT ${port}`);
+} else {
+  const expected = createHash('sha256').update(SECRET).digest();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const given = createHash('sha256')
+        .update(String(req.headers['x-gitlab-token'] ?? ''))
+        .digest();
+      if (!timingSafeEqual(given, expected)) {
+        res.writeHead(401).end();
+        return;
+      }
+      const text = Buffer.concat(chunks).toString('utf8');
+      const body = JSON.parse(text) as { object_kind: string };
+      const key = createHash('sha256')
+        .update(String(req.headers['x-gitlab-event']))
+        .update('\0')
+        .update(text)
+        .digest('hex');
+      store.accept({ key, kind: body.object_kind, receivedAt: Date.now(), headers: {}, body }).then(
+        (r) => {
+          res
+            .writeHead(202, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ message: 'accepted', id: r.id }));
+          void store.markProcessed(r.id);
+        },
+        () => res.writeHead(503).end(),
+      );
+    });
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
+  });
+}
+process.on('SIGTERM', () => {
+  void store.close({ compact: false }).finally(() => process.exit(0));
+});

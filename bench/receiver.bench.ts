@@ -1,0 +1,106 @@
+/**
+ * Ack throughput and latency of POST /hooks with a ~4 KB merge request payload at 64 connections,
+ * side by side with a bare node:http server doing the same token check, JSON parse and durable
+ * persist (issue 4). Each server runs in its own process; autocannon runs here. Every request body
+ * is distinct (a counter in the payload), so every delivery is persisted, none is a duplicate.
+ */
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const DURATION_S = Number(process.env.BENCH_RECEIVER_SECONDS ?? 8);
+const ROUNDS = Number(process.env.BENCH_RECEIVER_ROUNDS ?? 3);
+
+function payloadTemplate(): string {
+  const base = JSON.parse(
+    readFileSync(new URL('../test/fixtures/hooks/merge_request.json', import.meta.url), 'utf8'),
+  );
+  base.object_attributes.description = 'x'.repeat(4096 - JSON.stringify(base).length - 40);
+  return JSON.stringify(base);
+}
+
+async function startServer(
+  mode: 'hookbot' | 'bare',
+  dir: string,
+): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/receiver-server.ts', mode, dir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let text = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /PORT (\d+)/.exec(text);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
+  });
+  return { child, port };
+}
+
+async function load(port: number, durationS: number) {
+  const template = payloadTemplate();
+  let n = 0;
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/hooks`,
+    connections: 64,
+    duration: durationS,
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-gitlab-event': 'Merge Request Hook',
+      'x-gitlab-token': 'bench-secret',
+    },
+    requests: [{ setupRequest: (req) => ({ ...req, body: template.replace('"iid":1', `"iid":${++n}`) }) }],
+  });
+  const accepted = result['2xx'];
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    accepted,
+  };
+}
+
+async function measure(mode: 'hookbot' | 'bare') {
+  const dir = mkdtempSync(path.join(tmpdir(), `hookbot-bench-${mode}-`));
+  const { child, port } = await startServer(mode, dir);
+  try {
+    await load(port, 2); // warm-up: JIT, file handles, journal
+    return await load(port, DURATION_S);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+export async function run(): Promise<Record<string, number | string>> {
+  const ours: Awaited<ReturnType<typeof load>>[] = [];
+  const bare: Awaited<ReturnType<typeof load>>[] = [];
+  // Interleaved rounds, so drift on a shared machine hits both alike.
+  for (let i = 0; i < ROUNDS; i++) {
+    bare.push(await measure('bare'));
+    ours.push(await measure('hookbot'));
+  }
+  const rps = median(ours.map((r) => r.rps));
+  const baselineRps = median(bare.map((r) => r.rps));
+  return {
+    rps: Math.round(rps),
+    baseline_rps: Math.round(baselineRps),
+    ratio: Number((rps / baselineRps).toFixed(2)),
+    p50_ms: median(ours.map((r) => r.p50)),
+    p99_ms: median(ours.map((r) => r.p99)),
+    baseline_p99_ms: median(bare.map((r) => r.p99)),
+    non_2xx: ours.reduce((sum, r) => sum + r.non2xx, 0) + bare.reduce((sum, r) => sum + r.non2xx, 0),
+    connections: 64,
+    payload_bytes: payloadTemplate().length,
+    seconds_per_round: DURATION_S,
+    rounds: ROUNDS,
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * `npm run bench`: runs every `bench/*.bench.ts` (or those named on the command line), each side by
+ * side with its baseline in the same run, and writes `bench/results/latest.json` (one object per
+ * benchmark, stamped with the date, Node version and CPU model) and the README's benchmark table.
+ * A partial run (names given) keeps the other benchmarks' last figures.
+ */
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+
+type Figures = Record<string, number | string>;
+
+const RESULTS = new URL('./results/latest.json', import.meta.url);
+const README = new URL('../README.md', import.meta.url);
+const BEGIN = '<!-- bench:begin -->';
+const END = '<!-- bench:end -->';
+
+const wanted = process.argv.slice(2);
+const all = readdirSync(new URL('.', import.meta.url))
+  .filter((f) => f.endsWith('.bench.ts'))
+  .map((f) => f.replace(/\.bench\.ts$/, ''))
+  .sort();
+const names = wanted.length > 0 ? wanted : all;
+for (const name of names)
+  if (!all.includes(name)) throw new Error(`no benchmark named ${name} (have: ${all.join(', ')})`);
+
+const previous = existsSync(RESULTS)
+  ? (JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>)
+  : {};
+const results: Record<string, unknown> = { ...previous };
+const machine = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpu: os.cpus()[0]?.model ?? 'unknown',
+  cores: os.cpus().length,
+};
+
+for (const name of names) {
+  process.stdout.write(`bench ${name} ... `);
+  const started = performance.now();
+  const module = (await import(`./${name}.bench.ts`)) as { run: () => Promise<Figures> };
+  const figures = await module.run();
+  results[name] = { ...figures, ...machine };
+  console.log(`${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(JSON.stringify(figures));
+}
+
+writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
+writeReadmeTable(results);
+
+function writeReadmeTable(all: Record<string, unknown>): void {
+  if (!existsSync(README)) return;
+  const text = readFileSync(README, 'utf8');
+  if (!text.includes(BEGIN) || !text.includes(END)) return;
+  const rows = Object.entries(all).map(([name, value]) => {
+    const f = value as Figures;
+    const ratio = f.ratio === undefined ? '' : `**${f.ratio}x**`;
+    const rest = Object.entries(f)
+      .filter(([k]) => !['ratio', 'date', 'node', 'cpu', 'cores'].includes(k))
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    return `| ${name} | ${ratio} | ${rest} | ${f.node} on ${f.cpu} (${f.cores} cores), ${String(f.date).slice(0, 10)} |`;
+  });
+  const table = ['| benchmark | ratio vs baseline | figures | machine |', '|---|---|---|---|', ...rows].join(
+    '\n',
+  );
+  const updated = `${text.slice(0, text.indexOf(BEGIN) + BEGIN.length)}\n${table}\n${text.slice(text.indexOf(END))}`;
+  writeFileSync(README, updated);
+}

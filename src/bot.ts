@@ -1,0 +1,123 @@
+/**
+ * The bot, assembled: API client, state store, rules, processing pipeline, receiver server (and,
+ * later, the scheduler). A factory with every setting passed in: reading the environment and files
+ * is the CLI's job, so tests and the demo start a bot the same way.
+ */
+import type { Server } from 'node:http';
+import { ApiError } from './api/errors.ts';
+import { createClient, type Client, type ClientOptions } from './api/client.ts';
+import { createHookHandler, type DeliveryOutcome } from './receiver/hook-handler.ts';
+import { createOpsApp, type OpsAppOptions } from './receiver/ops-app.ts';
+import {
+  createPipeline,
+  type BotIdentity,
+  type ItemProcessor,
+  type Pipeline,
+  type PipelineLog,
+} from './receiver/pipeline.ts';
+import { createHintResolver } from './receiver/resolve-hints.ts';
+import { createReceiverServer, listen } from './receiver/server.ts';
+import type { VerifyOptions } from './receiver/verify.ts';
+import type { StateStore } from './state/store.ts';
+
+export interface BotLog extends PipelineLog {
+  debug(obj: object, msg: string): void;
+}
+
+export interface BotOptions {
+  api: ClientOptions;
+  /** The bot's own user (loop prevention); read from `GET /user` when not given. */
+  identity?: BotIdentity;
+  webhook: VerifyOptions;
+  server: { host: string; port: number; hookPath: string; bodyLimitBytes?: number };
+  store: StateStore;
+  pipeline?: { debounceMs?: number; concurrency?: number; queueLimit?: number };
+  /** Does the work for one item. Built from the client: the rule engine in production, anything in tests. */
+  processor: (context: { client: Client; identity: BotIdentity }) => ItemProcessor;
+  /** The latest decision for an item, for `/explain` (the rule engine's decisions). */
+  explain?: OpsAppOptions['explain'];
+  extendApp?: OpsAppOptions['extend'];
+  log: BotLog;
+  onDelivery?: (outcome: DeliveryOutcome, info: { kind?: string; status: number; ackMs: number }) => void;
+}
+
+export interface Bot {
+  /** e.g. `http://127.0.0.1:3000` */
+  url: string;
+  /** e.g. `http://127.0.0.1:3000/hooks` */
+  hookUrl: string;
+  client: Client;
+  identity: BotIdentity;
+  pipeline: Pipeline;
+  server: Server;
+  /** Stops accepting, lets running item runs finish, persists the rest (it stays in the inbox). */
+  close(): Promise<void>;
+}
+
+/** Errors worth waiting out: the server is away or overloaded, not wrong. */
+export function isTransient(error: unknown): boolean {
+  return error instanceof ApiError && error.retryable;
+}
+
+export async function startBot(options: BotOptions): Promise<Bot> {
+  const client = createClient(options.api);
+  const identity = options.identity ?? (await readIdentity(client));
+  const store = options.store;
+
+  const pipeline = createPipeline({
+    store,
+    resolver: createHintResolver(client),
+    process: options.processor({ client, identity }),
+    bot: identity,
+    debounceMs: options.pipeline?.debounceMs,
+    concurrency: options.pipeline?.concurrency,
+    queueLimit: options.pipeline?.queueLimit,
+    isTransient,
+    log: options.log,
+  });
+
+  const hookHandler = createHookHandler({
+    verify: options.webhook,
+    inbox: store,
+    limitBytes: options.server.bodyLimitBytes,
+    onAccepted: (delivery) => pipeline.wake(delivery),
+    onOutcome: (outcome, info) => {
+      options.onDelivery?.(outcome, info);
+      if (outcome === 'error') options.log.error({ err: info.error }, 'delivery not accepted');
+    },
+  });
+
+  const app = createOpsApp({
+    readiness: [
+      { name: 'state', check: async () => void store.stats() },
+      { name: 'api', check: async () => void (await client.users.current()) },
+    ],
+    explain: options.explain,
+    extend: options.extendApp,
+  });
+  const server = createReceiverServer({ hookPath: options.server.hookPath, hookHandler, app });
+  const { url } = await listen(server, options.server.port, options.server.host);
+  // What a crash or a stop left unprocessed goes first.
+  pipeline.resume();
+
+  return {
+    url,
+    hookUrl: `${url}${options.server.hookPath}`,
+    client,
+    identity,
+    pipeline,
+    server,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await pipeline.stop();
+    },
+  };
+}
+
+async function readIdentity(client: Client): Promise<BotIdentity> {
+  const me = await client.users.current();
+  return { id: me.id, username: me.username };
+}
