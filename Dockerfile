@@ -1,7 +1,31 @@
-# Minimal image; the product issue turns it into a multi-stage, non-root image with a health check.
-FROM node:22-slim
+# hookbot: multi-stage build, small runtime image, non-root user, health check on /healthz.
+#   docker build -t hookbot .
+#   docker run -p 3000:3000 -v hookbot-data:/app/data -v $PWD/rules:/app/rules:ro \
+#     -v $PWD/config.yml:/app/config.yml:ro -e HOOKBOT_CONFIG=/app/config.yml \
+#     -e HOOKBOT_API_TOKEN=... -e HOOKBOT_WEBHOOK_SECRET=... hookbot serve
+
+FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev
-COPY . .
+# Production dependencies only; the TypeScript sources run through tsx (a dependency), no build step.
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM node:22-bookworm-slim AS runtime
+# git: the embedded sandbox keeps real repositories (only used when no server is configured).
+RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production HOOKBOT_IN_DOCKER=1 HOOKBOT_HOST=0.0.0.0 HOOKBOT_PORT=3000 HOOKBOT_STATE=/app/data/hookbot.json
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY bin ./bin
+COPY src ./src
+COPY rules ./rules
+COPY config.example.yml ./
+RUN mkdir -p /app/data && chown -R node:node /app/data
+USER node
+VOLUME ["/app/data"]
+EXPOSE 3000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.HOOKBOT_PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "bin/hookbot.js"]
+CMD ["serve"]
