@@ -1,0 +1,144 @@
+/**
+ * Project hooks (api-v3.md "Project hooks"), master access and above, as on real 8.x servers.
+ * Deliveries are the hook dispatcher's; these routes only keep the records.
+ */
+import type { Router } from 'express';
+import type { SandboxContext } from '../context.ts';
+import type { HookRec } from '../db.ts';
+import { isHttpUrl } from '../field-errors.ts';
+import { HttpError, caller, flag, handle, notFound, params, requiredStr, sendPage, str } from '../http.ts';
+import { MASTER, findProject, requireLevel } from '../permissions.ts';
+import { removeWhere } from '../remove-project.ts';
+
+const EVENT_FLAGS = [
+  'push_events',
+  'issues_events',
+  'merge_requests_events',
+  'tag_push_events',
+  'note_events',
+  'build_events',
+  'pipeline_events',
+  'enable_ssl_verification',
+] as const;
+
+/**
+ * api-v3.md samples the flags as the strings `true`; real servers' entity answers booleans, which is
+ * what the sandbox answers. The secret `token` is write-only, as on real servers.
+ */
+export function hookView(hook: HookRec) {
+  return {
+    id: hook.id,
+    url: hook.url,
+    project_id: hook.project_id,
+    push_events: hook.push_events,
+    issues_events: hook.issues_events,
+    merge_requests_events: hook.merge_requests_events,
+    tag_push_events: hook.tag_push_events,
+    note_events: hook.note_events,
+    build_events: hook.build_events,
+    pipeline_events: hook.pipeline_events,
+    enable_ssl_verification: hook.enable_ssl_verification,
+    created_at: hook.created_at,
+  };
+}
+
+/** The URL (required) and whichever flags and token were sent; real servers answer a bad URL 422. */
+function readHook(p: Record<string, unknown>): Partial<HookRec> & { url: string } {
+  const url = requiredStr(p, 'url');
+  if (!isHttpUrl(url)) throw new HttpError(422, { message: 'Invalid url given' });
+  const changes: Partial<HookRec> & { url: string } = { url };
+  for (const key of EVENT_FLAGS) {
+    const value = flag(p, key);
+    if (value !== undefined) changes[key] = value;
+  }
+  const token = str(p, 'token');
+  if (token !== undefined) changes.token = token === '' ? null : token;
+  return changes;
+}
+
+export function registerHookRoutes(router: Router, ctx: SandboxContext): void {
+  const db = ctx.db;
+
+  /** The project, once the caller is known to be master or above. */
+  const projectFor = (ref: string | undefined, res: Parameters<typeof caller>[0]) => {
+    const c = caller(res);
+    const project = findProject(db, ref ?? '', c);
+    requireLevel(db, project, c, MASTER);
+    return project;
+  };
+  const hookOf = (projectId: number, ref: string | undefined) =>
+    db.data.hooks.find((h) => h.project_id === projectId && String(h.id) === ref);
+
+  router.get(
+    '/projects/:id/hooks',
+    handle((req, res) => {
+      const project = projectFor(String(req.params.id), res);
+      sendPage(req, res, db.data.hooks.filter((h) => h.project_id === project.id).map(hookView));
+    }),
+  );
+
+  router.get(
+    '/projects/:id/hooks/:hook_id',
+    handle((req, res) => {
+      const project = projectFor(String(req.params.id), res);
+      const hook = hookOf(project.id, String(req.params.hook_id));
+      if (!hook) throw notFound();
+      res.json(hookView(hook));
+    }),
+  );
+
+  router.post(
+    '/projects/:id/hooks',
+    handle((req, res) => {
+      const project = projectFor(String(req.params.id), res);
+      const input = readHook(params(req));
+      // Defaults of real 8.x servers: push events on, every other event off, SSL verified.
+      const hook: HookRec = {
+        id: db.nextId('hooks'),
+        project_id: project.id,
+        token: null,
+        push_events: true,
+        issues_events: false,
+        merge_requests_events: false,
+        tag_push_events: false,
+        note_events: false,
+        build_events: false,
+        pipeline_events: false,
+        enable_ssl_verification: true,
+        created_at: db.now(),
+        ...input,
+      };
+      db.data.hooks.push(hook);
+      db.changed();
+      res.status(201).json(hookView(hook));
+    }),
+  );
+
+  router.put(
+    '/projects/:id/hooks/:hook_id',
+    handle((req, res) => {
+      const project = projectFor(String(req.params.id), res);
+      const hook = hookOf(project.id, String(req.params.hook_id));
+      if (!hook) throw notFound();
+      Object.assign(hook, readHook(params(req)));
+      db.changed();
+      res.json(hookView(hook));
+    }),
+  );
+
+  router.delete(
+    '/projects/:id/hooks/:hook_id',
+    handle((req, res) => {
+      const project = projectFor(String(req.params.id), res);
+      const hook = hookOf(project.id, String(req.params.hook_id));
+      // api-v3.md: idempotent; the hook when it existed, an empty body otherwise.
+      if (!hook) {
+        res.status(200).end();
+        return;
+      }
+      removeWhere(db.data.hooks, (h) => h === hook);
+      db.changed();
+      res.json(hookView(hook));
+    }),
+  );
+}
