@@ -34,7 +34,21 @@ export class StateError extends Error {
 
 /** Refusal to start over a file we must not touch: says which file, why, and what the operator can do. */
 export function refuseFile(code: StateErrorCode, path: string, why: string, hint: string): StateError {
-  return new StateError(code, `state file ${path}: ${why}; refusing to start and leaving it untouched. ${hint}`, {
+  return new StateError(
+    code,
+    `state file ${path}: ${why}; refusing to start and leaving it untouched. ${hint}`,
+    {
+      path,
+    },
+  );
+}
+
+/** Refusal of a file a newer hookbot wrote: running the older one on it could lose what it does not know. */
+export function refuseNewer(path: string, found: number, known: number, hint: string): StateError {
+  return refuseFile(
+    'newer_version',
     path,
-  });
+    `was written by a newer hookbot (schema version ${found}; this one knows up to ${known})`,
+    `Run the newer hookbot, or ${hint}.`,
+  );
 }

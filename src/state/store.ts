@@ -8,6 +8,7 @@
  *
  * Values given as `unknown` (delivery bodies, planned calls, decisions) are stored as JSON: what a
  * read returns is what `JSON.parse(JSON.stringify(value))` gives, before and after a restart alike.
+ * Objects a read returns are the store's own (no copy, for speed): treat them as read-only.
  */
 
 /** A delivery as the receiver hands it over. */
@@ -18,6 +19,7 @@ export interface Delivery {
   kind: string;
   /** When the receiver got it (ms since the epoch). */
   receivedAt: number;
+  /** Credentials (X-Gitlab-Token, Authorization, PRIVATE-TOKEN, Cookie) are dropped, never stored. */
   headers: Record<string, string>;
   body: unknown;
 }
@@ -109,6 +111,7 @@ export interface StateStats {
   commits: number;
   /** fsync calls since open: one per commit, plus those of each compaction. */
   fsyncs: number;
+  /** Compactions since open. */
   compactions: number;
 }
 

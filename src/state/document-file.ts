@@ -1,0 +1,85 @@
+/**
+ * The lowdb document on disk. A lowdb `Low` over our own adapter: lowdb's JSONFile writes through
+ * steno, which renames without fsync, and parses without telling a corrupt file from a missing one.
+ * This adapter fsyncs (see durable-fs.ts), serialises in slices so the event loop keeps running
+ * (see sliced-json.ts), refuses what it cannot parse naming the file, and copies the last good
+ * document to the backup before each replacement.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { Low, type Adapter } from 'lowdb';
+import { refuseFile } from './errors.ts';
+import { copyFileDurably, replaceFile } from './durable-fs.ts';
+import { stringifyInSlices } from './sliced-json.ts';
+
+export class DocumentFile implements Adapter<unknown> {
+  readonly path: string;
+  readonly backupPath: string;
+  /** Size of the document as last read or written. */
+  bytes = 0;
+  /** fsync calls made by writes so far. */
+  fsyncs = 0;
+
+  constructor(path: string, backupPath: string) {
+    this.path = path;
+    this.backupPath = backupPath;
+  }
+
+  /** Parsed JSON, or null when there is no document yet. Never returns a value it could not parse. */
+  async read(): Promise<unknown> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+    this.bytes = Buffer.byteLength(text);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw refuseFile(
+        'corrupt',
+        this.path,
+        `is not valid JSON (${error instanceof Error ? error.message : String(error)})`,
+        `Restore it from its backup ${this.backupPath} or move it away to start empty.`,
+      );
+    }
+    // lowdb's Low.read() keeps its default for any falsy value: a document of `0` or `""` must not
+    // pass for a missing one (and later be overwritten).
+    if (parsed === null || typeof parsed !== 'object')
+      throw refuseFile(
+        'corrupt',
+        this.path,
+        'is not a hookbot state document (not a JSON object)',
+        `Restore it from its backup ${this.backupPath} or move it away to start empty.`,
+      );
+    return parsed;
+  }
+
+  /** Backs up the current document (if any), then replaces it atomically and durably. */
+  async write(data: unknown): Promise<void> {
+    const text = await stringifyInSlices(data);
+    if (await exists(this.path)) this.fsyncs += await copyFileDurably(this.path, this.backupPath);
+    this.fsyncs += await replaceFile(this.path, text);
+    this.bytes = Buffer.byteLength(text);
+  }
+}
+
+export function createDocumentDb(file: DocumentFile): Low<unknown> {
+  return new Low<unknown>(file, null);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if (isMissing(error)) return false;
+    throw error;
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  return error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT';
+}

@@ -1,0 +1,228 @@
+/**
+ * The append-only journal: JSON lines, one mutation each, after a header line naming the schema
+ * version. Appends are batched by the group commit into one write and one fdatasync; compaction
+ * replaces the file (atomically) with a header-only one.
+ *
+ * Line format: `{"c":"<crc32 of the rest>","s":<seq>,"m":<mutation>}`. The checksum tells a line
+ * damaged on disk from one cut short by a crash, which JSON parsing alone cannot:
+ * - an unterminated last line, or a damaged last line with nothing after it, is a torn tail (the
+ *   write that held it never completed, so no caller was told it was durable): it is cut off;
+ * - a damaged line with anything after it, a line with a valid checksum but an unknown shape, or
+ *   records out of sequence, make the journal refused, naming the file and the line.
+ */
+import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { crc32 } from 'node:zlib';
+import { StateError, refuseFile, refuseNewer } from './errors.ts';
+import { replaceFile } from './durable-fs.ts';
+import { mutationSchema, type Mutation } from './mutations.ts';
+
+export interface JournalRecord {
+  seq: number;
+  mutation: Mutation;
+}
+
+export interface JournalContents {
+  /** Schema version in the header; undefined for an empty (or torn-header) journal. */
+  version: number | undefined;
+  records: JournalRecord[];
+  /** Bytes up to the end of the last good line; anything beyond is a torn tail. */
+  validBytes: number;
+  totalBytes: number;
+}
+
+const HEADER_KIND = 'hookbot-journal';
+const NEWLINE = 0x0a;
+/** `{"c":"` + 8 hex digits + `",`: the checksum covers everything after it. */
+const PREFIX = '{"c":"';
+const CHECKED_FROM = PREFIX.length + 8 + 2;
+
+export function headerLine(version: number): string {
+  return `${JSON.stringify({ journal: HEADER_KIND, version })}\n`;
+}
+
+/** One journal line for the mutation `json` (already encoded) as record `seq`. */
+export function encodeRecord(seq: number, json: string): string {
+  const checked = `"s":${seq},"m":${json}}`;
+  return `${PREFIX}${checksum(checked)}",${checked}\n`;
+}
+
+/** Reads and checks the whole journal; throws a StateError naming the file when it must be refused. */
+export async function readJournal(path: string, knownVersion: number): Promise<JournalContents> {
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { version: undefined, records: [], validBytes: 0, totalBytes: 0 };
+    throw error;
+  }
+  const refuse = (line: number, why: string) =>
+    refuseFile(
+      'corrupt',
+      path,
+      `line ${line} ${why}`,
+      'A damaged journal is never repaired silently: move it away to start from the document alone (losing its changes), or restore both files from a backup.',
+    );
+
+  let version: number | undefined;
+  const records: JournalRecord[] = [];
+  let validBytes = 0;
+  let start = 0;
+  for (let line = 1; start < data.length; line++) {
+    const end = data.indexOf(NEWLINE, start);
+    // No newline: the last write stopped short. Nothing after it can exist, so it is the torn tail.
+    if (end === -1) break;
+    const text = data.toString('utf8', start, end);
+    const isLast = end === data.length - 1;
+    if (line === 1) {
+      const header = parseHeader(text);
+      if (header === undefined) {
+        if (isLast) break;
+        throw refuse(line, 'is not a hookbot journal header');
+      }
+      if (header > knownVersion)
+        throw refuseNewer(path, header, knownVersion, 'move the journal away (losing its changes)');
+      version = header;
+    } else {
+      const decoded = decodeRecord(text);
+      if (decoded === 'damaged') {
+        if (isLast) break;
+        throw refuse(line, 'is damaged (bad checksum or not JSON) and is not the last line');
+      }
+      if (typeof decoded === 'string') throw refuse(line, decoded);
+      const previous = records.at(-1);
+      if (previous !== undefined && decoded.seq !== previous.seq + 1)
+        throw refuse(line, `holds record ${decoded.seq} after record ${previous.seq}`);
+      records.push(decoded);
+    }
+    validBytes = end + 1;
+    start = end + 1;
+  }
+  return { version, records, validBytes, totalBytes: data.length };
+}
+
+/** 'damaged' for a line a crash or the disk mangled, a reason for a well-formed but unacceptable one. */
+function decodeRecord(text: string): JournalRecord | 'damaged' | string {
+  if (!text.startsWith(PREFIX) || text.slice(PREFIX.length + 8, CHECKED_FROM) !== '",') return 'damaged';
+  if (text.slice(PREFIX.length, PREFIX.length + 8) !== checksum(text.slice(CHECKED_FROM))) return 'damaged';
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return 'damaged';
+  }
+  const { s, m } = raw as { s?: unknown; m?: unknown };
+  if (typeof s !== 'number' || !Number.isSafeInteger(s) || s < 1) return 'has no valid record number';
+  const mutation = mutationSchema.safeParse(m);
+  if (!mutation.success) {
+    const op = (m as { op?: unknown } | null)?.op;
+    return `holds a record this hookbot does not understand (op ${JSON.stringify(op)}; written by a newer version?)`;
+  }
+  return { seq: s, mutation: mutation.data };
+}
+
+function parseHeader(text: string): number | undefined {
+  try {
+    const header = JSON.parse(text) as { journal?: unknown; version?: unknown };
+    return header.journal === HEADER_KIND &&
+      typeof header.version === 'number' &&
+      Number.isSafeInteger(header.version)
+      ? header.version
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function checksum(text: string): string {
+  return crc32(text).toString(16).padStart(8, '0');
+}
+
+/** The journal open for appending. Single writer: only the group commit calls `append`. */
+export class JournalWriter {
+  readonly path: string;
+  readonly #version: number;
+  #file: FileHandle;
+  #bytes: number;
+  #records: number;
+  /** fsync calls made so far. */
+  fsyncs = 0;
+
+  private constructor(path: string, version: number, file: FileHandle, bytes: number, records: number) {
+    this.path = path;
+    this.#version = version;
+    this.#file = file;
+    this.#bytes = bytes;
+    this.#records = records;
+  }
+
+  /**
+   * Opens the journal read by `readJournal`, cutting a torn tail off first, or starts a new one.
+   * Call only once every check passed: this is the first change made to the files.
+   */
+  static async open(path: string, version: number, contents: JournalContents): Promise<JournalWriter> {
+    if (contents.version === undefined) {
+      // Empty, absent, or only a torn header: start afresh (atomically, so a crash now is harmless).
+      const header = headerLine(version);
+      const fsyncs = await replaceFile(path, header);
+      const writer = new JournalWriter(path, version, await open(path, 'a'), Buffer.byteLength(header), 0);
+      writer.fsyncs += fsyncs;
+      return writer;
+    }
+    const file = await open(path, 'a');
+    const writer = new JournalWriter(path, version, file, contents.validBytes, contents.records.length);
+    if (contents.totalBytes > contents.validBytes) {
+      await file.truncate(contents.validBytes);
+      await file.sync();
+      writer.fsyncs++;
+    }
+    return writer;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get records(): number {
+    return this.#records;
+  }
+
+  /** Appends the lines in one write and makes them durable before resolving. */
+  async append(lines: string[]): Promise<void> {
+    const data = Buffer.from(lines.join(''), 'utf8');
+    try {
+      let written = 0;
+      while (written < data.length) {
+        const { bytesWritten } = await this.#file.write(data, written, data.length - written);
+        written += bytesWritten;
+      }
+      // fdatasync: the data and the new size, without the timestamps a full fsync would also flush.
+      await this.#file.datasync();
+    } catch (cause) {
+      throw new StateError(
+        'io',
+        `state journal ${this.path}: append failed (${cause instanceof Error ? cause.message : String(cause)}); no further writes are accepted until the store is reopened`,
+        { path: this.path, cause },
+      );
+    }
+    this.fsyncs++;
+    this.#bytes += data.length;
+    this.#records += lines.length;
+  }
+
+  /** Replaces the journal with a header-only one, atomically: used once a compaction holds everything. */
+  async reset(): Promise<void> {
+    const header = headerLine(this.#version);
+    // Replace first, then switch handles: if the replacement fails, the old journal stays intact.
+    this.fsyncs += await replaceFile(this.path, header);
+    const old = this.#file;
+    this.#file = await open(this.path, 'a');
+    await old.close();
+    this.#bytes = Buffer.byteLength(header);
+    this.#records = 0;
+  }
+
+  async close(): Promise<void> {
+    await this.#file.close();
+  }
+}

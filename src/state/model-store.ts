@@ -1,0 +1,303 @@
+/**
+ * The StateStore operations over a StateModel, shared by the embedded and the in-memory backend.
+ * A backend supplies only durability (`persist`, `settled`) and its lifecycle; so both backends
+ * answer every operation the same way, which the shared contract tests check.
+ *
+ * A write validates and encodes its mutation, applies it to memory synchronously (so the next read
+ * and the next duplicate check already see it), then resolves once the backend made it durable.
+ */
+import { randomUUID } from 'node:crypto';
+import { StateError } from './errors.ts';
+import { mutationSchema, type Mutation } from './mutations.ts';
+import type { ResolvedStateOptions } from './options.ts';
+import { StateModel } from './state-model.ts';
+import type {
+  AcceptResult,
+  ActionFailure,
+  ActionInput,
+  CloseOptions,
+  DecisionRecord,
+  Delivery,
+  InboxEntry,
+  OutboxAction,
+  PausedRule,
+  StateStats,
+  StateStore,
+  WatchEntry,
+} from './store.ts';
+
+/**
+ * Headers that carry credentials: never written to disk, whatever the caller passes (the hook's
+ * secret arrives in plain text in X-Gitlab-Token).
+ */
+const SECRET_HEADERS = new Set(['x-gitlab-token', 'authorization', 'private-token', 'cookie']);
+
+function storableHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !SECRET_HEADERS.has(name.toLowerCase())),
+  );
+}
+
+export abstract class ModelStore implements StateStore {
+  protected readonly options: ResolvedStateOptions;
+  protected model: StateModel;
+  protected isOpen = false;
+  /** What the error messages call this store: its file, or "the in-memory state store". */
+  protected abstract readonly label: string;
+
+  constructor(options: ResolvedStateOptions) {
+    this.options = options;
+    this.model = new StateModel(options);
+  }
+
+  abstract open(): Promise<void>;
+  abstract compact(): Promise<void>;
+  abstract close(options?: CloseOptions): Promise<void>;
+  abstract stats(): StateStats;
+  /** Makes an applied mutation durable; `json` is its encoding. */
+  protected abstract persist(json: string): Promise<void>;
+  /** Resolves once every mutation persisted so far is durable. */
+  protected abstract settled(): Promise<void>;
+
+  async flush(): Promise<void> {
+    this.assertOpen();
+    await this.settled();
+  }
+
+  // Inbox
+
+  async accept(delivery: Delivery): Promise<AcceptResult> {
+    this.assertOpen();
+    const now = this.options.now();
+    const first = this.model.duplicateOf(delivery.key, now);
+    if (first !== undefined) {
+      // The first copy may still be on its way to disk: acknowledging the duplicate before it is
+      // durable would let a crash lose both.
+      await this.settled();
+      return { id: first, duplicate: true };
+    }
+    if (this.model.inbox.size >= this.options.maxPending)
+      throw new StateError(
+        'inbox_full',
+        `${this.label}: the inbox holds ${this.model.inbox.size} unprocessed deliveries (maxPending); refusing more until some are processed`,
+      );
+    const entry: InboxEntry = {
+      id: randomUUID(),
+      key: delivery.key,
+      kind: delivery.kind,
+      receivedAt: delivery.receivedAt,
+      acceptedAt: now,
+      headers: storableHeaders(delivery.headers),
+      body: delivery.body,
+    };
+    await this.commit({ op: 'accept', entry, expiresAt: now + this.options.dedupTtlMs });
+    return { id: entry.id, duplicate: false };
+  }
+
+  pending(): InboxEntry[] {
+    this.assertOpen();
+    return [...this.model.inbox.values()];
+  }
+
+  async markProcessed(id: string): Promise<void> {
+    this.assertOpen();
+    if (this.model.inbox.has(id)) await this.commit({ op: 'processed', id });
+    else await this.settled();
+  }
+
+  // Outbox
+
+  async putAction(input: ActionInput): Promise<{ created: boolean }> {
+    this.assertOpen();
+    if (this.getAction(input.id) !== undefined) {
+      await this.settled();
+      return { created: false };
+    }
+    const now = this.options.now();
+    const action: OutboxAction = {
+      id: input.id,
+      itemKey: input.itemKey,
+      rule: input.rule,
+      call: input.call,
+      attempts: 0,
+      nextTryAt: input.nextTryAt ?? now,
+      createdAt: now,
+    };
+    await this.commit({ op: 'put_action', action });
+    return { created: true };
+  }
+
+  getAction(id: string): OutboxAction | undefined {
+    this.assertOpen();
+    return this.model.outbox.get(id) ?? this.model.parked.get(id);
+  }
+
+  dueActions(now: number): OutboxAction[] {
+    this.assertOpen();
+    // Array.prototype.sort is stable: equal times keep the order the actions were planned in.
+    return [...this.model.outbox.values()]
+      .filter((action) => action.nextTryAt <= now)
+      .sort((a, b) => a.nextTryAt - b.nextTryAt);
+  }
+
+  async completeAction(id: string): Promise<void> {
+    this.assertOpen();
+    if (this.getAction(id) !== undefined) await this.commit({ op: 'complete_action', id });
+    else await this.settled();
+  }
+
+  async failAction(id: string, failure: ActionFailure): Promise<void> {
+    this.assertOpen();
+    if (!this.model.outbox.has(id))
+      throw new StateError(
+        'unknown_action',
+        `${this.label}: cannot record a failure of action ${JSON.stringify(id)}: it is not in the outbox (never planned, completed or parked)`,
+      );
+    await this.commit({
+      op: 'fail_action',
+      id,
+      error: failure.error,
+      at: this.options.now(),
+      nextTryAt: failure.retryable ? failure.nextTryAt : null,
+    });
+  }
+
+  async parkAction(id: string, reason: string): Promise<void> {
+    this.assertOpen();
+    if (this.getAction(id) === undefined)
+      throw new StateError(
+        'unknown_action',
+        `${this.label}: cannot park action ${JSON.stringify(id)}: it is not in the outbox (never planned or completed)`,
+      );
+    await this.commit({ op: 'park_action', id, reason, at: this.options.now() });
+  }
+
+  listParked(): OutboxAction[] {
+    this.assertOpen();
+    return [...this.model.parked.values()];
+  }
+
+  // Merge watch
+
+  async watch(entry: WatchEntry): Promise<void> {
+    this.assertOpen();
+    const { itemKey, project, mrId, headSha, rule, required, since } = entry;
+    await this.commit({ op: 'watch', entry: { itemKey, project, mrId, headSha, rule, required, since } });
+  }
+
+  async unwatch(itemKey: string): Promise<void> {
+    this.assertOpen();
+    if (this.model.watches.has(itemKey)) await this.commit({ op: 'unwatch', itemKey });
+    else await this.settled();
+  }
+
+  watched(): WatchEntry[] {
+    this.assertOpen();
+    return [...this.model.watches.values()];
+  }
+
+  // Schedules and approvals
+
+  nextRun(sweep: string, project?: string): number | undefined {
+    this.assertOpen();
+    return this.model.nextRun(sweep, project ?? '');
+  }
+
+  async setNextRun(sweep: string, project: string | undefined, at: number): Promise<void> {
+    this.assertOpen();
+    await this.commit({ op: 'next_run', sweep, project: project ?? '', at });
+  }
+
+  lastSuccess(sweep: string): number | undefined {
+    this.assertOpen();
+    return this.model.lastSuccess.get(sweep);
+  }
+
+  async setLastSuccess(sweep: string, at: number): Promise<void> {
+    this.assertOpen();
+    await this.commit({ op: 'last_success', sweep, at });
+  }
+
+  async pauseRule(rule: string, reason: string): Promise<void> {
+    this.assertOpen();
+    await this.commit({ op: 'pause_rule', paused: { rule, reason, at: this.options.now() } });
+  }
+
+  async approveRule(rule: string): Promise<void> {
+    this.assertOpen();
+    if (this.model.paused.has(rule)) await this.commit({ op: 'approve_rule', rule });
+    else await this.settled();
+  }
+
+  pausedRules(): PausedRule[] {
+    this.assertOpen();
+    return [...this.model.paused.values()];
+  }
+
+  // Decisions
+
+  async recordDecision(itemKey: string, decision: unknown): Promise<void> {
+    this.assertOpen();
+    await this.commit({ op: 'decision', record: { itemKey, at: this.options.now(), decision } });
+  }
+
+  latestDecision(itemKey: string): DecisionRecord | undefined {
+    this.assertOpen();
+    return this.model.latest.get(itemKey);
+  }
+
+  recentDecisions(limit: number = this.options.recentDecisions): DecisionRecord[] {
+    this.assertOpen();
+    if (limit <= 0) return [];
+    return this.model.recent.slice(-limit).reverse();
+  }
+
+  // For backends
+
+  /** The counts part of `stats()`. */
+  protected counts(): Pick<
+    StateStats,
+    | 'inbox'
+    | 'dedupKeys'
+    | 'outbox'
+    | 'parked'
+    | 'watched'
+    | 'pausedRules'
+    | 'decisionItems'
+    | 'recentDecisions'
+  > {
+    const m = this.model;
+    return {
+      inbox: m.inbox.size,
+      dedupKeys: m.dedup.size,
+      outbox: m.outbox.size,
+      parked: m.parked.size,
+      watched: m.watches.size,
+      pausedRules: m.paused.size,
+      decisionItems: m.latest.size,
+      recentDecisions: m.recent.length,
+    };
+  }
+
+  protected assertOpen(): void {
+    if (!this.isOpen) throw new StateError('closed', `${this.label} is not open (call open() first)`);
+  }
+
+  /**
+   * Encodes, validates and applies a mutation, then waits for the backend. Values travel as JSON,
+   * so memory holds exactly what a replay would rebuild, and a value that JSON cannot hold (or a
+   * time that is not a number) is refused here rather than written into the journal.
+   */
+  private async commit(mutation: Mutation): Promise<void> {
+    const json = JSON.stringify(mutation);
+    const checked = mutationSchema.safeParse(JSON.parse(json));
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      throw new TypeError(
+        `${this.label}: refusing to store an invalid ${mutation.op} (${issue?.path.join('.')}: ${issue?.message})`,
+      );
+    }
+    this.model.apply(checked.data);
+    await this.persist(json);
+  }
+}

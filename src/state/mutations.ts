@@ -1,0 +1,87 @@
+/**
+ * The mutations of the state: what a write appends to the journal and what replay applies again.
+ * Each carries every value it needs (ids, times), so applying it is deterministic: the state after
+ * a replay is the state before the crash.
+ *
+ * Compatibility rule: a mutation's meaning never changes once released. A new kind of change gets
+ * a new `op`; so a journal written by an older schema version replays as it is.
+ */
+import { z } from 'zod';
+import type { DecisionRecord, InboxEntry, OutboxAction, PausedRule, WatchEntry } from './store.ts';
+
+export type Mutation =
+  | { op: 'accept'; entry: InboxEntry; expiresAt: number }
+  | { op: 'processed'; id: string }
+  | { op: 'put_action'; action: OutboxAction }
+  | { op: 'complete_action'; id: string }
+  /** `nextTryAt: null` parks the action with the error as the reason. */
+  | { op: 'fail_action'; id: string; error: string; at: number; nextTryAt: number | null }
+  | { op: 'park_action'; id: string; reason: string; at: number }
+  | { op: 'watch'; entry: WatchEntry }
+  | { op: 'unwatch'; itemKey: string }
+  /** `project` is '' for the sweep as a whole. */
+  | { op: 'next_run'; sweep: string; project: string; at: number }
+  | { op: 'last_success'; sweep: string; at: number }
+  | { op: 'pause_rule'; paused: PausedRule }
+  | { op: 'approve_rule'; rule: string }
+  | { op: 'decision'; record: DecisionRecord };
+
+const time = z.number().finite();
+
+export const inboxEntrySchema = z.object({
+  id: z.string(),
+  key: z.string(),
+  kind: z.string(),
+  receivedAt: time,
+  acceptedAt: time,
+  headers: z.record(z.string(), z.string()),
+  body: z.unknown(),
+});
+
+export const outboxActionSchema = z.object({
+  id: z.string(),
+  itemKey: z.string(),
+  rule: z.string(),
+  call: z.unknown(),
+  attempts: z.number().int().nonnegative(),
+  nextTryAt: time,
+  lastError: z.string().optional(),
+  createdAt: time,
+  parked: z.object({ reason: z.string(), at: time }).optional(),
+});
+
+export const watchEntrySchema = z.object({
+  itemKey: z.string(),
+  project: z.string(),
+  mrId: z.number().int(),
+  headSha: z.string(),
+  rule: z.string(),
+  required: z.array(z.string()),
+  since: time,
+});
+
+export const pausedRuleSchema = z.object({ rule: z.string(), reason: z.string(), at: time });
+
+export const decisionRecordSchema = z.object({ itemKey: z.string(), at: time, decision: z.unknown() });
+
+export const mutationSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('accept'), entry: inboxEntrySchema, expiresAt: time }),
+  z.object({ op: z.literal('processed'), id: z.string() }),
+  z.object({ op: z.literal('put_action'), action: outboxActionSchema }),
+  z.object({ op: z.literal('complete_action'), id: z.string() }),
+  z.object({
+    op: z.literal('fail_action'),
+    id: z.string(),
+    error: z.string(),
+    at: time,
+    nextTryAt: time.nullable(),
+  }),
+  z.object({ op: z.literal('park_action'), id: z.string(), reason: z.string(), at: time }),
+  z.object({ op: z.literal('watch'), entry: watchEntrySchema }),
+  z.object({ op: z.literal('unwatch'), itemKey: z.string() }),
+  z.object({ op: z.literal('next_run'), sweep: z.string(), project: z.string(), at: time }),
+  z.object({ op: z.literal('last_success'), sweep: z.string(), at: time }),
+  z.object({ op: z.literal('pause_rule'), paused: pausedRuleSchema }),
+  z.object({ op: z.literal('approve_rule'), rule: z.string() }),
+  z.object({ op: z.literal('decision'), record: decisionRecordSchema }),
+]) satisfies z.ZodType<Mutation>;

@@ -1,0 +1,116 @@
+/**
+ * Every knob of the state store, with its default. The config loader maps its `state:` section
+ * onto these; nothing here reads the environment or the disk.
+ */
+import { dirname, join, basename, extname } from 'node:path';
+import type { Logger } from 'pino';
+
+/** Bounds and clock, shared by every backend. */
+export interface StateOptions {
+  /** How long a delivery key counts as a duplicate. Default 24 h (real servers retry a timed-out delivery for hours). */
+  dedupTtlMs?: number;
+  /** Most de-duplication keys kept; past it the oldest go first (the window shrinks under extreme load). Default 100,000. */
+  maxDedupKeys?: number;
+  /** Most accepted-but-unprocessed deliveries; `accept` rejects with `inbox_full` past it. Default 10,000. */
+  maxPending?: number;
+  /** Most parked actions kept; past it the oldest parked are dropped. Default 1,000. */
+  maxParked?: number;
+  /** Items whose latest decision is kept for explain (least recently decided go first). Default 500. */
+  decisionItems?: number;
+  /** Size of the ring of recent decisions. Default 200. */
+  recentDecisions?: number;
+  /** The clock (ms since the epoch). Default `Date.now`; tests pass a fake one. */
+  now?: () => number;
+  /** Where notable events go (a torn journal tail truncated, a migration, a compaction). Default: nowhere. */
+  log?: Pick<Logger, 'info' | 'warn'>;
+}
+
+/** The embedded backend's files and write path. */
+export interface FileStoreOptions extends StateOptions {
+  /** The lowdb document. Default `data/hookbot.json`. */
+  path?: string;
+  /** The append-only journal. Default: next to the document, extension `.journal` (`data/hookbot.journal`). */
+  journalPath?: string;
+  /** The copy of the last good document, taken before each compaction replaces it. Default: `<path>.bak`. */
+  backupPath?: string;
+  /** Group commit window: mutations arriving within it share one append and one fsync. Default 2 ms. */
+  groupWindowMs?: number;
+  /** Most mutations in one group commit. Default 1,000. */
+  maxBatch?: number;
+  /** Compact once the journal holds more bytes than this. Default 8 MiB. */
+  compactBytes?: number;
+  /** Compact once the journal holds more records than this. Default 20,000. */
+  compactRecords?: number;
+}
+
+export type ResolvedStateOptions = Required<Omit<StateOptions, 'log'>> & Pick<StateOptions, 'log'>;
+export type ResolvedFileStoreOptions = ResolvedStateOptions &
+  Required<Omit<FileStoreOptions, keyof StateOptions>>;
+
+export const STATE_DEFAULTS = {
+  dedupTtlMs: 24 * 60 * 60 * 1000,
+  maxDedupKeys: 100_000,
+  maxPending: 10_000,
+  maxParked: 1_000,
+  decisionItems: 500,
+  recentDecisions: 200,
+} as const;
+
+export const FILE_STORE_DEFAULTS = {
+  path: 'data/hookbot.json',
+  groupWindowMs: 2,
+  maxBatch: 1_000,
+  compactBytes: 8 * 1024 * 1024,
+  compactRecords: 20_000,
+} as const;
+
+export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOptions {
+  const resolved = {
+    dedupTtlMs: options.dedupTtlMs ?? STATE_DEFAULTS.dedupTtlMs,
+    maxDedupKeys: options.maxDedupKeys ?? STATE_DEFAULTS.maxDedupKeys,
+    maxPending: options.maxPending ?? STATE_DEFAULTS.maxPending,
+    maxParked: options.maxParked ?? STATE_DEFAULTS.maxParked,
+    decisionItems: options.decisionItems ?? STATE_DEFAULTS.decisionItems,
+    recentDecisions: options.recentDecisions ?? STATE_DEFAULTS.recentDecisions,
+    now: options.now ?? Date.now,
+    log: options.log,
+  };
+  for (const key of [
+    'dedupTtlMs',
+    'maxDedupKeys',
+    'maxPending',
+    'maxParked',
+    'decisionItems',
+    'recentDecisions',
+  ] as const) {
+    requirePositiveInteger(key, resolved[key]);
+  }
+  return resolved;
+}
+
+export function resolveFileStoreOptions(options: FileStoreOptions = {}): ResolvedFileStoreOptions {
+  const path = options.path ?? FILE_STORE_DEFAULTS.path;
+  const resolved = {
+    ...resolveStateOptions(options),
+    path,
+    journalPath: options.journalPath ?? join(dirname(path), `${basename(path, extname(path))}.journal`),
+    backupPath: options.backupPath ?? `${path}.bak`,
+    groupWindowMs: options.groupWindowMs ?? FILE_STORE_DEFAULTS.groupWindowMs,
+    maxBatch: options.maxBatch ?? FILE_STORE_DEFAULTS.maxBatch,
+    compactBytes: options.compactBytes ?? FILE_STORE_DEFAULTS.compactBytes,
+    compactRecords: options.compactRecords ?? FILE_STORE_DEFAULTS.compactRecords,
+  };
+  if (!Number.isFinite(resolved.groupWindowMs) || resolved.groupWindowMs < 0)
+    throw new RangeError(`state option groupWindowMs must be 0 or more, got ${resolved.groupWindowMs}`);
+  for (const key of ['maxBatch', 'compactBytes', 'compactRecords'] as const)
+    requirePositiveInteger(key, resolved[key]);
+  const paths = new Set([resolved.path, resolved.journalPath, resolved.backupPath]);
+  if (paths.size !== 3)
+    throw new RangeError('state options path, journalPath and backupPath must name three different files');
+  return resolved;
+}
+
+function requirePositiveInteger(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new RangeError(`state option ${name} must be a positive integer, got ${value}`);
+}

@@ -1,0 +1,488 @@
+/**
+ * The StateStore contract: one table of cases, run against every backend. A new backend adds one
+ * row to `backends` and must pass every case unchanged.
+ */
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createFileStore,
+  createMemoryStore,
+  StateError,
+  type Delivery,
+  type StateOptions,
+  type StateStore,
+} from '../../src/state/index.ts';
+import { fakeClock, useTempDir, type FakeClock } from './temp-dir.ts';
+
+const dir = useTempDir();
+
+const backends: [string, (options: StateOptions) => StateStore][] = [
+  ['file', (options) => createFileStore({ ...options, path: join(dir.path, 'data', 'hookbot.json') })],
+  ['memory', (options) => createMemoryStore(options)],
+];
+
+interface Ctx {
+  store: StateStore;
+  clock: FakeClock;
+}
+
+function delivery(key: string, body: unknown = { object_kind: 'issue', key }): Delivery {
+  return { key, kind: 'Issue Hook', receivedAt: 1_000, headers: { 'x-gitlab-event': 'Issue Hook' }, body };
+}
+
+const action = (id: string, nextTryAt?: number) => ({
+  id,
+  itemKey: 'acme/web#1',
+  rule: 'label-bugs',
+  call: { method: 'PUT', path: '/projects/1/issues/1', body: { labels: 'bug' } },
+  ...(nextTryAt === undefined ? {} : { nextTryAt }),
+});
+
+async function expectStateError(promise: Promise<unknown>, code: string): Promise<void> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StateError);
+  expect((error as StateError).code).toBe(code);
+}
+
+type Case = [name: string, options: StateOptions, run: (ctx: Ctx) => Promise<void>];
+
+const cases: Case[] = [
+  [
+    'accept gives each delivery a new id and pending lists them in acceptance order',
+    {},
+    async ({ store, clock }) => {
+      const a = await store.accept(delivery('a'));
+      const b = await store.accept(delivery('b'));
+      expect(a.duplicate).toBe(false);
+      expect(b.duplicate).toBe(false);
+      expect(a.id).not.toBe(b.id);
+      expect(store.pending()).toEqual([
+        { ...delivery('a'), id: a.id, acceptedAt: clock.now },
+        { ...delivery('b'), id: b.id, acceptedAt: clock.now },
+      ]);
+    },
+  ],
+  [
+    'a key seen within the window is a duplicate: the first id comes back and nothing is added',
+    { dedupTtlMs: 60_000 },
+    async ({ store, clock }) => {
+      const first = await store.accept(delivery('same'));
+      clock.now += 59_999;
+      expect(await store.accept(delivery('same', { other: 'body' }))).toEqual({
+        id: first.id,
+        duplicate: true,
+      });
+      expect(store.pending().map((e) => e.id)).toEqual([first.id]);
+    },
+  ],
+  [
+    'concurrent accepts of one key store it once',
+    {},
+    async ({ store }) => {
+      const results = await Promise.all([store.accept(delivery('k')), store.accept(delivery('k'))]);
+      expect(results.map((r) => r.duplicate)).toEqual([false, true]);
+      expect(results[1]?.id).toBe(results[0]?.id);
+      expect(store.pending()).toHaveLength(1);
+    },
+  ],
+  [
+    'a key is new again once its window has expired',
+    { dedupTtlMs: 60_000 },
+    async ({ store, clock }) => {
+      const first = await store.accept(delivery('same'));
+      await store.markProcessed(first.id);
+      clock.now += 60_000;
+      const again = await store.accept(delivery('same'));
+      expect(again.duplicate).toBe(false);
+      expect(again.id).not.toBe(first.id);
+      expect(store.stats().dedupKeys).toBe(1);
+    },
+  ],
+  [
+    'markProcessed removes the delivery from pending, and its key still de-duplicates',
+    {},
+    async ({ store }) => {
+      const a = await store.accept(delivery('a'));
+      const b = await store.accept(delivery('b'));
+      await store.markProcessed(a.id);
+      expect(store.pending().map((e) => e.id)).toEqual([b.id]);
+      expect(await store.accept(delivery('a'))).toEqual({ id: a.id, duplicate: true });
+    },
+  ],
+  [
+    'markProcessed of an unknown or already processed id changes nothing',
+    {},
+    async ({ store }) => {
+      const a = await store.accept(delivery('a'));
+      await store.markProcessed(a.id);
+      await store.markProcessed(a.id);
+      await store.markProcessed('no-such-id');
+      expect(store.pending()).toEqual([]);
+    },
+  ],
+  [
+    'accept refuses with inbox_full once maxPending deliveries wait, and accepts again after processing',
+    { maxPending: 2 },
+    async ({ store }) => {
+      const a = await store.accept(delivery('a'));
+      await store.accept(delivery('b'));
+      await expectStateError(store.accept(delivery('c')), 'inbox_full');
+      await store.markProcessed(a.id);
+      expect((await store.accept(delivery('c'))).duplicate).toBe(false);
+      expect(store.pending().map((e) => e.key)).toEqual(['b', 'c']);
+    },
+  ],
+  [
+    'de-dup keys beyond maxDedupKeys drop the oldest first',
+    { maxDedupKeys: 3 },
+    async ({ store }) => {
+      for (const key of ['a', 'b', 'c', 'd']) await store.accept(delivery(key));
+      expect(store.stats().dedupKeys).toBe(3);
+      expect((await store.accept(delivery('a'))).duplicate).toBe(false);
+      expect((await store.accept(delivery('d'))).duplicate).toBe(true);
+    },
+  ],
+  [
+    'values are kept as JSON: a Date becomes its string, undefined fields vanish',
+    {},
+    async ({ store }) => {
+      const at = new Date(Date.UTC(2016, 0, 19, 8, 40, 25, 934));
+      await store.accept(delivery('a', { at, gone: undefined, kept: [1, 'x', null] }));
+      expect(store.pending()[0]?.body).toEqual({ at: '2016-01-19T08:40:25.934Z', kept: [1, 'x', null] });
+    },
+  ],
+  [
+    'headers that carry credentials are never stored',
+    {},
+    async ({ store }) => {
+      await store.accept({
+        ...delivery('a'),
+        headers: {
+          'X-Gitlab-Event': 'Issue Hook',
+          'X-Gitlab-Token': 'hook-secret-0123456789',
+          authorization: 'Bearer abc',
+          'PRIVATE-TOKEN': 'tok',
+          Cookie: 'session=1',
+        },
+      });
+      expect(store.pending()[0]?.headers).toEqual({ 'X-Gitlab-Event': 'Issue Hook' });
+      await store.close({ compact: false });
+      await store.open();
+      expect(JSON.stringify(store.pending())).not.toContain('hook-secret');
+    },
+  ],
+  [
+    'a value JSON cannot hold is refused and changes nothing',
+    {},
+    async ({ store }) => {
+      await expect(store.accept(delivery('a', { big: 10n }))).rejects.toThrow(TypeError);
+      await expect(store.setNextRun('stale', undefined, Number.NaN)).rejects.toThrow(/invalid next_run/);
+      expect(store.pending()).toEqual([]);
+      expect(store.nextRun('stale')).toBeUndefined();
+      expect((await store.accept(delivery('a'))).duplicate).toBe(false);
+    },
+  ],
+  [
+    'putAction creates an action once per id, with no attempts and a first try now by default',
+    {},
+    async ({ store, clock }) => {
+      expect(await store.putAction(action('x'))).toEqual({ created: true });
+      expect(await store.putAction({ ...action('x'), rule: 'other' })).toEqual({ created: false });
+      expect(store.getAction('x')).toEqual({
+        ...action('x'),
+        attempts: 0,
+        nextTryAt: clock.now,
+        createdAt: clock.now,
+      });
+      expect(store.getAction('y')).toBeUndefined();
+    },
+  ],
+  [
+    'dueActions lists unparked actions due by now, earliest first, planned order on ties',
+    {},
+    async ({ store, clock }) => {
+      await store.putAction(action('late', clock.now + 500));
+      await store.putAction(action('b', clock.now + 100));
+      await store.putAction(action('a', clock.now + 100));
+      await store.putAction(action('first', clock.now));
+      await store.putAction(action('parked', clock.now));
+      await store.parkAction('parked', 'needs a human');
+      expect(store.dueActions(clock.now + 100).map((a) => a.id)).toEqual(['first', 'b', 'a']);
+      expect(store.dueActions(clock.now - 1)).toEqual([]);
+    },
+  ],
+  [
+    'failAction with a retryable error counts the attempt, keeps the error and moves the next try',
+    {},
+    async ({ store, clock }) => {
+      await store.putAction(action('x'));
+      await store.failAction('x', {
+        error: '503 Service Unavailable',
+        retryable: true,
+        nextTryAt: clock.now + 2_000,
+      });
+      await store.failAction('x', { error: 'timeout', retryable: true, nextTryAt: clock.now + 4_000 });
+      expect(store.getAction('x')).toMatchObject({
+        attempts: 2,
+        lastError: 'timeout',
+        nextTryAt: clock.now + 4_000,
+      });
+      expect(store.getAction('x')?.parked).toBeUndefined();
+      expect(store.dueActions(clock.now + 3_999)).toEqual([]);
+    },
+  ],
+  [
+    'failAction with a permanent error parks the action with the error as the reason',
+    {},
+    async ({ store, clock }) => {
+      await store.putAction(action('x'));
+      await store.failAction('x', { error: '403 Forbidden', retryable: false });
+      expect(store.getAction('x')).toMatchObject({
+        attempts: 1,
+        lastError: '403 Forbidden',
+        parked: { reason: '403 Forbidden', at: clock.now },
+      });
+      expect(store.listParked().map((a) => a.id)).toEqual(['x']);
+      expect(store.dueActions(Number.MAX_SAFE_INTEGER)).toEqual([]);
+    },
+  ],
+  [
+    'parkAction parks with a visible reason, oldest parked listed first',
+    {},
+    async ({ store, clock }) => {
+      await store.putAction(action('a'));
+      await store.putAction(action('b'));
+      await store.parkAction('b', 'gave up after 5 attempts');
+      clock.now += 1;
+      await store.parkAction('a', 'circuit breaker');
+      expect(store.listParked().map((a) => [a.id, a.parked?.reason])).toEqual([
+        ['b', 'gave up after 5 attempts'],
+        ['a', 'circuit breaker'],
+      ]);
+      expect(store.stats()).toMatchObject({ outbox: 0, parked: 2 });
+    },
+  ],
+  [
+    'failAction and parkAction of an action the outbox does not hold reject with unknown_action',
+    {},
+    async ({ store }) => {
+      await expectStateError(store.failAction('nope', { error: 'x', retryable: false }), 'unknown_action');
+      await expectStateError(store.parkAction('nope', 'x'), 'unknown_action');
+      await store.putAction(action('p'));
+      await store.parkAction('p', 'first reason');
+      await expectStateError(store.failAction('p', { error: 'x', retryable: false }), 'unknown_action');
+    },
+  ],
+  [
+    'completeAction removes an active or a parked action; an unknown id is a no-op',
+    {},
+    async ({ store }) => {
+      await store.putAction(action('a'));
+      await store.putAction(action('p'));
+      await store.parkAction('p', 'reason');
+      await store.completeAction('a');
+      await store.completeAction('p');
+      await store.completeAction('never');
+      expect(store.getAction('a')).toBeUndefined();
+      expect(store.listParked()).toEqual([]);
+      expect(await store.putAction(action('a'))).toEqual({ created: true });
+    },
+  ],
+  [
+    'parked actions beyond maxParked drop the oldest parked',
+    { maxParked: 2 },
+    async ({ store }) => {
+      for (const id of ['a', 'b', 'c']) {
+        await store.putAction(action(id));
+        await store.parkAction(id, `reason ${id}`);
+      }
+      expect(store.listParked().map((a) => a.id)).toEqual(['b', 'c']);
+      expect(store.getAction('a')).toBeUndefined();
+    },
+  ],
+  [
+    'watch adds or replaces the entry of an item; unwatch removes it',
+    {},
+    async ({ store, clock }) => {
+      const entry = {
+        itemKey: 'acme/web!7',
+        project: 'acme/web',
+        mrId: 70,
+        headSha: 'a'.repeat(40),
+        rule: 'merge-when-green',
+        required: ['ci/build', 'ci/test'],
+        since: clock.now,
+      };
+      await store.watch(entry);
+      await store.watch({ ...entry, headSha: 'b'.repeat(40) });
+      await store.watch({ ...entry, itemKey: 'acme/web!8', mrId: 80 });
+      expect(store.watched()).toEqual([
+        { ...entry, headSha: 'b'.repeat(40) },
+        { ...entry, itemKey: 'acme/web!8', mrId: 80 },
+      ]);
+      await store.unwatch('acme/web!7');
+      await store.unwatch('acme/web!404');
+      expect(store.watched().map((w) => w.itemKey)).toEqual(['acme/web!8']);
+    },
+  ],
+  [
+    'nextRun is kept per sweep and project, apart from the sweep-wide time',
+    {},
+    async ({ store }) => {
+      await store.setNextRun('stale', undefined, 100);
+      await store.setNextRun('stale', 'acme/web', 200);
+      await store.setNextRun('stale', 'acme/api', 300);
+      await store.setNextRun('stale', 'acme/web', 250);
+      await store.setNextRun('reconcile', undefined, 400);
+      expect([
+        store.nextRun('stale'),
+        store.nextRun('stale', 'acme/web'),
+        store.nextRun('stale', 'acme/api'),
+        store.nextRun('reconcile'),
+        store.nextRun('reconcile', 'acme/web'),
+        store.nextRun('never'),
+      ]).toEqual([100, 250, 300, 400, undefined, undefined]);
+    },
+  ],
+  [
+    'lastSuccess is kept per sweep',
+    {},
+    async ({ store }) => {
+      await store.setLastSuccess('reconcile', 1_000);
+      await store.setLastSuccess('reconcile', 2_000);
+      expect([store.lastSuccess('reconcile'), store.lastSuccess('stale')]).toEqual([2_000, undefined]);
+    },
+  ],
+  [
+    'pauseRule keeps the rule paused with its reason until approveRule',
+    {},
+    async ({ store, clock }) => {
+      await store.pauseRule('close-stale', 'would touch 412 of 500 items (limit 50)');
+      await store.pauseRule('label-all', 'would touch 90% of items (limit 20%)');
+      expect(store.pausedRules()).toEqual([
+        { rule: 'close-stale', reason: 'would touch 412 of 500 items (limit 50)', at: clock.now },
+        { rule: 'label-all', reason: 'would touch 90% of items (limit 20%)', at: clock.now },
+      ]);
+      await store.approveRule('close-stale');
+      await store.approveRule('not-paused');
+      expect(store.pausedRules().map((p) => p.rule)).toEqual(['label-all']);
+    },
+  ],
+  [
+    'decisions: the latest per item and a ring of recent ones, newest first, within their bounds',
+    { decisionItems: 2, recentDecisions: 3 },
+    async ({ store, clock }) => {
+      for (const [item, verdict] of [
+        ['i1', 'one'],
+        ['i2', 'two'],
+        ['i1', 'three'],
+        ['i3', 'four'],
+      ] as const) {
+        clock.now += 1;
+        await store.recordDecision(item, { verdict });
+      }
+      expect(store.latestDecision('i1')).toEqual({
+        itemKey: 'i1',
+        at: clock.now - 1,
+        decision: { verdict: 'three' },
+      });
+      expect(store.latestDecision('i3')?.decision).toEqual({ verdict: 'four' });
+      // i2 was decided least recently: it went first when i3 came in.
+      expect(store.latestDecision('i2')).toBeUndefined();
+      expect(store.recentDecisions().map((d) => d.decision)).toEqual([
+        { verdict: 'four' },
+        { verdict: 'three' },
+        { verdict: 'two' },
+      ]);
+      expect(store.recentDecisions(1).map((d) => d.itemKey)).toEqual(['i3']);
+      expect(store.recentDecisions(0)).toEqual([]);
+      expect(store.stats()).toMatchObject({ decisionItems: 2, recentDecisions: 3 });
+    },
+  ],
+  [
+    'stats counts every collection',
+    {},
+    async ({ store, clock }) => {
+      const a = await store.accept(delivery('a'));
+      await store.accept(delivery('b'));
+      await store.markProcessed(a.id);
+      await store.putAction(action('x'));
+      await store.putAction(action('y'));
+      await store.parkAction('y', 'r');
+      await store.watch({
+        itemKey: 'w',
+        project: 'p',
+        mrId: 1,
+        headSha: 's',
+        rule: 'r',
+        required: [],
+        since: clock.now,
+      });
+      await store.pauseRule('r', 'why');
+      await store.recordDecision('w', 'd');
+      expect(store.stats()).toMatchObject({
+        inbox: 1,
+        dedupKeys: 2,
+        outbox: 1,
+        parked: 1,
+        watched: 1,
+        pausedRules: 1,
+        decisionItems: 1,
+        recentDecisions: 1,
+      });
+    },
+  ],
+  [
+    'closing and opening the same store again keeps every collection',
+    {},
+    async ({ store, clock }) => {
+      const kept = await store.accept(delivery('kept'));
+      await store.putAction(action('x'));
+      await store.failAction('x', { error: 'e', retryable: true, nextTryAt: clock.now + 5 });
+      await store.setNextRun('stale', 'acme/web', 42);
+      await store.pauseRule('r', 'why');
+      await store.recordDecision('i', { verdict: 'kept' });
+      await store.close();
+      await store.open();
+      expect(store.pending().map((e) => e.id)).toEqual([kept.id]);
+      expect((await store.accept(delivery('kept'))).duplicate).toBe(true);
+      expect(store.getAction('x')).toMatchObject({ attempts: 1, nextTryAt: clock.now + 5 });
+      expect(store.nextRun('stale', 'acme/web')).toBe(42);
+      expect(store.pausedRules().map((p) => p.rule)).toEqual(['r']);
+      expect(store.latestDecision('i')?.decision).toEqual({ verdict: 'kept' });
+    },
+  ],
+  [
+    'after close every operation rejects or throws with closed',
+    {},
+    async ({ store }) => {
+      await store.close();
+      await expectStateError(store.accept(delivery('a')), 'closed');
+      await expectStateError(store.flush(), 'closed');
+      expect(() => store.pending()).toThrow(StateError);
+      expect(store.stats().inbox).toBe(0);
+      await store.open();
+    },
+  ],
+];
+
+describe.each(backends)('%s store contract', (_backend, make) => {
+  let current: StateStore | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+
+  it.each(cases)('%s', async (_name, options, run) => {
+    const clock = fakeClock();
+    const store = make({ ...options, now: clock.read });
+    current = store;
+    await expectStateError(store.accept(delivery('before-open')), 'closed');
+    await store.open();
+    await run({ store, clock });
+    await store.flush();
+  });
+});
