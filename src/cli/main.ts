@@ -67,5 +67,6 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
 
 /** The subcommands, one file each. Imported lazily so `--help` stays fast. */
 async function loadCommands(): Promise<RegisterCommand[]> {
-  return [];
+  const { registerSandboxCommand } = await import('./sandbox.ts');
+  return [registerSandboxCommand];
 }

@@ -1,0 +1,99 @@
+/**
+ * `hookbot sandbox`: runs the local simulator of the v3 server until SIGINT or SIGTERM. It prints the
+ * API URL once it accepts requests, the administrator's token and, with `--seed demo`, the demo
+ * users' tokens, so a person (or a test) can start talking to it at once.
+ */
+import { InvalidArgumentError, Option } from 'commander';
+import type { CliIo, RegisterCommand } from './main.ts';
+
+interface SandboxCommandOptions {
+  port: number;
+  host: string;
+  adminToken?: string;
+  data?: string;
+  seed: 'demo' | 'empty';
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535)
+    throw new InvalidArgumentError('a port is a number from 0 to 65535.');
+  return port;
+}
+
+/**
+ * Resolves with the first SIGINT or SIGTERM. The listeners stay until `release` is called, so a
+ * second signal during shutdown cannot kill the process halfway through saving its state.
+ */
+function watchSignals(): { stopped: Promise<NodeJS.Signals>; release: () => void } {
+  let resolve: (signal: NodeJS.Signals) => void = () => undefined;
+  const stopped = new Promise<NodeJS.Signals>((r) => (resolve = r));
+  const onSignal = (signal: NodeJS.Signals) => resolve(signal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    stopped,
+    release: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<void> {
+  // Loaded here so that `hookbot --help` does not load the server.
+  const { startSandbox } = await import('../sandbox/server.ts');
+  const { DEMO_TOKENS } = await import('../sandbox/seed.ts');
+  // Listen for the signals before starting, so a stop that arrives during startup is not lost.
+  const signals = watchSignals();
+  const sandbox = await startSandbox({
+    port: options.port,
+    host: options.host,
+    adminToken: options.adminToken,
+    dataFile: options.data,
+    seed: options.seed,
+    log: (line) => io.out(`${line}\n`),
+  }).catch((error: unknown) => {
+    signals.release();
+    throw error;
+  });
+  const lines = [
+    `hookbot sandbox: serving ${sandbox.apiUrl}`,
+    `  root (administrator) token: ${sandbox.adminToken}`,
+  ];
+  if (options.seed === 'demo') {
+    // A data file seeded earlier keeps its users: show whichever demo users it holds.
+    for (const name of Object.keys(DEMO_TOKENS)) {
+      const user = sandbox.ctx.db.data.users.find((u) => u.username === name);
+      if (user) lines.push(`  ${name} token: ${user.private_token}`);
+    }
+  }
+  if (options.data) lines.push(`  state saved in ${options.data}`);
+  lines.push('Press Ctrl+C to stop.');
+  io.out(`${lines.join('\n')}\n`);
+  const signal = await signals.stopped;
+  try {
+    await sandbox.close();
+  } finally {
+    signals.release();
+  }
+  io.out(`hookbot sandbox: stopped (${signal})\n`);
+}
+
+export const registerSandboxCommand: RegisterCommand = (program, io) => {
+  program
+    .command('sandbox')
+    .description('Run the local simulator of the v3 server (the sandbox) until stopped.')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', parsePort, 8929)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--admin-token <token>', "the administrator's (root) private token; random when not given")
+    .option('--data <file>', 'keep the state in this JSON file (repositories beside it); in memory otherwise')
+    .addOption(
+      new Option('--seed <content>', 'what a new sandbox starts with')
+        .choices(['demo', 'empty'])
+        .default('empty'),
+    )
+    .action(async (options: SandboxCommandOptions) => {
+      await runSandbox(options, io);
+    });
+};

@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+interface Running {
+  child: ChildProcess;
+  apiUrl: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `hookbot sandbox` as a real process and waits for the line with its API URL. */
+async function startCli(args: string[]): Promise<Running> {
+  const child = spawn(process.execPath, ['bin/hookbot.js', 'sandbox', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  child.stderr!.on('data', (chunk) => (out += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const apiUrl = await new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const found = /http:\/\/127\.0\.0\.1:\d+\/api\/v3/.exec(out);
+      // Wait for the whole banner, which ends with the stop hint.
+      if (found && out.includes('Press Ctrl+C')) resolve(found[0]);
+    };
+    child.stdout!.on('data', check);
+    void exited.then(({ code }) => reject(new Error(`sandbox exited (${code}) before serving:\n${out}`)));
+  });
+  return { child, apiUrl, output: () => out, exited };
+}
+
+async function stop(running: Running) {
+  running.child.kill('SIGTERM');
+  return running.exited;
+}
+
+// Each test starts real processes (tsx compiles at load): allow for a slow, busy machine.
+describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
+  const started: Running[] = [];
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-cli-sandbox-'));
+  });
+  afterEach(() => {
+    for (const r of started.splice(0)) if (r.child.exitCode === null) r.child.kill('SIGKILL');
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves /api/v3 with the given admin token and stops cleanly on SIGTERM (exit 0)', async () => {
+    const running = await startCli(['--admin-token', 'cli-admin-token']);
+    started.push(running);
+    expect(running.output()).toContain('root (administrator) token: cli-admin-token');
+    const res = await fetch(`${running.apiUrl}/user`, { headers: { 'private-token': 'cli-admin-token' } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: 1, username: 'root', is_admin: true });
+    expect(await stop(running)).toEqual({ code: 0, signal: null });
+    expect(running.output()).toContain('stopped (SIGTERM)');
+  });
+
+  it('generates and prints an admin token when none is given, and stops on SIGINT', async () => {
+    const running = await startCli([]);
+    started.push(running);
+    const token = /root \(administrator\) token: (\S+)/.exec(running.output())?.[1];
+    expect(token).toMatch(/^[0-9a-f]{20}$/);
+    const res = await fetch(`${running.apiUrl}/user`, { headers: { 'private-token': token! } });
+    expect(res.status).toBe(200);
+    running.child.kill('SIGINT');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it("prints the demo users' tokens with --seed demo", async () => {
+    const running = await startCli(['--seed', 'demo']);
+    started.push(running);
+    const tokens = Object.fromEntries(
+      [...running.output().matchAll(/^ {2}(\w+) token: (\S+)$/gm)].map((m) => [m[1], m[2]]),
+    );
+    expect(Object.keys(tokens).sort()).toEqual(['alice', 'bob', 'hookbot']);
+    const res = await fetch(`${running.apiUrl}/projects/acme%2Fweb`, {
+      headers: { 'private-token': tokens.hookbot! },
+    });
+    expect(res.status).toBe(200);
+    expect(await stop(running)).toEqual({ code: 0, signal: null });
+  });
+
+  it('keeps its state in --data FILE across a restart', async () => {
+    const file = path.join(dir, 'state.json');
+    const args = ['--admin-token', 'persist-token', '--data', file];
+    const first = await startCli(args);
+    started.push(first);
+    const created = await fetch(`${first.apiUrl}/projects`, {
+      method: 'POST',
+      headers: { 'private-token': 'persist-token', 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'survivor' }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: number };
+    expect(await stop(first)).toEqual({ code: 0, signal: null });
+
+    const second = await startCli(args);
+    started.push(second);
+    const res = await fetch(`${second.apiUrl}/projects/${id}`, {
+      headers: { 'private-token': 'persist-token' },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id, name: 'survivor', path_with_namespace: 'root/survivor' });
+    expect(await stop(second)).toEqual({ code: 0, signal: null });
+  });
+
+  it.each([
+    ['a port that is not a number', ['--port', 'http']],
+    ['an unknown seed', ['--seed', 'huge']],
+  ])('exits 2 for %s', async (_name, args) => {
+    const child = spawn(process.execPath, ['bin/hookbot.js', 'sandbox', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (chunk) => (err += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(err).toMatch(/error: option/);
+  });
+});
