@@ -1,0 +1,167 @@
+/**
+ * Reads the configuration: the file (`--config FILE` or `HOOKBOT_CONFIG`), then the environment,
+ * which wins, then secrets from the files that hold them; validates the result against the schema
+ * and lists every problem at once, each as `key: problem` with its place.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileErrorReason } from './file-error.ts';
+import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
+import { detectDocker } from './docker.ts';
+import { deleteIn, envValues, getIn, setIn } from './env-overlay.ts';
+import { modeOf, requirementProblems, type ConfigMode } from './requirements.ts';
+import { createConfigSchema, type Config } from './schema.ts';
+import { schemaProblems } from './schema-problems.ts';
+import { readSecrets, SECRET_KEYS } from './secrets.ts';
+import { formatProblem, keyName, sortProblems, type ConfigSource, type ConfigSources } from './sources.ts';
+import { parseYamlSource, type KeyPath, type YamlSource } from './yaml-source.ts';
+
+export type { ConfigMode } from './requirements.ts';
+
+export interface LoadConfigOptions {
+  /** From `--config FILE`; otherwise `HOOKBOT_CONFIG`; otherwise no file (defaults and environment). */
+  file?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  /** Relative paths of the config file and of secret files are read from here. Default: process.cwd(). */
+  cwd?: string;
+  /** Running in a container? Default: detected (`/.dockerenv`, `HOOKBOT_IN_DOCKER`). Tests set it. */
+  inDocker?: boolean;
+  /** Reads a file as text; tests may replace it. */
+  readFile?: (path: string) => string;
+}
+
+export type LoadConfigResult =
+  | {
+      ok: true;
+      config: Config;
+      /** `sandbox` when api.url is empty: the start command runs the embedded sandbox and makes up the secrets. */
+      mode: ConfigMode;
+      /** The configuration file read, as given, if any. */
+      file: string | undefined;
+      /** Where each value that is not a default came from, by dotted key. */
+      sources: ConfigSources;
+      /** Worth saying at start, not worth refusing to start (a secret written in the file). */
+      warnings: string[];
+    }
+  | { ok: false; problems: string[] };
+
+export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
+  const cwd = options.cwd ?? process.cwd();
+  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const file = options.file ?? (options.env.HOOKBOT_CONFIG || undefined);
+  const keys = configKeys();
+
+  let yaml: YamlSource | undefined;
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFile(resolve(cwd, file));
+    } catch (error) {
+      return {
+        ok: false,
+        problems: [`${file}: cannot read the configuration file: ${fileErrorReason(error)}`],
+      };
+    }
+    const parsed = parseYamlSource(file, text);
+    if (!parsed.ok) return parsed;
+    yaml = parsed.source;
+    if (!isMapping(yaml.data))
+      return {
+        ok: false,
+        problems: [`${file}:1:1: the configuration must be a mapping of keys (api:, server:, ...)`],
+      };
+  }
+
+  const raw: Record<string, unknown> = isMapping(yaml?.data) ? structuredClone(yaml.data) : {};
+  dropEmptyValues(raw, keys);
+  const sources: ConfigSources = {};
+  if (yaml) recordFileSources(raw, [], yaml, sources);
+  for (const { name, path, value } of envValues(options.env, keys)) {
+    if (setIn(raw, path, value)) sources[keyName(path)] = { from: 'env', name };
+  }
+
+  const secretProblems = readSecrets(raw, sources, { cwd, readFile });
+  const problems = [...secretProblems];
+
+  const fileSource = (position: { line: number; column: number } | undefined): ConfigSource | undefined =>
+    position && yaml ? { from: 'file', file: yaml.file, ...position } : undefined;
+  const inDocker = options.inDocker ?? detectDocker(options.env);
+  const result = createConfigSchema({ inDocker }).safeParse(raw);
+  if (!result.success)
+    problems.push(
+      ...schemaProblems(result.error.issues, keys, {
+        valueSource: (path) => envSourceOf(path, sources) ?? fileSource(yaml?.valueAt(path)),
+        keySource: (path) => fileSource(yaml?.keyAt(path)),
+      }),
+    );
+  problems.push(...requirementProblems(raw, new Set(secretProblems.map((p) => p.key))));
+
+  if (!result.success || problems.length > 0)
+    return { ok: false, problems: sortProblems(problems).map(formatProblem) };
+  return {
+    ok: true,
+    config: result.data,
+    mode: modeOf(raw),
+    file,
+    sources,
+    warnings: warningsOf(sources, keys, raw),
+  };
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** `token:` with nothing after it (null) means "not set", as does a section whose keys are all commented out. */
+function dropEmptyValues(raw: Record<string, unknown>, keys: readonly ConfigKey[]): void {
+  for (const key of keys) {
+    const value = getIn(raw, key.path);
+    if (value === null) deleteIn(raw, key.path);
+    else if (key.children && isMapping(value)) dropEmptyValues(raw, key.children);
+  }
+}
+
+/** Every value the file sets, down to lists (a list is one value: `hooks.projects`). */
+function recordFileSources(node: unknown, path: string[], yaml: YamlSource, sources: ConfigSources): void {
+  if (isMapping(node) && path.length < 8) {
+    for (const [name, value] of Object.entries(node))
+      recordFileSources(value, [...path, name], yaml, sources);
+    return;
+  }
+  const position = yaml.valueAt(path);
+  if (position) sources[keyName(path)] = { from: 'file', file: yaml.file, ...position };
+}
+
+/** A variable that set this key, or a mapping above it. */
+function envSourceOf(path: KeyPath, sources: ConfigSources): ConfigSource | undefined {
+  for (let length = path.length; length > 0; length--) {
+    const source = sources[keyName(path.slice(0, length))];
+    if (source?.from === 'env') return source;
+  }
+  return undefined;
+}
+
+function warningsOf(sources: ConfigSources, keys: readonly ConfigKey[], raw: unknown): string[] {
+  const warnings: string[] = [];
+  const byName = new Map(leafKeys(keys).map((key) => [key.name, key]));
+  for (const secret of SECRET_KEYS) {
+    const name = keyName(secret.value);
+    const source = sources[name];
+    // `token: ''` (as in config.example.yml) writes no secret.
+    if (source?.from !== 'file' || getIn(raw, secret.value) === '') continue;
+    const env = byName.get(name)?.env;
+    const instead = [env, keyName(secret.file)].filter((x) => x !== undefined).join(' or ');
+    warnings.push(
+      formatProblem({
+        key: name,
+        message: `a secret written in the configuration file: prefer ${instead}`,
+        source,
+      }),
+    );
+  }
+  if (modeOf(raw) === 'server' && getIn(raw, ['webhook', 'allow_open']) === true)
+    warnings.push(
+      'webhook.allow_open is true: anyone who can reach the server can send deliveries that trigger rules',
+    );
+  return warnings;
+}

@@ -1,0 +1,145 @@
+/**
+ * docs/configuration.md, written from the schema like config.example.yml (same script, same test),
+ * so that the reference cannot drift from what the loader accepts.
+ */
+import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
+import { loadConfig } from './load-config.ts';
+import { describeKey, GENERATED_NOTE, yamlValue } from './render-example.ts';
+import { SECRET_KEYS } from './secrets.ts';
+import { keyName } from './sources.ts';
+
+export function renderConfigReference(keys: readonly ConfigKey[] = configKeys()): string {
+  const leaves = leafKeys(keys);
+  const envRows = leaves
+    .filter((key) => key.env !== undefined)
+    .map((key) => `| \`${key.env}\` | \`${key.name}\` |`);
+  const secretRows = SECRET_KEYS.map((secret) => {
+    const value = leaves.find((key) => key.name === keyName(secret.value));
+    const file = leaves.find((key) => key.name === keyName(secret.file));
+    const variables = [value?.env, file?.env]
+      .filter((x): x is string => x !== undefined)
+      .map((x) => `\`${x}\``);
+    return `| \`${keyName(secret.value)}\` | \`${keyName(secret.file)}\` | ${variables.join(', ') || '—'} |`;
+  });
+  return [
+    '# Configuration reference',
+    '',
+    `<!-- ${GENERATED_NOTE}; do not edit it by hand. A test checks that it is current. -->`,
+    '',
+    'hookbot reads its settings from a YAML file and from environment variables. With no setting at all,',
+    '`npm start` runs the bot against the embedded sandbox; set `api.url` (or `HOOKBOT_API_URL`) to run',
+    'against a real server. [`config.example.yml`](../config.example.yml) shows every key with its default.',
+    '',
+    '## Where values come from',
+    '',
+    'From weakest to strongest:',
+    '',
+    '1. the defaults below;',
+    '2. the configuration file: `hookbot serve --config FILE`, or the file named by `HOOKBOT_CONFIG`;',
+    '3. environment variables (the table below), which win over the file;',
+    '4. for secrets, a file that holds the secret, named by a `*_file` key or variable (see [Secrets](#secrets)).',
+    '',
+    'A key with no value (`port:`) keeps its default. Relative paths (rules, state, secret files) are read from',
+    'the working directory. `server.host` defaults to `127.0.0.1`, or to `0.0.0.0` in a container: hookbot',
+    'assumes one when `/.dockerenv` exists or `HOOKBOT_IN_DOCKER=1` (and not when `HOOKBOT_IN_DOCKER=0`).',
+    '',
+    '| Variable | Key |',
+    '| --- | --- |',
+    '| `HOOKBOT_CONFIG` | the configuration file to read |',
+    ...envRows,
+    '',
+    '## Secrets',
+    '',
+    'The API token, the hook secret, the signature secret and the status page password can each be given in',
+    'three ways. Prefer the environment or a file: a configuration file is easily committed or shared, and',
+    'hookbot warns at start when a secret is written in it.',
+    '',
+    '- an environment variable, where there is one (`HOOKBOT_API_TOKEN`, `HOOKBOT_WEBHOOK_SECRET`);',
+    '- a file that holds only the secret (a Docker or Kubernetes secret), named by the `*_file` key or its',
+    '  variable (`HOOKBOT_API_TOKEN_FILE`, `HOOKBOT_WEBHOOK_SECRET_FILE`); a trailing newline is dropped, and a',
+    '  missing, unreadable or empty file stops hookbot at start with the key and the path named;',
+    '- the key itself in the configuration file.',
+    '',
+    'Setting a secret and its `*_file` in the same place (both in the file, or both in the environment) is an',
+    "error; between the two places the environment wins. Secrets never appear in logs: hookbot's logger",
+    'redacts them by key name and by value, including inside error messages and URLs (`private_token=...`).',
+    '',
+    '| Secret | File key | Variables |',
+    '| --- | --- | --- |',
+    ...secretRows,
+    '',
+    'When `api.url` is set, `api.token` is required, and so is `webhook.secret` unless',
+    '`webhook.allow_open` is true. Without `api.url` (the embedded sandbox), hookbot makes up both.',
+    '',
+    '## Problems',
+    '',
+    'A bad configuration stops hookbot at start, listing every problem at once as `key: problem`, led by',
+    'the place in the file where the value is written, or followed by the variable that set it. For example,',
+    'this `config.yml`, with `HOOKBOT_PORT=http` in the environment:',
+    '',
+    '```yaml',
+    SAMPLE_FILE.trimEnd(),
+    '```',
+    '',
+    'gives:',
+    '',
+    '```text',
+    ...sampleProblems(),
+    '```',
+    '',
+    '## Keys',
+    '',
+    ...keys.flatMap((key) => renderSection(key)),
+  ].join('\n');
+}
+
+const SAMPLE_FILE = `api:
+  url: https://git.example.com
+  token_type: bearer
+sever:
+  port: 3000
+hooks:
+  manage: true
+`;
+
+/** What the loader really says about SAMPLE_FILE, so the example cannot drift from the messages. */
+function sampleProblems(): string[] {
+  const result = loadConfig({
+    file: 'config.yml',
+    env: { HOOKBOT_PORT: 'http' },
+    cwd: '/',
+    inDocker: false,
+    readFile: () => SAMPLE_FILE,
+  });
+  return result.ok ? [] : result.problems;
+}
+
+function renderSection(section: ConfigKey): string[] {
+  const rows = (section.children ?? []).flatMap(rowsOf);
+  return [
+    `### \`${section.name}\``,
+    '',
+    section.description,
+    '',
+    '| Key | Default | Variable | Description |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+    '',
+  ];
+}
+
+function rowsOf(key: ConfigKey): string[] {
+  if (key.children)
+    return [`| \`${key.name}\` | | | ${cell(key.description)} |`, ...key.children.flatMap(rowsOf)];
+  const variable = key.env ? `\`${key.env}\`` : '';
+  return [`| \`${key.name}\` | ${defaultCell(key)} | ${variable} | ${cell(describeKey(key, 'reference'))} |`];
+}
+
+function defaultCell(key: ConfigKey): string {
+  if (key.defaultNote !== undefined) return cell(key.defaultNote);
+  if (!key.hasDefault || key.default === '') return 'not set';
+  return `\`${yamlValue(key.default)}\``;
+}
+
+/** Table cells are Markdown: a pipe would end the cell and `<namespace>` would read as an HTML tag. */
+const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -1,0 +1,289 @@
+/**
+ * The configuration schema: the one place that says which keys exist, their defaults and what
+ * they mean. `.describe()` texts become the comments of config.example.yml and the rows of
+ * docs/configuration.md (scripts/gen-config-example.ts); `.meta()` adds what those need besides:
+ * the environment variable that overrides a key (`env`), whether it is a secret (`secret`), an
+ * example for keys without a default (`example`) and defaults that depend on where it runs
+ * (`defaultNote`). Keys are snake_case, as written in YAML.
+ */
+import type { z } from 'zod';
+import {
+  cronLine,
+  duration,
+  flag,
+  fraction,
+  integer,
+  mapping,
+  nonEmptyText,
+  oneOf,
+  optionalText,
+  optionalUrl,
+  port,
+  section,
+  text,
+  textList,
+  urlPath,
+} from './fields.ts';
+
+/** What `.meta()` may say about a key, read back from the JSON Schema by the docs and the env overlay. */
+export type ConfigKeyMeta = {
+  /** The environment variable that overrides this key. */
+  env?: string;
+  /** Never printed, logged or shown; the example file leaves it empty. */
+  secret?: boolean;
+  /** For keys without a default: a value to show, commented out, in the example file. */
+  example?: string;
+  /** The default depends on where hookbot runs: the example leaves the key commented out. */
+  defaultNote?: string;
+};
+
+const meta = (m: ConfigKeyMeta): ConfigKeyMeta => m;
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export const TOKEN_TYPES = ['private', 'oauth'] as const;
+
+/** Listening on every interface is right in a container (the port is published) and wrong on a laptop. */
+export const LOCAL_HOST = '127.0.0.1';
+export const DOCKER_HOST = '0.0.0.0';
+
+/** The periodic jobs of the scheduler (issue 6) and how often each runs unless configured. */
+export const SWEEP_DEFAULTS = {
+  rules: { every: '1h', what: 'Rules with a schedule: run over the open issues and merge requests.' },
+  merge_watch: {
+    every: '1m',
+    what: 'Merge watch: re-read the head statuses of watched merge requests and merge when they pass.',
+  },
+  retries: { every: '1m', what: 'Retry actions that failed with a retryable error (backoff per action).' },
+  reconcile: {
+    every: '15m',
+    what: 'Re-evaluate issues and merge requests updated since the last run, in case a delivery was lost.',
+  },
+  hook_check: {
+    every: '1h',
+    what: "Check that each project still has hookbot's hook (and repair it when hooks.manage is true).",
+  },
+} as const;
+
+export type SweepName = keyof typeof SWEEP_DEFAULTS;
+
+/** When a sweep runs: exactly one of `every` and `cron`. */
+export type SweepConfig =
+  | { enabled: boolean; every: string; cron?: undefined }
+  | { enabled: boolean; cron: string; every?: undefined };
+
+function sweep(name: SweepName) {
+  const { every, what } = SWEEP_DEFAULTS[name];
+  return mapping({
+    every: duration()
+      .optional()
+      .describe('How often it runs: a duration such as 30s, 5m, 1h or 1d. Set every or cron, not both.'),
+    cron: cronLine()
+      .optional()
+      .describe("Instead of every (then remove every): a five-field cron line, in the machine's local time.")
+      .meta(meta({ example: '0 3 * * *' })),
+    enabled: flag().default(true).describe('false turns this sweep off.'),
+  })
+    .superRefine((value, ctx) => {
+      if (value.every !== undefined && value.cron !== undefined)
+        ctx.addIssue({ code: 'custom', message: 'set either every or cron, not both' });
+    })
+    .transform((value): SweepConfig =>
+      value.cron !== undefined
+        ? { enabled: value.enabled, cron: value.cron }
+        : { enabled: value.enabled, every: value.every ?? every },
+    )
+    .prefault({ every })
+    .describe(what);
+}
+
+export interface ConfigSchemaOptions {
+  /** Running in a container: listen on every interface by default. */
+  inDocker?: boolean;
+}
+
+export function createConfigSchema(options: ConfigSchemaOptions = {}) {
+  const defaultHost = options.inDocker ? DOCKER_HOST : LOCAL_HOST;
+  return mapping({
+    api: section({
+      url: optionalUrl({ base: true })
+        .describe(
+          "The server's base URL, without /api/v3 (a trailing /api/v3 is dropped). Empty: run against the embedded sandbox.",
+        )
+        .meta(meta({ env: 'HOOKBOT_API_URL' })),
+      token: optionalText()
+        .describe("The bot user's token. Required when api.url is set.")
+        .meta(meta({ env: 'HOOKBOT_API_TOKEN', secret: true })),
+      token_file: optionalText()
+        .describe(
+          'A file holding the token (a trailing newline is dropped), e.g. a Docker or Kubernetes secret.',
+        )
+        .meta(meta({ env: 'HOOKBOT_API_TOKEN_FILE' })),
+      token_type: oneOf(TOKEN_TYPES)
+        .default('private')
+        .describe('private sends the token as PRIVATE-TOKEN; oauth as Authorization: Bearer.'),
+      timeout_ms: integer(1)
+        .default(10_000)
+        .describe('How long one API call may take before it is abandoned.'),
+      concurrency: integer(1).default(8).describe('API calls in flight at once.'),
+      retry: section({
+        limit: integer(0)
+          .default(3)
+          .describe('Retries of a failed idempotent call (timeouts, 429 and 5xx answers).'),
+        base_delay_ms: integer(0)
+          .default(500)
+          .describe('The first retry waits about this long; each further retry doubles it (with jitter).'),
+      }).describe('Retries of API calls.'),
+      bot_username: optionalText()
+        .describe("The bot user's username. Empty: read from GET /user at start.")
+        .meta(meta({ example: 'hookbot' })),
+    }).describe('The server hookbot automates, through its REST API v3.'),
+
+    server: section({
+      host: nonEmptyText()
+        .default(defaultHost)
+        .describe('The interface to listen on.')
+        .meta(
+          meta({
+            env: 'HOOKBOT_HOST',
+            defaultNote: `${LOCAL_HOST}, or ${DOCKER_HOST} when running in Docker`,
+          }),
+        ),
+      port: port()
+        .default(3000)
+        .describe('The port to listen on (0: any free port).')
+        .meta(meta({ env: 'HOOKBOT_PORT' })),
+      hook_path: urlPath().default('/hooks').describe('The path the server delivers hooks to.'),
+      body_limit_bytes: integer(1).default(1_048_576).describe('Larger deliveries are refused with 413.'),
+      status_auth: section({
+        username: optionalText().describe('Empty: no authentication.'),
+        password: optionalText()
+          .describe('Required when username is set.')
+          .meta(meta({ secret: true })),
+        password_file: optionalText().describe(
+          'A file holding the password (a trailing newline is dropped).',
+        ),
+      }).describe('Optional basic authentication for the status page (/status) and /metrics.'),
+    }).describe(
+      'The HTTP server that receives hook deliveries and serves /healthz, /readyz, /status and /metrics.',
+    ),
+
+    webhook: section({
+      secret: optionalText()
+        .describe(
+          'The secret token configured on the hook; deliveries must send it in X-Gitlab-Token. Required when api.url is set, unless allow_open is true.',
+        )
+        .meta(meta({ env: 'HOOKBOT_WEBHOOK_SECRET', secret: true })),
+      secret_file: optionalText()
+        .describe('A file holding the secret (a trailing newline is dropped).')
+        .meta(meta({ env: 'HOOKBOT_WEBHOOK_SECRET_FILE' })),
+      allow_open: flag()
+        .default(false)
+        .describe(
+          'Accept deliveries without a secret. Anyone who can reach the server can then trigger rules.',
+        ),
+      signature: section({
+        secret: optionalText()
+          .describe(
+            'Also require an HMAC-SHA256 signature of the body made with this secret (behind a signing proxy).',
+          )
+          .meta(meta({ secret: true })),
+        secret_file: optionalText().describe(
+          'A file holding the signature secret (a trailing newline is dropped).',
+        ),
+        header: nonEmptyText()
+          .default('X-Hookbot-Signature-256')
+          .describe('The header that carries the signature.'),
+      }).describe('Optional signature check, on top of the secret token.'),
+    }).describe('How deliveries are authenticated.'),
+
+    rules: section({
+      dir: nonEmptyText()
+        .default('rules')
+        .describe('The rules folder: default.yml and <namespace>/<project>.yml.')
+        .meta(meta({ env: 'HOOKBOT_RULES' })),
+      watch: flag().default(true).describe('Reload rules when their files change.'),
+    }).describe('Where the rules are.'),
+
+    state: section({
+      path: nonEmptyText()
+        .default('data/hookbot.json')
+        .describe("hookbot's state file (back it up; keep it on a volume in Docker).")
+        .meta(meta({ env: 'HOOKBOT_STATE' })),
+      dedup_ttl_ms: integer(0)
+        .default(86_400_000)
+        .describe('How long a delivery is remembered, so that a redelivery is not processed twice.'),
+      decisions: integer(1)
+        .default(500)
+        .describe('How many recent decisions are kept for explain and the status page.'),
+    }).describe('The embedded state store.'),
+
+    pipeline: section({
+      debounce_ms: integer(0)
+        .default(250)
+        .describe('Deliveries for the same issue or merge request within this window cause one evaluation.'),
+      concurrency: integer(1).default(4).describe('Items evaluated at once.'),
+      queue_limit: integer(1)
+        .default(1000)
+        .describe(
+          'Items waiting in memory; beyond it deliveries stay in the state file until there is room.',
+        ),
+    }).describe('From accepted deliveries to rule evaluations.'),
+
+    scheduler: section({
+      sweeps: section({
+        rules: sweep('rules'),
+        merge_watch: sweep('merge_watch'),
+        retries: sweep('retries'),
+        reconcile: sweep('reconcile'),
+        hook_check: sweep('hook_check'),
+      }).describe('The periodic sweeps and when each runs.'),
+      budget_per_rule: integer(1)
+        .default(30)
+        .describe('Actions one scheduled rule may take in one project in one run.'),
+      breaker: section({
+        max_items: integer(1)
+          .default(50)
+          .describe('A scheduled rule that would touch more items than this in one run is paused.'),
+        max_share: fraction()
+          .default(0.5)
+          .describe('Or more than this share of the items it looked at (0 to 1).'),
+      }).describe(
+        'The circuit breaker: a paused rule waits for hookbot sweep --approve RULE or a config change.',
+      ),
+    }).describe('Periodic work: sweeps, merge watch, retries, reconciliation, hook check.'),
+
+    hooks: section({
+      manage: flag().default(false).describe("Create or repair hookbot's project hooks (needs hooks.url)."),
+      url: optionalUrl()
+        .describe('The URL the server should deliver hooks to. Required when manage is true.')
+        .meta(meta({ example: 'https://hookbot.example.com/hooks' })),
+      projects: textList(
+        text().regex(/^[^/\s]+\/[^/\s]+$/, { error: 'must be namespace/project, e.g. acme/web' }),
+      ).describe(
+        'The projects hookbot serves, as namespace/project. Empty: every project the bot user can see.',
+      ),
+    }).describe("hookbot's own project hooks."),
+
+    log: section({
+      level: oneOf(LOG_LEVELS)
+        .default('info')
+        .describe('The least severe level written.')
+        .meta(meta({ env: 'HOOKBOT_LOG_LEVEL' })),
+      format: oneOf(LOG_FORMATS)
+        .default('auto')
+        .describe(
+          'json: one JSON object per line. pretty: for people. auto: pretty on a terminal, json otherwise.',
+        ),
+    }).describe('Logs (secrets are always redacted).'),
+
+    sandbox: section({
+      port: port().default(8929).describe('The port of the embedded sandbox server.'),
+      data: nonEmptyText().default('data/sandbox.json').describe("The sandbox's data file."),
+    }).describe('The embedded sandbox, used by npm start when api.url is empty.'),
+  });
+}
+
+export type ConfigSchema = ReturnType<typeof createConfigSchema>;
+/** The configuration as the rest of hookbot reads it: every default filled in, '' read as not set. */
+export type Config = z.output<ConfigSchema>;

@@ -1,0 +1,155 @@
+/**
+ * Prometheus metrics (issue 7, "Operations"), on a registry of their own (not prom-client's
+ * global one) so that tests and a second instance in one process do not share counters. Callers
+ * use the typed helpers; label values are bounded sets (event kinds, rule names, route templates,
+ * never concrete paths or ids).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** How the receiver answered a delivery (issue 4). */
+export type DeliveryOutcome =
+  'accepted' | 'duplicate' | 'ignored' | 'unauthorized' | 'bad_request' | 'too_large' | 'error';
+
+/** What made the engine evaluate an item. */
+export type EvaluationSource = 'hook' | 'sweep' | 'reconcile' | 'simulate';
+
+/** What became of a planned action: done, nothing to do, failed, parked after retries, or only described. */
+export type ActionResult = 'done' | 'noop' | 'failed' | 'retry' | 'parked' | 'dry_run';
+
+/** One API call, as the client's `onCall` hook reports it (src/api/http.ts `ApiCall`). */
+export interface ApiCallSample {
+  method: string;
+  /** The route template (`/projects/:id/issues`), never the concrete path: labels must stay few. */
+  route: string;
+  /** undefined when no answer came (network error, timeout). */
+  status: number | undefined;
+  durationMs: number;
+}
+
+export interface CreateMetricsOptions {
+  /** Process metrics (CPU, memory, event loop, GC). Default true. */
+  defaultMetrics?: boolean;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** The Content-Type of the exposition text, for GET /metrics. */
+  readonly contentType: string;
+  /** The exposition text. */
+  text(): Promise<string>;
+  delivery(kind: string, outcome: DeliveryOutcome): void;
+  queueDepth(depth: number): void;
+  evaluation(source: EvaluationSource): void;
+  ruleMatch(rule: string): void;
+  ruleAction(rule: string, action: string, result: ActionResult): void;
+  apiCall(call: ApiCallSample): void;
+  /** From a delivery's arrival to its answer. */
+  ack(seconds: number): void;
+  /** One evaluation of the rules for one item. */
+  evaluationTime(seconds: number): void;
+  /** From a delivery's arrival to the first action it caused. */
+  hookToAction(seconds: number): void;
+  sweepRun(sweep: string, result: 'ok' | 'failed' | 'paused'): void;
+  breakerTrip(rule: string): void;
+}
+
+export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const deliveries = new Counter({
+    name: 'hookbot_deliveries_total',
+    help: 'Hook deliveries received, by event kind and how they were answered.',
+    labelNames: ['kind', 'outcome'] as const,
+    registers,
+  });
+  const queueDepth = new Gauge({
+    name: 'hookbot_queue_depth',
+    help: 'Items waiting for evaluation.',
+    registers,
+  });
+  const evaluations = new Counter({
+    name: 'hookbot_evaluations_total',
+    help: 'Rule evaluations of one item, by what caused them.',
+    labelNames: ['source'] as const,
+    registers,
+  });
+  const ruleMatches = new Counter({
+    name: 'hookbot_rule_matches_total',
+    help: 'Items a rule matched.',
+    labelNames: ['rule'] as const,
+    registers,
+  });
+  const ruleActions = new Counter({
+    name: 'hookbot_rule_actions_total',
+    help: 'Actions a rule planned, by action and result.',
+    labelNames: ['rule', 'action', 'result'] as const,
+    registers,
+  });
+  const apiCalls = new Counter({
+    name: 'hookbot_api_calls_total',
+    help: 'API calls (every attempt), by method, route template and status ("error": no answer).',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
+  const apiDuration = new Histogram({
+    name: 'hookbot_api_call_duration_seconds',
+    help: 'Duration of API calls, by method and route template.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  // Real servers give a delivery 10 s before they count it failed (server-facts.md): the buckets
+  // are fine-grained where an answer should be and reach far enough to see trouble.
+  const ack = new Histogram({
+    name: 'hookbot_ack_seconds',
+    help: 'From the arrival of a delivery to its answer.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10],
+    registers,
+  });
+  const evaluationTime = new Histogram({
+    name: 'hookbot_evaluation_seconds',
+    help: 'Duration of one evaluation of the rules for one item.',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers,
+  });
+  const hookToAction = new Histogram({
+    name: 'hookbot_hook_to_action_seconds',
+    help: 'From the arrival of a delivery to the first action it caused.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers,
+  });
+  const sweepRuns = new Counter({
+    name: 'hookbot_sweep_runs_total',
+    help: 'Sweep runs, by sweep and result.',
+    labelNames: ['sweep', 'result'] as const,
+    registers,
+  });
+  const breakerTrips = new Counter({
+    name: 'hookbot_breaker_trips_total',
+    help: 'Times the circuit breaker paused a scheduled rule.',
+    labelNames: ['rule'] as const,
+    registers,
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    text: () => registry.metrics(),
+    delivery: (kind, outcome) => deliveries.inc({ kind, outcome }),
+    queueDepth: (depth) => queueDepth.set(depth),
+    evaluation: (source) => evaluations.inc({ source }),
+    ruleMatch: (rule) => ruleMatches.inc({ rule }),
+    ruleAction: (rule, action, result) => ruleActions.inc({ rule, action, result }),
+    apiCall: ({ method, route, status, durationMs }) => {
+      apiCalls.inc({ method, route, status: status === undefined ? 'error' : String(status) });
+      apiDuration.observe({ method, route }, durationMs / 1000);
+    },
+    ack: (seconds) => ack.observe(seconds),
+    evaluationTime: (seconds) => evaluationTime.observe(seconds),
+    hookToAction: (seconds) => hookToAction.observe(seconds),
+    sweepRun: (sweep, result) => sweepRuns.inc({ sweep, result }),
+    breakerTrip: (rule) => breakerTrips.inc({ rule }),
+  };
+}

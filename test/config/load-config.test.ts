@@ -1,0 +1,536 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createConfigSchema } from '../../src/config/schema.ts';
+import { expectOk, expectProblems, loadIn, useTempDir } from './helpers.ts';
+
+const SERVER = 'api:\n  url: https://git.example.com\n';
+/** The secrets a server-mode configuration needs, from the environment. */
+const SECRETS = { HOOKBOT_API_TOKEN: 'api-token-1234', HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' };
+
+describe('loadConfig: problems, each as `key: problem` with its place', () => {
+  const tempDir = useTempDir();
+
+  const cases: { name: string; yaml?: string; env?: NodeJS.ProcessEnv; problems: string[] }[] = [
+    {
+      name: 'an unknown top-level key, with the key it resembles',
+      yaml: 'sever:\n  port: 3000\n',
+      problems: ['config.yml:1:1: unknown key "sever" (did you mean "server"?)'],
+    },
+    {
+      name: 'an unknown nested key, named in full',
+      yaml: 'api:\n  tokn: abc\n',
+      problems: ['config.yml:2:3: unknown key "api.tokn" (did you mean "api.token"?)'],
+    },
+    {
+      name: 'a key in the wrong section: the sections that have it',
+      yaml: 'port: 3000\n',
+      problems: ['config.yml:1:1: unknown key "port" (did you mean "server.port" or "sandbox.port"?)'],
+    },
+    {
+      name: 'an unknown key like no other: no suggestion',
+      yaml: 'colour: red\n',
+      problems: ['config.yml:1:1: unknown key "colour"'],
+    },
+    {
+      name: 'an unknown sweep',
+      yaml: 'scheduler:\n  sweeps:\n    reconcil: { every: 5m }\n',
+      problems: [
+        'config.yml:3:5: unknown key "scheduler.sweeps.reconcil" (did you mean "scheduler.sweeps.reconcile"?)',
+      ],
+    },
+    {
+      name: 'a port out of range',
+      yaml: 'server:\n  port: 70000\n',
+      problems: ['config.yml:2:9: server.port: must be an integer between 0 and 65535'],
+    },
+    {
+      name: 'a port written as a string',
+      yaml: "server:\n  port: '3000'\n",
+      problems: ['config.yml:2:9: server.port: must be an integer between 0 and 65535'],
+    },
+    {
+      name: 'a port that is not whole',
+      yaml: 'server:\n  port: 30.5\n',
+      problems: ['config.yml:2:9: server.port: must be an integer between 0 and 65535'],
+    },
+    {
+      name: 'a token type outside the set',
+      yaml: 'api:\n  token_type: bearer\n',
+      problems: ['config.yml:2:15: api.token_type: must be one of private, oauth'],
+    },
+    {
+      name: 'a log level outside the set',
+      yaml: 'log:\n  level: verbose\n',
+      problems: ['config.yml:2:10: log.level: must be one of fatal, error, warn, info, debug, trace, silent'],
+    },
+    {
+      name: 'a section that is not a mapping',
+      yaml: 'server: 5\n',
+      problems: ['config.yml:1:9: server: must be a mapping of keys'],
+    },
+    {
+      name: 'a boolean written as yes (a string in YAML 1.2)',
+      yaml: 'rules:\n  watch: yes\n',
+      problems: ['config.yml:2:10: rules.watch: must be true or false'],
+    },
+    {
+      name: 'a share above 1',
+      yaml: 'scheduler:\n  breaker:\n    max_share: 2\n',
+      problems: ['config.yml:3:16: scheduler.breaker.max_share: must be a number between 0 and 1'],
+    },
+    {
+      name: 'a count below its minimum',
+      yaml: 'pipeline:\n  concurrency: 0\n',
+      problems: ['config.yml:2:16: pipeline.concurrency: must be an integer of at least 1'],
+    },
+    {
+      name: 'a sweep with both every and cron',
+      yaml: "scheduler:\n  sweeps:\n    rules: { every: 5m, cron: '0 3 * * *' }\n",
+      problems: ['config.yml:3:12: scheduler.sweeps.rules: set either every or cron, not both'],
+    },
+    {
+      name: 'a sweep interval that is not a duration',
+      yaml: 'scheduler:\n  sweeps:\n    retries:\n      every: 5x\n',
+      problems: [
+        'config.yml:4:14: scheduler.sweeps.retries.every: must be a duration such as 30s, 5m, 1h or 1d (units s, m, h, d, w)',
+      ],
+    },
+    {
+      name: 'a cron line with a field out of range',
+      yaml: "scheduler:\n  sweeps:\n    hook_check:\n      cron: '0 25 * * *'\n",
+      problems: [
+        'config.yml:4:13: scheduler.sweeps.hook_check.cron: must be a cron line: hour 25 is out of range 0-23',
+      ],
+    },
+    {
+      name: 'a project that is not namespace/project',
+      yaml: 'hooks:\n  projects:\n    - acme/web\n    - web\n',
+      problems: ['config.yml:4:7: hooks.projects[1]: must be namespace/project, e.g. acme/web'],
+    },
+    {
+      name: 'projects that are not a list',
+      yaml: 'hooks:\n  projects: acme/web\n',
+      problems: ['config.yml:2:13: hooks.projects: must be a list'],
+    },
+    {
+      name: 'an API URL without a scheme',
+      yaml: 'api:\n  url: git.example.com\n',
+      env: SECRETS,
+      problems: ['config.yml:2:8: api.url: must be an http or https URL, e.g. https://git.example.com'],
+    },
+    {
+      name: 'a hook path without its slash',
+      yaml: 'server:\n  hook_path: hooks\n',
+      problems: ['config.yml:2:14: server.hook_path: must be a path starting with /, e.g. /hooks'],
+    },
+    {
+      name: 'a server without a hook secret',
+      yaml: SERVER,
+      env: { HOOKBOT_API_TOKEN: 'api-token-1234' },
+      problems: ['webhook.secret: required unless webhook.allow_open is true'],
+    },
+    {
+      name: 'a server without an API token',
+      yaml: SERVER,
+      env: { HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
+      problems: ['api.token: required when api.url is set'],
+    },
+    {
+      name: 'hook management without the URL to register',
+      yaml: 'hooks:\n  manage: true\n',
+      problems: ['hooks.url: required when hooks.manage is true'],
+    },
+    {
+      name: 'a status page user without a password',
+      yaml: 'server:\n  status_auth:\n    username: admin\n',
+      problems: ['server.status_auth.password: required when server.status_auth.username is set'],
+    },
+    {
+      name: 'a status page password without a user',
+      yaml: 'server:\n  status_auth:\n    password: s3cret-pass\n',
+      problems: ['server.status_auth.username: required when server.status_auth.password is set'],
+    },
+    {
+      name: 'a bad value from the environment names the variable',
+      env: { HOOKBOT_PORT: 'http' },
+      problems: ['server.port: must be an integer between 0 and 65535 (set by HOOKBOT_PORT)'],
+    },
+    {
+      name: 'a bad log level from the environment names the variable',
+      env: { HOOKBOT_LOG_LEVEL: 'loud' },
+      problems: [
+        'log.level: must be one of fatal, error, warn, info, debug, trace, silent (set by HOOKBOT_LOG_LEVEL)',
+      ],
+    },
+    {
+      name: 'a duplicate key is a YAML error, at its place',
+      yaml: 'server:\n  port: 1\n  port: 2\n',
+      problems: ['config.yml:3:3: Map keys must be unique'],
+    },
+    {
+      name: 'a file that is a list, not a mapping',
+      yaml: '- api\n- server\n',
+      problems: ['config.yml:1:1: the configuration must be a mapping of keys (api:, server:, ...)'],
+    },
+    {
+      name: 'every problem at once: those in the file top to bottom, then the others',
+      yaml: [
+        'api:',
+        '  url: https://git.example.com/api/v3',
+        '  token_type: bearer',
+        'sever:',
+        '  port: 3000',
+        'server:',
+        '  port: 70000',
+        'hooks:',
+        '  manage: true',
+        '',
+      ].join('\n'),
+      env: { HOOKBOT_LOG_LEVEL: 'loud' },
+      problems: [
+        'config.yml:3:15: api.token_type: must be one of private, oauth',
+        'config.yml:4:1: unknown key "sever" (did you mean "server"?)',
+        'config.yml:7:9: server.port: must be an integer between 0 and 65535',
+        'log.level: must be one of fatal, error, warn, info, debug, trace, silent (set by HOOKBOT_LOG_LEVEL)',
+        'api.token: required when api.url is set',
+        'webhook.secret: required unless webhook.allow_open is true',
+        'hooks.url: required when hooks.manage is true',
+      ],
+    },
+  ];
+
+  it.each(cases)('$name', ({ yaml, env, problems }) => {
+    expect(
+      expectProblems(loadIn(tempDir(), { ...(yaml !== undefined ? { yaml } : {}), env: env ?? {} })),
+    ).toEqual(problems);
+  });
+
+  it('a YAML syntax error is reported as file:line:column: message, and alone', () => {
+    const problems = expectProblems(loadIn(tempDir(), { yaml: 'sever:\n  port: [1, 2\n' }));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^config\.yml:3:1: .*\]/);
+  });
+
+  it('a configuration file that does not exist', () => {
+    const dir = tempDir();
+    const problems = expectProblems(loadIn(dir, { options: { file: 'missing.yml' } }));
+    expect(problems).toEqual(['missing.yml: cannot read the configuration file: no such file']);
+  });
+});
+
+describe('loadConfig: values and where they come from', () => {
+  const tempDir = useTempDir();
+
+  it('no file and no variables: every default, in sandbox mode', () => {
+    const result = expectOk(loadIn(tempDir(), {}));
+    expect(result.mode).toBe('sandbox');
+    expect(result.file).toBeUndefined();
+    expect(result.sources).toEqual({});
+    expect(result.config).toEqual(createConfigSchema().parse({}));
+    expect(result.config.server).toMatchObject({ host: '127.0.0.1', port: 3000, hook_path: '/hooks' });
+    expect(result.config.api.token).toBeUndefined();
+  });
+
+  it('an API URL makes it server mode, and strips /api/v3 and trailing slashes', () => {
+    const result = expectOk(
+      loadIn(tempDir(), { yaml: 'api:\n  url: https://git.example.com/api/v3/\n', env: SECRETS }),
+    );
+    expect(result.mode).toBe('server');
+    expect(result.config.api.url).toBe('https://git.example.com');
+  });
+
+  const envCases: { variable: string; value: string; key: string[]; expected: unknown }[] = [
+    {
+      variable: 'HOOKBOT_API_URL',
+      value: 'https://env.example.com/api/v3',
+      key: ['api', 'url'],
+      expected: 'https://env.example.com',
+    },
+    {
+      variable: 'HOOKBOT_API_TOKEN',
+      value: 'env-token-0001',
+      key: ['api', 'token'],
+      expected: 'env-token-0001',
+    },
+    {
+      variable: 'HOOKBOT_WEBHOOK_SECRET',
+      value: 'env-secret-01',
+      key: ['webhook', 'secret'],
+      expected: 'env-secret-01',
+    },
+    {
+      variable: 'HOOKBOT_RULES',
+      value: '/etc/hookbot/rules',
+      key: ['rules', 'dir'],
+      expected: '/etc/hookbot/rules',
+    },
+    {
+      variable: 'HOOKBOT_STATE',
+      value: '/var/lib/hookbot/state.json',
+      key: ['state', 'path'],
+      expected: '/var/lib/hookbot/state.json',
+    },
+    { variable: 'HOOKBOT_PORT', value: '8080', key: ['server', 'port'], expected: 8080 },
+    { variable: 'HOOKBOT_HOST', value: '0.0.0.0', key: ['server', 'host'], expected: '0.0.0.0' },
+    { variable: 'HOOKBOT_LOG_LEVEL', value: 'debug', key: ['log', 'level'], expected: 'debug' },
+  ];
+
+  const fileValues = [
+    'api:',
+    '  url: https://file.example.com',
+    '  token: file-token-0001',
+    'webhook:',
+    '  secret: file-secret-01',
+    'rules:',
+    '  dir: file-rules',
+    'state:',
+    '  path: file-state.json',
+    'server:',
+    '  port: 4000',
+    '  host: 10.0.0.1',
+    'log:',
+    '  level: warn',
+    '',
+  ].join('\n');
+
+  it.each(envCases)('$variable wins over the file for $key', ({ variable, value, key, expected }) => {
+    const result = expectOk(loadIn(tempDir(), { yaml: fileValues, env: { [variable]: value } }));
+    const [section, name] = key as [string, string];
+    expect((result.config as unknown as Record<string, Record<string, unknown>>)[section]?.[name]).toBe(
+      expected,
+    );
+    expect(result.sources[key.join('.')]).toEqual({ from: 'env', name: variable });
+  });
+
+  it('values the file sets are recorded with their place; the others keep their default', () => {
+    const result = expectOk(loadIn(tempDir(), { yaml: fileValues }));
+    expect(result.config.server.port).toBe(4000);
+    expect(result.sources['server.port']).toEqual({ from: 'file', file: 'config.yml', line: 11, column: 9 });
+    expect(result.sources['server.hook_path']).toBeUndefined();
+    expect(result.config.server.hook_path).toBe('/hooks');
+  });
+
+  it('an empty variable counts as unset', () => {
+    const result = expectOk(
+      loadIn(tempDir(), { yaml: 'server:\n  port: 4000\n', env: { HOOKBOT_PORT: '' } }),
+    );
+    expect(result.config.server.port).toBe(4000);
+  });
+
+  it('HOOKBOT_CONFIG names the file when --config does not', () => {
+    const dir = tempDir();
+    loadIn(dir, { yaml: 'server:\n  port: 4100\n' });
+    const result = expectOk(loadIn(dir, { env: { HOOKBOT_CONFIG: join(dir, 'config.yml') } }));
+    expect(result.config.server.port).toBe(4100);
+    expect(result.file).toBe(join(dir, 'config.yml'));
+  });
+
+  it('--config wins over HOOKBOT_CONFIG', () => {
+    const dir = tempDir();
+    const result = expectOk(
+      loadIn(dir, { yaml: 'server:\n  port: 4200\n', env: { HOOKBOT_CONFIG: join(dir, 'missing.yml') } }),
+    );
+    expect(result.config.server.port).toBe(4200);
+  });
+
+  it('a key with no value keeps its default, and so does a section with every key commented out', () => {
+    const result = expectOk(loadIn(tempDir(), { yaml: 'server:\n  port:\napi:\n  # url: https://x\n' }));
+    expect(result.config.server.port).toBe(3000);
+    expect(result.config.api.url).toBeUndefined();
+  });
+
+  it('sweeps: the default interval unless configured; cron replaces every', () => {
+    const yaml =
+      "scheduler:\n  sweeps:\n    rules: { cron: '0 3 * * *' }\n    reconcile: { enabled: false }\n";
+    const { sweeps } = expectOk(loadIn(tempDir(), { yaml })).config.scheduler;
+    expect(sweeps).toEqual({
+      rules: { enabled: true, cron: '0 3 * * *' },
+      merge_watch: { enabled: true, every: '1m' },
+      retries: { enabled: true, every: '1m' },
+      reconcile: { enabled: false, every: '15m' },
+      hook_check: { enabled: true, every: '1h' },
+    });
+  });
+
+  it('open mode needs no hook secret, and says so in a warning', () => {
+    const result = expectOk(
+      loadIn(tempDir(), {
+        yaml: `${SERVER}webhook:\n  allow_open: true\n`,
+        env: { HOOKBOT_API_TOKEN: 'api-token-1234' },
+      }),
+    );
+    expect(result.config.webhook.secret).toBeUndefined();
+    expect(result.warnings).toEqual([
+      'webhook.allow_open is true: anyone who can reach the server can send deliveries that trigger rules',
+    ]);
+  });
+
+  it('a secret written in the file works, with a warning that points at it', () => {
+    const yaml = `${SERVER}  token: file-token-0001\nwebhook:\n  secret: file-secret-01\n`;
+    const result = expectOk(loadIn(tempDir(), { yaml }));
+    expect(result.config.api.token).toBe('file-token-0001');
+    expect(result.warnings).toEqual([
+      'config.yml:3:10: api.token: a secret written in the configuration file: prefer HOOKBOT_API_TOKEN or api.token_file',
+      'config.yml:5:11: webhook.secret: a secret written in the configuration file: prefer HOOKBOT_WEBHOOK_SECRET or webhook.secret_file',
+    ]);
+  });
+});
+
+describe('loadConfig: secrets from files', () => {
+  const tempDir = useTempDir();
+
+  it('api.token_file: relative to the working folder, trailing newline dropped', () => {
+    const result = expectOk(
+      loadIn(tempDir(), {
+        yaml: `${SERVER}  token_file: token.txt\n`,
+        files: { 'token.txt': 'file-token-0001\n' },
+        env: { HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
+      }),
+    );
+    expect(result.config.api.token).toBe('file-token-0001');
+    expect(result.sources['api.token']).toMatchObject({
+      from: 'secret_file',
+      setBy: { from: 'file', line: 3 },
+    });
+  });
+
+  it('HOOKBOT_API_TOKEN_FILE and HOOKBOT_WEBHOOK_SECRET_FILE, with CRLF endings', () => {
+    const dir = tempDir();
+    const result = expectOk(
+      loadIn(dir, {
+        yaml: SERVER,
+        files: { token: 'file-token-0002\r\n', secret: 'file-secret-02\n\n' },
+        env: { HOOKBOT_API_TOKEN_FILE: join(dir, 'token'), HOOKBOT_WEBHOOK_SECRET_FILE: 'secret' },
+      }),
+    );
+    expect(result.config.api.token).toBe('file-token-0002');
+    expect(result.config.webhook.secret).toBe('file-secret-02');
+    expect(result.sources['webhook.secret']).toEqual({
+      from: 'secret_file',
+      path: join(dir, 'secret'),
+      setBy: { from: 'env', name: 'HOOKBOT_WEBHOOK_SECRET_FILE' },
+    });
+  });
+
+  it('the signature secret and the status page password', () => {
+    const yaml = [
+      'webhook:',
+      '  signature:',
+      '    secret_file: signing.key',
+      'server:',
+      '  status_auth:',
+      '    username: admin',
+      '    password_file: status.pass',
+      '',
+    ].join('\n');
+    const { config } = expectOk(
+      loadIn(tempDir(), {
+        yaml,
+        files: { 'signing.key': 'signing-key-01\n', 'status.pass': 'status-pass-01\n' },
+      }),
+    );
+    expect(config.webhook.signature.secret).toBe('signing-key-01');
+    expect(config.server.status_auth).toMatchObject({ username: 'admin', password: 'status-pass-01' });
+  });
+
+  it('a missing file named in the config file: the key, the path and the place', () => {
+    const dir = tempDir();
+    const problems = expectProblems(
+      loadIn(dir, {
+        yaml: `${SERVER}  token_file: nope.txt\n`,
+        env: { HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
+      }),
+    );
+    expect(problems).toEqual([
+      `config.yml:3:15: api.token_file: cannot read ${join(dir, 'nope.txt')}: no such file`,
+    ]);
+  });
+
+  it('a missing file named by a variable: the key, the path and the variable', () => {
+    const dir = tempDir();
+    const problems = expectProblems(
+      loadIn(dir, {
+        yaml: SERVER,
+        env: { HOOKBOT_API_TOKEN: 'api-token-1234', HOOKBOT_WEBHOOK_SECRET_FILE: 'gone' },
+      }),
+    );
+    expect(problems).toEqual([
+      `webhook.secret_file: cannot read ${join(dir, 'gone')}: no such file (set by HOOKBOT_WEBHOOK_SECRET_FILE)`,
+    ]);
+  });
+
+  it('an unreadable path (a folder) and an empty file', () => {
+    const dir = tempDir();
+    const problems = expectProblems(
+      loadIn(dir, {
+        yaml: `${SERVER}  token_file: .\nwebhook:\n  secret_file: empty\n`,
+        files: { empty: '\n' },
+      }),
+    );
+    expect(problems).toEqual([
+      `config.yml:3:15: api.token_file: cannot read ${dir}: it is a folder, not a file`,
+      `config.yml:5:16: webhook.secret_file: ${join(dir, 'empty')} is empty`,
+    ]);
+  });
+
+  it('a secret and its file in the same place is a problem', () => {
+    const problems = expectProblems(
+      loadIn(tempDir(), {
+        yaml: `${SERVER}  token: abc-token-1\n  token_file: token.txt\n`,
+        files: { 'token.txt': 'file-token' },
+        env: { HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
+      }),
+    );
+    expect(problems).toEqual([
+      'config.yml:4:15: api.token_file: set either api.token or api.token_file, not both',
+    ]);
+  });
+
+  it('a token in the environment wins over a token file in the config (which is then not read)', () => {
+    const result = expectOk(
+      loadIn(tempDir(), { yaml: `${SERVER}  token_file: missing.txt\n`, env: SECRETS }),
+    );
+    expect(result.config.api.token).toBe(SECRETS.HOOKBOT_API_TOKEN);
+    expect(result.config.api.token_file).toBeUndefined();
+  });
+
+  it('a token file in the environment wins over a token in the config', () => {
+    const result = expectOk(
+      loadIn(tempDir(), {
+        yaml: `${SERVER}  token: file-token-0001\n`,
+        files: { 'env-token': 'env-file-token\n' },
+        env: { HOOKBOT_API_TOKEN_FILE: 'env-token', HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
+      }),
+    );
+    expect(result.config.api.token).toBe('env-file-token');
+  });
+});
+
+describe('loadConfig: the default host', () => {
+  const tempDir = useTempDir();
+
+  it.each([
+    { where: 'outside Docker', inDocker: false, host: '127.0.0.1' },
+    { where: 'in Docker', inDocker: true, host: '0.0.0.0' },
+  ])('$where it is $host', ({ inDocker, host }) => {
+    expect(expectOk(loadIn(tempDir(), { inDocker })).config.server.host).toBe(host);
+  });
+
+  it('a host in the file wins in Docker too', () => {
+    expect(
+      expectOk(loadIn(tempDir(), { yaml: 'server:\n  host: 127.0.0.2\n', inDocker: true })).config.server
+        .host,
+    ).toBe('127.0.0.2');
+  });
+
+  it.each([
+    { flag: '1', host: '0.0.0.0' },
+    { flag: '0', host: '127.0.0.1' },
+  ])('detected from HOOKBOT_IN_DOCKER=$flag when not injected', ({ flag, host }) => {
+    const dir = tempDir();
+    const result = expectOk(
+      loadIn(dir, { env: { HOOKBOT_IN_DOCKER: flag }, options: { inDocker: undefined } }),
+    );
+    expect(result.config.server.host).toBe(host);
+  });
+});
