@@ -34,6 +34,7 @@ export function buildProgram(
     .version(packageVersion(), '-V, --version', 'print the version and exit')
     .helpOption('-h, --help', 'show help')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .usage('[options] <command>')
     .showSuggestionAfterError(true)
     .exitOverride();
   for (const register of commands) register(program, io, setExitCode);
@@ -67,6 +68,8 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
 
 /** The subcommands, one file each. Imported lazily so `--help` stays fast. */
 async function loadCommands(): Promise<RegisterCommand[]> {
+  const { registerServeCommand } = await import('./serve.ts');
   const { registerSandboxCommand } = await import('./sandbox.ts');
-  return [registerSandboxCommand];
+  const { registerSweepCommand } = await import('./sweep.ts');
+  return [registerServeCommand, registerSandboxCommand, registerSweepCommand];
 }

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import type { CliIo, RegisterCommand } from './main.ts';
+import { watchSignals } from './signals.ts';
 
 interface SandboxCommandOptions {
   port: number;
@@ -19,25 +20,6 @@ function parsePort(value: string): number {
   if (!/^\d+$/.test(value) || port > 65535)
     throw new InvalidArgumentError('a port is a number from 0 to 65535.');
   return port;
-}
-
-/**
- * Resolves with the first SIGINT or SIGTERM. The listeners stay until `release` is called, so a
- * second signal during shutdown cannot kill the process halfway through saving its state.
- */
-function watchSignals(): { stopped: Promise<NodeJS.Signals>; release: () => void } {
-  let resolve: (signal: NodeJS.Signals) => void = () => undefined;
-  const stopped = new Promise<NodeJS.Signals>((r) => (resolve = r));
-  const onSignal = (signal: NodeJS.Signals) => resolve(signal);
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return {
-    stopped,
-    release: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    },
-  };
 }
 
 async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<void> {

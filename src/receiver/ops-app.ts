@@ -13,7 +13,7 @@ export interface OpsAppOptions {
   /** Each must resolve for `/readyz` to answer 200 (the state store is open, the API answers...). */
   readiness: ReadinessCheck[];
   /** The latest decision for an item, for `GET /explain/:project/:kind/:id`; undefined when none. */
-  explain?: (project: string, kind: 'issue' | 'merge_request', id: number) => unknown;
+  explain?: (project: string, kind: 'issue' | 'merge_request', id: number) => Promise<unknown> | unknown;
   /** Extra routers (metrics, status page), mounted in order. */
   extend?: (app: Express) => void;
 }
@@ -42,7 +42,7 @@ export function createOpsApp(options: OpsAppOptions): Express {
   });
 
   // `:project` is a numeric id or `namespace%2Fproject`; kind `issue` or `mr` (or `merge_request`).
-  app.get('/explain/:project/:kind/:id', (req, res) => {
+  app.get('/explain/:project/:kind/:id', async (req, res) => {
     const kind =
       req.params.kind === 'mr' || req.params.kind === 'merge_request'
         ? 'merge_request'
@@ -53,7 +53,12 @@ export function createOpsApp(options: OpsAppOptions): Express {
     if (!kind) return void res.status(400).json({ message: 'kind must be issue or mr' });
     if (!Number.isInteger(id) || id <= 0)
       return void res.status(400).json({ message: 'id must be a positive integer' });
-    const decision = options.explain?.(String(req.params.project), kind, id);
+    let decision: unknown;
+    try {
+      decision = await options.explain?.(String(req.params.project), kind, id);
+    } catch {
+      return void res.status(404).json({ message: 'no such project' });
+    }
     if (decision === undefined)
       return void res.status(404).json({ message: 'no decision recorded for this item yet' });
     res.json(decision);

@@ -1,0 +1,68 @@
+/**
+ * `hookbot serve`: the bot against a real server, configured by `--config FILE` (or `HOOKBOT_CONFIG`)
+ * and the environment (which wins). A bad configuration fails at start with every problem listed.
+ * SIGHUP reloads the rules; SIGTERM or SIGINT stops accepting, finishes or persists in-flight work and
+ * exits 0.
+ */
+import type { CliIo, RegisterCommand } from './main.ts';
+import { onHangup, watchSignals } from './signals.ts';
+
+interface ServeOptions {
+  config?: string;
+}
+
+export const registerServeCommand: RegisterCommand = (program, io, setExitCode) => {
+  program
+    .command('serve')
+    .description('Run the bot against the server your configuration names.')
+    .option('--config <file>', 'the configuration file (default: $HOOKBOT_CONFIG)')
+    .action(async (options: ServeOptions) => {
+      setExitCode(await serve(options, io));
+    });
+};
+
+async function serve(options: ServeOptions, io: CliIo): Promise<number> {
+  const { loadConfig } = await import('../config/load-config.ts');
+  const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
+  if (!loaded.ok) {
+    io.err(
+      `hookbot serve: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
+    );
+    return 1;
+  }
+  if (loaded.mode === 'sandbox') {
+    io.err(
+      'hookbot serve: no server configured (api.url or HOOKBOT_API_URL). Set one, or run `npm start` to use the embedded sandbox.\n',
+    );
+    return 1;
+  }
+  const { createLogger } = await import('../ops/logger.ts');
+  const { createMetrics } = await import('../ops/metrics.ts');
+  const { startRuntime } = await import('../runtime.ts');
+  const { config } = loaded;
+  const log = createLogger({ level: config.log.level, format: config.log.format });
+  for (const warning of loaded.warnings) log.warn({ config: loaded.file }, warning);
+  if (config.webhook.allow_open && !config.webhook.secret)
+    log.warn({}, 'running open: deliveries are accepted without a secret');
+
+  const signals = watchSignals();
+  let runtime;
+  try {
+    runtime = await startRuntime(config, { log, metrics: createMetrics() });
+  } catch (error) {
+    signals.release();
+    io.err(`hookbot serve: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  const stopHangup = onHangup(() => void runtime.rules.reload());
+  io.out(`hookbot: receiving hooks at ${runtime.bot.hookUrl} (server ${config.api.url})\n`);
+  const signal = await signals.stopped;
+  log.info({ signal }, 'stopping');
+  try {
+    await runtime.close();
+  } finally {
+    stopHangup();
+    signals.release();
+  }
+  return 0;
+}

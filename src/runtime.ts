@@ -1,0 +1,149 @@
+/**
+ * From a loaded configuration to a running bot: state store, rules (reloading), executor, item
+ * processor, receiver and pipeline, logs and metrics. `hookbot serve` and `npm start` (on the
+ * embedded sandbox) both come through here, so they run the same thing.
+ */
+import type { Config } from './config/schema.ts';
+import { startBot, type Bot } from './bot.ts';
+import type { HookbotLogger } from './ops/logger.ts';
+import type { Metrics } from './ops/metrics.ts';
+import { createExecutor } from './rules/executor.ts';
+import { createItemProcessor, type Decision } from './rules/process-item.ts';
+import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
+import { createFileStore } from './state/file-store.ts';
+import type { StateStore } from './state/store.ts';
+
+export interface Runtime {
+  bot: Bot;
+  store: StateStore;
+  rules: RulesHolder;
+  /** Stops taking deliveries, finishes running work, closes the store. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface RuntimeOverrides {
+  /** The API URL and token to use instead of the config's (the embedded sandbox). */
+  api?: { url: string; token: string };
+  /** The hook secret to use instead of the config's (generated for the embedded sandbox). */
+  webhookSecret?: string;
+}
+
+export async function startRuntime(
+  config: Config,
+  deps: { log: HookbotLogger; metrics: Metrics },
+  overrides: RuntimeOverrides = {},
+): Promise<Runtime> {
+  const { log, metrics } = deps;
+  const apiUrl = overrides.api?.url ?? config.api.url;
+  const token = overrides.api?.token ?? config.api.token;
+  if (!apiUrl || !token) throw new Error('api.url and api.token are needed to run against a server');
+  const secret = overrides.webhookSecret ?? config.webhook.secret;
+  log.addSecret(token);
+  if (secret) log.addSecret(secret);
+  const signatureSecret = config.webhook.signature.secret;
+  if (signatureSecret) log.addSecret(signatureSecret);
+
+  const store = createFileStore({
+    path: config.state.path,
+    dedupTtlMs: config.state.dedup_ttl_ms,
+    decisionItems: config.state.decisions,
+    log: log.child({ part: 'state' }),
+  });
+  await store.open();
+
+  const rules = await createRulesHolder(config.rules.dir, { log: log.child({ part: 'rules' }) });
+  if (config.rules.watch) rules.watch();
+
+  let bot: Bot;
+  try {
+    bot = await startBot({
+      api: {
+        baseUrl: apiUrl,
+        token,
+        tokenType: config.api.token_type,
+        timeoutMs: config.api.timeout_ms,
+        concurrency: config.api.concurrency,
+        retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+        onCall: (call) => {
+          metrics.apiCall(call);
+          log.debug(
+            {
+              api: {
+                method: call.method,
+                path: call.path,
+                status: call.status,
+                ms: Math.round(call.durationMs),
+              },
+            },
+            'api call',
+          );
+        },
+      },
+      identity: config.api.bot_username ? { username: config.api.bot_username } : undefined,
+      webhook: {
+        token: config.webhook.allow_open && !secret ? undefined : secret,
+        signature: signatureSecret
+          ? { secret: signatureSecret, header: config.webhook.signature.header }
+          : undefined,
+      },
+      server: {
+        host: config.server.host,
+        port: config.server.port,
+        hookPath: config.server.hook_path,
+        bodyLimitBytes: config.server.body_limit_bytes,
+      },
+      store,
+      pipeline: {
+        debounceMs: config.pipeline.debounce_ms,
+        concurrency: config.pipeline.concurrency,
+        queueLimit: config.pipeline.queue_limit,
+      },
+      processor: ({ client }) =>
+        createItemProcessor({
+          client,
+          store,
+          rules,
+          executor: createExecutor({ client, store, log: log.child({ part: 'executor' }) }),
+          log: log.child({ part: 'process' }),
+        }),
+      explain: async (project, kind, id) => {
+        // Decisions are kept by item key (`issue:<project id>:<id>`); a path is looked up once.
+        const projectId = /^\d+$/.test(project)
+          ? Number(project)
+          : (await bot.client.projects.get(project)).id;
+        return (
+          (store.latestDecision(`${kind}:${projectId}:${id}`)?.decision as Decision | undefined) ?? undefined
+        );
+      },
+      extendApp: (app) => {
+        app.get('/metrics', async (_req, res) => {
+          res.set('content-type', metrics.contentType).send(await metrics.text());
+        });
+      },
+      onDelivery: (outcome, info) => {
+        metrics.delivery(info.kind ?? 'unknown', outcome);
+        metrics.ack(info.ackMs / 1000);
+      },
+      log: log.child({ part: 'pipeline' }),
+    });
+  } catch (error) {
+    rules.close();
+    await store.close();
+    throw error;
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    bot,
+    store,
+    rules,
+    close() {
+      closing ??= (async () => {
+        rules.close();
+        await bot.close();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}

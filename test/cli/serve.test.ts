@@ -1,0 +1,128 @@
+/**
+ * `hookbot serve` as a process against the sandbox: it prints where it receives hooks, a rule acts on
+ * an issue opened in the sandbox, SIGTERM stops it with exit 0; a bad configuration lists every problem.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/api/client.ts';
+import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+
+const SECRET = 'serve-test-secret';
+
+function runServe(
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['bin/hookbot.js', 'serve', ...args], {
+    env: { ...process.env, HOOKBOT_IN_DOCKER: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => text, exited };
+}
+
+async function waitFor<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('hookbot serve', () => {
+  let sb: Sandbox;
+  let dir = '';
+  let projectId = 0;
+
+  beforeAll(async () => {
+    sb = await startSandbox({ adminToken: 'serve-root-token', hookTimeoutMs: 2_000 });
+    const bot = addUser(sb.ctx.db, { username: 'hookbot', private_token: 'serve-bot-token' });
+    const group = addGroup(sb.ctx.db, {
+      name: 'acme',
+      owner_id: 1,
+      members: [{ user_id: bot.id, access_level: 40 }],
+    });
+    projectId = (
+      await addProject(sb.ctx, {
+        name: 'web',
+        namespace_id: group.id,
+        creator_id: 1,
+        initialFiles: { 'README.md': 'x\n' },
+      })
+    ).id;
+    dir = mkdtempSync(path.join(tmpdir(), 'hookbot-serve-'));
+    writeFileSync(
+      path.join(dir, 'default.yml'),
+      [
+        'rules:',
+        '  - name: triage bugs',
+        '    on: [issue.open]',
+        "    if: [ { title: { matches: '(?i)crash' } } ]",
+        '    do: [ { label: { add: [bug] } } ]',
+        '',
+      ].join('\n'),
+    );
+  });
+  afterAll(async () => {
+    await sb?.close();
+  });
+
+  it('receives hooks, acts through the API, and stops cleanly on SIGTERM', async () => {
+    const serve = runServe([], {
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: dir,
+      HOOKBOT_STATE: path.join(dir, 'state', 'hookbot.json'),
+      HOOKBOT_LOG_LEVEL: 'warn',
+    });
+    try {
+      const hookUrl = await waitFor(() => /(http:\/\/127\.0\.0\.1:\d+\/hooks)/.exec(serve.output())?.[1]);
+      const admin = createClient({ baseUrl: sb.url, token: 'serve-root-token' });
+      await admin.hooks.create(projectId, {
+        url: hookUrl,
+        issues_events: true,
+        note_events: true,
+        token: SECRET,
+      });
+      const issue = await admin.issues.create(projectId, { title: 'It crashes on start' });
+      const labelled = await waitFor(async () => {
+        const fresh = await admin.issues.get(projectId, issue.id);
+        return fresh.labels.includes('bug') ? fresh : undefined;
+      });
+      expect(labelled.labels).toEqual(['bug']);
+      const ready = await fetch(hookUrl.replace('/hooks', '/readyz'));
+      expect(ready.status).toBe(200);
+      const explained = await fetch(hookUrl.replace('/hooks', `/explain/acme%2Fweb/issue/${issue.id}`));
+      expect(explained.status).toBe(200);
+      expect(((await explained.json()) as { text: string }).text).toContain('triage bugs');
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    expect(await serve.exited).toBe(0);
+  });
+
+  it('refuses a bad configuration with every problem listed', async () => {
+    const file = path.join(dir, 'bad.yml');
+    writeFileSync(file, ['api:', '  url: not a url', 'server:', '  port: 99999', 'sever: {}', ''].join('\n'));
+    const serve = runServe(['--config', file], {});
+    expect(await serve.exited).toBe(1);
+    const out = serve.output();
+    expect(out).toContain('server.port');
+    expect(out).toContain('api.url');
+    expect(out).toContain('sever');
+  });
+});
