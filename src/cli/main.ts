@@ -68,8 +68,9 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
 
 /** The subcommands, one file each. Imported lazily so `--help` stays fast. */
 async function loadCommands(): Promise<RegisterCommand[]> {
+  const { registerStartCommand } = await import('./start.ts');
   const { registerServeCommand } = await import('./serve.ts');
   const { registerSandboxCommand } = await import('./sandbox.ts');
   const { registerSweepCommand } = await import('./sweep.ts');
-  return [registerServeCommand, registerSandboxCommand, registerSweepCommand];
+  return [registerStartCommand, registerServeCommand, registerSandboxCommand, registerSweepCommand];
 }

@@ -1,0 +1,136 @@
+/**
+ * `hookbot start` (what `npm start` runs): the main job. With a server configured it is `serve`;
+ * without one it runs on the embedded default: the sandbox (seeded with the demo on first run, state
+ * in `data/`) as the server, the bot registered as the demo projects' hook, the rules in `rules/`.
+ * Ctrl-C stops both cleanly.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Runtime } from '../runtime.ts';
+import type { Sandbox } from '../sandbox/server.ts';
+import type { CliIo, RegisterCommand } from './main.ts';
+import { onHangup, watchSignals } from './signals.ts';
+
+interface StartOptions {
+  config?: string;
+}
+
+export const registerStartCommand: RegisterCommand = (program, io, setExitCode) => {
+  program
+    .command('start')
+    .description('Run the bot: against your server when one is configured, else on the embedded sandbox.')
+    .option('--config <file>', 'the configuration file (default: $HOOKBOT_CONFIG)')
+    .action(async (options: StartOptions) => {
+      setExitCode(await start(options, io));
+    });
+};
+
+async function start(options: StartOptions, io: CliIo): Promise<number> {
+  const { loadConfig } = await import('../config/load-config.ts');
+  const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
+  if (!loaded.ok) {
+    io.err(
+      `hookbot start: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
+    );
+    return 1;
+  }
+  const { config } = loaded;
+  const { createLogger } = await import('../ops/logger.ts');
+  const { createMetrics } = await import('../ops/metrics.ts');
+  const { startRuntime } = await import('../runtime.ts');
+  const log = createLogger({ level: config.log.level, format: config.log.format });
+  for (const warning of loaded.warnings) log.warn({ config: loaded.file }, warning);
+
+  const signals = watchSignals();
+  let sandbox: Sandbox | undefined;
+  let runtime: Runtime | undefined;
+  try {
+    if (loaded.mode === 'server') {
+      runtime = await startRuntime(config, { log, metrics: createMetrics() });
+      io.out(`hookbot: receiving hooks at ${runtime.bot.hookUrl} (server ${config.api.url})\n`);
+    } else {
+      // The embedded default. The sandbox keeps its state in data/ so the demo survives restarts.
+      const { startSandbox } = await import('../sandbox/server.ts');
+      const { DEMO_TOKENS } = await import('../sandbox/seed.ts');
+      sandbox = await startSandbox({
+        port: config.sandbox.port,
+        host: '127.0.0.1',
+        dataFile: config.sandbox.data,
+        seed: 'demo',
+      });
+      const secret = config.webhook.secret ?? randomBytes(16).toString('hex');
+      runtime = await startRuntime(
+        config,
+        { log, metrics: createMetrics() },
+        {
+          api: { url: sandbox.url, token: DEMO_TOKENS.hookbot },
+          webhookSecret: secret,
+        },
+      );
+      const registered = await registerDemoHooks(sandbox, runtime.bot.hookUrl, secret);
+      io.out(
+        [
+          'hookbot is running on the embedded sandbox (no server configured; see config.example.yml to use yours).',
+          `  bot:         ${runtime.bot.url} (hooks at ${runtime.bot.hookUrl})`,
+          `  status page: ${runtime.bot.url}/status`,
+          `  sandbox:     ${sandbox.apiUrl}`,
+          `  admin token: ${sandbox.adminToken} (user root)`,
+          `  demo users:  ${Object.entries(DEMO_TOKENS)
+            .map(([user, token]) => `${user} (${token})`)
+            .join(', ')}`,
+          `  hook registered on: ${registered.join(', ') || 'no project'}`,
+          `  rules:       ${config.rules.dir}/ (reloaded on change)`,
+          `  state:       ${config.state.path}, sandbox data ${config.sandbox.data}`,
+          'Press Ctrl+C to stop.',
+          '',
+        ].join('\n'),
+      );
+    }
+  } catch (error) {
+    signals.release();
+    await runtime?.close();
+    await sandbox?.close();
+    io.err(`hookbot start: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  const stopHangup = onHangup(() => void runtime.rules.reload());
+  const signal = await signals.stopped;
+  log.info({ signal }, 'stopping');
+  try {
+    await runtime.close();
+    await sandbox?.close();
+  } finally {
+    stopHangup();
+    signals.release();
+  }
+  io.out('hookbot: stopped\n');
+  return 0;
+}
+
+/**
+ * Points each project's hook at this bot with this run's secret: an existing hook to a `/hooks`
+ * URL on loopback (an earlier run, perhaps on another port) is updated rather than added again.
+ */
+async function registerDemoHooks(sandbox: Sandbox, hookUrl: string, secret: string): Promise<string[]> {
+  const { createClient } = await import('../api/client.ts');
+  const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
+  const events = {
+    push_events: true,
+    issues_events: true,
+    merge_requests_events: true,
+    note_events: true,
+    build_events: true,
+    pipeline_events: true,
+    enable_ssl_verification: false,
+    token: secret,
+  };
+  const registered: string[] = [];
+  for await (const project of admin.projects.listAll()) {
+    const hooks = [];
+    for await (const hook of admin.hooks.list(project.id)) hooks.push(hook);
+    const ours = hooks.find((h) => /^http:\/\/127\.0\.0\.1:\d+\/hooks$/.test(h.url));
+    if (ours) await admin.hooks.update(project.id, ours.id, { url: hookUrl, ...events });
+    else await admin.hooks.create(project.id, { url: hookUrl, ...events });
+    registered.push(project.path_with_namespace);
+  }
+  return registered;
+}
