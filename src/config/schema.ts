@@ -278,8 +278,14 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
     }).describe('Logs (secrets are always redacted).'),
 
     sandbox: section({
-      port: port().default(8929).describe('The port of the embedded sandbox server.'),
-      data: nonEmptyText().default('data/sandbox.json').describe("The sandbox's data file."),
+      port: port()
+        .default(8929)
+        .describe('The port of the embedded sandbox server.')
+        .meta(meta({ env: 'HOOKBOT_SANDBOX_PORT' })),
+      data: nonEmptyText()
+        .default('data/sandbox.json')
+        .describe("The sandbox's data file.")
+        .meta(meta({ env: 'HOOKBOT_SANDBOX_DATA' })),
     }).describe('The embedded sandbox, used by npm start when api.url is empty.'),
   });
 }
