@@ -72,5 +72,12 @@ async function loadCommands(): Promise<RegisterCommand[]> {
   const { registerServeCommand } = await import('./serve.ts');
   const { registerSandboxCommand } = await import('./sandbox.ts');
   const { registerSweepCommand } = await import('./sweep.ts');
-  return [registerStartCommand, registerServeCommand, registerSandboxCommand, registerSweepCommand];
+  const { registerDemoCommand } = await import('./demo.ts');
+  return [
+    registerStartCommand,
+    registerServeCommand,
+    registerSandboxCommand,
+    registerSweepCommand,
+    registerDemoCommand,
+  ];
 }

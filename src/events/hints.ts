@@ -122,11 +122,9 @@ export function hintsOf(event: HookEvent): Hint[] {
     }
     case 'pipeline': {
       const p = event.payload;
-      const trigger: Trigger = {
-        kind: 'status',
-        action: p.object_attributes.status,
-        actor: { username: p.user?.username },
-      };
+      // The pipeline's `user` is whoever created it (its first status), not whoever changed it now:
+      // it says nothing about who caused this event, so it takes no part in loop prevention.
+      const trigger: Trigger = { kind: 'status', action: p.object_attributes.status, actor: {} };
       const project = projectOf(p);
       if (project === undefined) return [];
       const hint: Hint = { target: 'commit', project, sha: p.object_attributes.sha, trigger };

@@ -30,6 +30,7 @@ import {
   str,
 } from '../http.ts';
 import {
+  buildPayload,
   combinedStatus,
   EXTERNAL_STAGE,
   latestOf,
@@ -220,6 +221,8 @@ export function registerStatusRoutes(router: Router, ctx: SandboxContext): void 
       db.changed();
 
       await notify<StatusEvent>(ctx.on.status, { project, sha: commit.id, ref, user: c.user });
+      // Each status is a build of the server's CI here: a Build Hook on every transition (8.x).
+      ctx.hooks.emit(project.id, 'Build Hook', buildPayload(ctx, project, status, c.user));
       res.status(201).json(statusView(ctx, status));
     }),
   );

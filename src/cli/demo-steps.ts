@@ -1,0 +1,260 @@
+/**
+ * The demo's scenario, one step per behaviour of the example rules. Each step acts as a person would
+ * (through the API), waits for the bot, checks the outcome on the server, and tells why the bot acted
+ * from the decision it recorded.
+ */
+import type { Client } from '../api/client.ts';
+import type { Decision } from '../rules/process-item.ts';
+import type { Runtime } from '../runtime.ts';
+
+export interface DemoWorld {
+  admin: Client;
+  alice: Client;
+  runtime: Runtime;
+  verbose: boolean;
+  say(line: string): void;
+  /** Runs the rule sweep once (the scheduler's), for the stale-issue step. */
+  sweep?: () => Promise<void>;
+}
+
+export interface DemoStep {
+  title: string;
+  run(world: DemoWorld): Promise<void>;
+}
+
+const WEB = 'acme/web';
+const HELPDESK = 'acme/helpdesk';
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The newest decision on an item in which `rule` matched (what made the bot act). */
+function decisionWhere(world: DemoWorld, itemKey: string, rule: string): Decision | undefined {
+  for (const record of world.runtime.store.recentDecisions()) {
+    const decision = record.decision as Decision;
+    if (decision.itemKey === itemKey && decision.evaluation.rules.some((r) => r.rule === rule && r.matched))
+      return decision;
+  }
+  const latest = world.runtime.store.latestDecision(itemKey)?.decision as Decision | undefined;
+  return latest?.evaluation.rules.some((r) => r.rule === rule && r.matched) ? latest : undefined;
+}
+
+/** Says why: the rule's conditions with the values seen, and what became of each call. */
+async function tellWhy(world: DemoWorld, itemKey: string, rule: string): Promise<void> {
+  // The decision is recorded once every call of the plan has finished: wait for it a little.
+  const decision = await waitFor(
+    'the decision',
+    async () => decisionWhere(world, itemKey, rule),
+    5_000,
+  ).catch(() => undefined);
+  if (!decision) {
+    world.say(`   why: (no decision recorded with rule "${rule}" matching)`);
+    return;
+  }
+  if (world.verbose) {
+    for (const line of decision.text.split('\n')) world.say(`   | ${line}`);
+    return;
+  }
+  const evaluation = decision.evaluation.rules.find((r) => r.rule === rule)!;
+  world.say(`   why: on ${decision.evaluation.event}, rule "${rule}" matched:`);
+  for (const condition of evaluation.conditions) {
+    world.say(
+      `     - ${condition.describe}: ${JSON.stringify(condition.value)} ${condition.ok ? 'yes' : 'no'}`,
+    );
+  }
+  for (const call of decision.execution.calls.filter(
+    (c) => c.rule.split(', ').includes(rule) || c.rule === rule,
+  )) {
+    world.say(`     -> ${call.status}: ${call.call}`);
+  }
+}
+
+/** Why a rule did not act: its unmet conditions in the newest decision on the item. */
+function tellWhyNot(world: DemoWorld, itemKey: string, rule: string): void {
+  const latest = world.runtime.store.latestDecision(itemKey)?.decision as Decision | undefined;
+  const evaluation = latest?.evaluation.rules.find((r) => r.rule === rule);
+  if (!evaluation) return;
+  const unmet = evaluation.conditions
+    .filter((c) => !c.ok)
+    .map((c) => `${c.describe} (seen ${JSON.stringify(c.value)})`);
+  world.say(
+    `   why not: rule "${rule}" ${evaluation.applies ? `is held back by: ${unmet.join('; ') || 'nothing'}` : `does not apply (${evaluation.why})`}`,
+  );
+}
+
+async function projectId(world: DemoWorld, path: string): Promise<number> {
+  return (await world.admin.projects.get(path)).id;
+}
+
+/** A branch with one commit and a merge request from it, as a developer would open it. */
+async function openMergeRequest(world: DemoWorld, branch: string, title: string, labels: string[] = []) {
+  await world.alice.branches.create(WEB, { branch_name: branch, ref: 'master' });
+  await world.alice.files.create(WEB, {
+    file_path: `docs/${branch}.md`,
+    branch_name: branch,
+    content: `# ${title}\n`,
+    commit_message: title,
+  });
+  return world.alice.mergeRequests.create(WEB, {
+    source_branch: branch,
+    target_branch: 'master',
+    title,
+    labels,
+  });
+}
+
+async function headOf(world: DemoWorld, branch: string): Promise<string> {
+  return (await world.admin.branches.get(WEB, branch)).commit.id;
+}
+
+/** Lets the bot see the hooks this step caused before the step checks that nothing happened. */
+async function settle(world: DemoWorld): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await world.runtime.bot.pipeline.idle();
+}
+
+export const demoSteps: DemoStep[] = [
+  {
+    title: 'An issue reported as a bug is labelled and triaged',
+    async run(world) {
+      const issue = await world.alice.issues.create(WEB, {
+        title: 'Checkout crashes when the cart is empty',
+      });
+      world.say(`   alice opens ${WEB}#${issue.iid} "${issue.title}"`);
+      const fresh = await waitFor('the bug labels', async () => {
+        const i = await world.admin.issues.get(WEB, issue.id);
+        return i.labels.includes('bug') && i.labels.includes('needs-triage') ? i : undefined;
+      });
+      const thanks = await waitFor('the thank-you comment', async () => {
+        for await (const note of world.admin.notes.listIssueNotes(WEB, issue.id)) {
+          if (note.author.username === 'hookbot' && note.body.includes('Thanks @alice')) return note;
+        }
+        return undefined;
+      });
+      world.say(
+        `   the bot labelled it [${fresh.labels.join(', ')}] and commented: "${thanks.body.split('\n')[0]}"`,
+      );
+      await tellWhy(world, `issue:${issue.project_id}:${issue.id}`, 'triage bug reports');
+    },
+  },
+  {
+    title: 'A support question is moved to the help desk project',
+    async run(world) {
+      const issue = await world.alice.issues.create(WEB, {
+        title: 'How do I export my data?',
+        labels: ['question'],
+      });
+      world.say(`   alice asks ${WEB}#${issue.iid} "${issue.title}" with label question`);
+      const helpdesk = await projectId(world, HELPDESK);
+      const moved = await waitFor('the move', async () => {
+        for await (const i of world.admin.issues.list(helpdesk, { state: 'opened' }))
+          if (i.title === issue.title) return i;
+        return undefined;
+      });
+      const original = await world.admin.issues.get(WEB, issue.id);
+      if (original.state !== 'closed') throw new Error('the original issue is still open');
+      world.say(`   the bot moved it to ${HELPDESK}#${moved.iid}; the original is ${original.state}`);
+      await tellWhy(world, `issue:${issue.project_id}:${issue.id}`, 'move support questions');
+    },
+  },
+  {
+    title: 'A merge request gets a policy status',
+    async run(world) {
+      const mr = await openMergeRequest(world, 'search-box', 'Add a search box to the catalogue page');
+      world.say(`   alice opens !${mr.iid} "${mr.title}"`);
+      const sha = await headOf(world, 'search-box');
+      const status = await waitFor('the policy status', async () => {
+        for await (const s of world.admin.statuses.list(WEB, sha)) if (s.name === 'hookbot/policy') return s;
+        return undefined;
+      });
+      world.say(
+        `   the bot posted hookbot/policy: ${status.status} ("${status.description}") on ${sha.slice(0, 8)}`,
+      );
+      await tellWhy(world, `merge_request:${mr.project_id}:${mr.id}`, 'title policy');
+    },
+  },
+  {
+    title: 'An MR labelled automerge is merged once its required statuses succeed, not before',
+    async run(world) {
+      const mr = await openMergeRequest(world, 'price-filter', 'Filter the catalogue by price', [
+        'automerge',
+      ]);
+      const key = `merge_request:${mr.project_id}:${mr.id}`;
+      const sha = await headOf(world, 'price-filter');
+      world.say(`   alice opens !${mr.iid} "${mr.title}" labelled automerge; no build has reported yet`);
+      await settle(world);
+      if ((await world.admin.mergeRequests.get(WEB, mr.id)).state !== 'opened')
+        throw new Error('merged without statuses');
+      tellWhyNot(world, key, 'merge when green');
+      await world.alice.statuses.create(WEB, sha, { state: 'success', name: 'ci/build' });
+      world.say('   ci/build succeeds (ci/test has not reported: a missing status is not a passing one)');
+      await settle(world);
+      if ((await world.admin.mergeRequests.get(WEB, mr.id)).state !== 'opened')
+        throw new Error('merged with ci/test missing');
+      tellWhyNot(world, key, 'merge when green');
+      await world.alice.statuses.create(WEB, sha, { state: 'success', name: 'ci/test' });
+      world.say('   ci/test succeeds');
+      const merged = await waitFor('the merge', async () => {
+        const m = await world.admin.mergeRequests.get(WEB, mr.id);
+        return m.state === 'merged' ? m : undefined;
+      });
+      world.say(`   the bot merged !${merged.iid} (head ${sha.slice(0, 8)}, source branch removed)`);
+      await tellWhy(world, key, 'merge when green');
+    },
+  },
+  {
+    title: 'Adding do-not-merge cancels merge-when-build-succeeds',
+    async run(world) {
+      const mr = await openMergeRequest(world, 'wishlist', 'Keep a wish list of products', ['automerge']);
+      const key = `merge_request:${mr.project_id}:${mr.id}`;
+      const sha = await headOf(world, 'wishlist');
+      world.say(`   alice opens !${mr.iid} "${mr.title}" labelled automerge; builds start`);
+      await world.alice.statuses.create(WEB, sha, { state: 'running', name: 'ci/build' });
+      await world.alice.statuses.create(WEB, sha, { state: 'pending', name: 'ci/test' });
+      await waitFor('merge-when-build-succeeds to be set', async () =>
+        (await world.admin.mergeRequests.get(WEB, mr.id)).merge_when_build_succeeds ? true : undefined,
+      );
+      world.say('   the bot set merge-when-build-succeeds (builds pending, none failed)');
+      await tellWhy(world, key, 'arm merge when build succeeds');
+      await world.alice.mergeRequests.update(WEB, mr.id, { labels: ['automerge', 'do-not-merge'] });
+      world.say('   alice adds do-not-merge');
+      await waitFor('merge-when-build-succeeds to be cancelled', async () => {
+        const m = await world.admin.mergeRequests.get(WEB, mr.id);
+        return !m.merge_when_build_succeeds && m.state === 'opened' ? true : undefined;
+      });
+      world.say('   the bot cancelled merge-when-build-succeeds; the MR stays open');
+      await tellWhy(world, key, 'stop auto-merge when blocked');
+    },
+  },
+  {
+    title: 'A stale issue is closed by a sweep',
+    async run(world) {
+      if (!world.sweep) throw new Error('no sweep available');
+      const longAgo = new Date(Date.now() - 90 * 86_400_000).toISOString();
+      const issue = await world.admin.issues.create(WEB, {
+        title: 'Old idea nobody followed up',
+        created_at: longAgo,
+      });
+      await settle(world);
+      await world.admin.issues.update(WEB, issue.id, { updated_at: longAgo });
+      await settle(world);
+      world.say(
+        `   ${WEB}#${issue.iid} was last updated ${longAgo.slice(0, 10)} (90 days ago); the daily sweep runs`,
+      );
+      await world.sweep();
+      const closed = await waitFor('the stale issue to be closed', async () => {
+        const i = await world.admin.issues.get(WEB, issue.id);
+        return i.state === 'closed' ? i : undefined;
+      });
+      world.say(`   the sweep closed #${closed.iid} with a comment`);
+      await tellWhy(world, `issue:${issue.project_id}:${issue.id}`, 'close stale issues');
+    },
+  },
+];

@@ -1,0 +1,114 @@
+/**
+ * `hookbot demo`: a scripted scenario against the sandbox, narrated. It starts a fresh sandbox (demo
+ * seed) and the bot with the example rules, acts as the people of the demo through the API, and shows
+ * after each step what the bot did and why (from its recorded decisions). Exits 0 only if every step
+ * happened as expected.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { CliIo, RegisterCommand } from './main.ts';
+import { demoSteps, type DemoWorld } from './demo-steps.ts';
+
+interface DemoOptions {
+  rules: string;
+  verbose?: boolean;
+}
+
+export const registerDemoCommand: RegisterCommand = (program, io, setExitCode) => {
+  program
+    .command('demo')
+    .description('Play a scripted scenario against the sandbox and narrate what the bot does and why.')
+    .option('--rules <dir>', 'the rules folder to play with', 'rules')
+    .option('--verbose', 'show the whole explanation of each decision')
+    .action(async (options: DemoOptions) => {
+      setExitCode(await demo(options, io));
+    });
+};
+
+async function demo(options: DemoOptions, io: CliIo): Promise<number> {
+  const { loadConfig } = await import('../config/load-config.ts');
+  const { createLogger } = await import('../ops/logger.ts');
+  const { createMetrics } = await import('../ops/metrics.ts');
+  const { startRuntime } = await import('../runtime.ts');
+  const { startSandbox } = await import('../sandbox/server.ts');
+  const { DEMO_TOKENS } = await import('../sandbox/seed.ts');
+  const { createClient } = await import('../api/client.ts');
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-demo-'));
+  const loaded = loadConfig({
+    env: {
+      HOOKBOT_STATE: path.join(dir, 'hookbot.json'),
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: options.rules,
+      HOOKBOT_IN_DOCKER: '0',
+    },
+  });
+  if (!loaded.ok) {
+    io.err(`hookbot demo: ${loaded.problems.join('\n')}\n`);
+    return 1;
+  }
+  const config = loaded.config;
+  config.pipeline.debounce_ms = 0;
+  config.rules.watch = false;
+  const log = process.env.HOOKBOT_DEMO_LOG
+    ? createLogger({ level: 'debug', format: 'json' })
+    : createLogger({ level: 'error', format: 'json', destination: { write: () => true } as never });
+  const sandbox = await startSandbox({ seed: 'demo', hookTimeoutMs: 5_000 });
+  const secret = 'demo-hook-secret';
+  let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
+  let failed = 0;
+  try {
+    runtime = await startRuntime(
+      config,
+      { log, metrics: createMetrics() },
+      {
+        api: { url: sandbox.url, token: DEMO_TOKENS.hookbot },
+        webhookSecret: secret,
+      },
+    );
+    const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
+    for (const project of ['acme/web', 'acme/helpdesk']) {
+      await admin.hooks.create(project, {
+        url: runtime.bot.hookUrl,
+        push_events: true,
+        issues_events: true,
+        merge_requests_events: true,
+        note_events: true,
+        build_events: true,
+        pipeline_events: true,
+        token: secret,
+      });
+    }
+    io.out(
+      `hookbot demo: sandbox ${sandbox.apiUrl}, bot ${runtime.bot.hookUrl}, rules ${options.rules}/\n\n`,
+    );
+    const world: DemoWorld = {
+      admin,
+      alice: createClient({ baseUrl: sandbox.url, token: DEMO_TOKENS.alice }),
+      runtime,
+      verbose: options.verbose ?? false,
+      say: (line) => io.out(`${line}\n`),
+    };
+    for (const [index, step] of demoSteps.entries()) {
+      io.out(`${index + 1}. ${step.title}\n`);
+      try {
+        await step.run(world);
+        io.out(`   ok\n\n`);
+      } catch (error) {
+        failed++;
+        io.out(`   FAILED: ${error instanceof Error ? error.message : String(error)}\n\n`);
+      }
+    }
+  } finally {
+    await runtime?.close();
+    await sandbox.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  io.out(
+    failed === 0
+      ? `All ${demoSteps.length} steps happened as expected.\n`
+      : `${failed} of ${demoSteps.length} steps did not happen as expected.\n`,
+  );
+  return failed === 0 ? 0 : 1;
+}
