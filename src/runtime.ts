@@ -12,6 +12,9 @@ import { createItemProcessor, type Decision } from './rules/process-item.ts';
 import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
 import { createFileStore } from './state/file-store.ts';
 import type { StateStore } from './state/store.ts';
+import type { RequestHandler } from 'express';
+import { basicAuth } from './status/basic-auth.ts';
+import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
 
 export interface Runtime {
   bot: Bot;
@@ -53,6 +56,9 @@ export async function startRuntime(
 
   const rules = await createRulesHolder(config.rules.dir, { log: log.child({ part: 'rules' }) });
   if (config.rules.watch) rules.watch();
+
+  const deliveries = createDeliveryLog();
+  const statusAuth = config.server.status_auth;
 
   let bot: Bot;
   try {
@@ -116,11 +122,30 @@ export async function startRuntime(
         );
       },
       extendApp: (app) => {
-        app.get('/metrics', async (_req, res) => {
+        // The same optional basic auth guards the status page and the metrics.
+        const auth =
+          statusAuth.username && statusAuth.password
+            ? { username: statusAuth.username, password: statusAuth.password }
+            : undefined;
+        const guard: RequestHandler = auth ? basicAuth(auth) : (_req, _res, next) => next();
+        app.get('/metrics', guard, async (_req, res) => {
           res.set('content-type', metrics.contentType).send(await metrics.text());
         });
+        app.use(
+          createStatusRouter({
+            store,
+            rules,
+            recentDeliveries: deliveries.list,
+            sweeps: Object.entries(config.scheduler.sweeps)
+              .filter(([, sweep]) => sweep.enabled)
+              .map(([name]) => name),
+            secrets: [token, secret, signatureSecret, statusAuth.password],
+            auth,
+          }),
+        );
       },
       onDelivery: (outcome, info) => {
+        deliveries.record(outcome, info);
         metrics.delivery(info.kind ?? 'unknown', outcome);
         metrics.ack(info.ackMs / 1000);
       },

@@ -1,0 +1,334 @@
+/**
+ * The status page as one server-rendered HTML document, from `StatusData` (already redacted). Every
+ * value goes through `markup` (escaped); the only markup not built that way is the stylesheet.
+ */
+import type { DecisionView, ParkedView } from './decision-view.ts';
+import type { DeliveryInfo } from './delivery-log.ts';
+import { markup, trusted, type Html, type HtmlValue } from './html.ts';
+import type { StatusData, SweepView, WatchView } from './status-data.ts';
+import { STATUS_CSS } from './status-style.ts';
+import { relativeText, utcText } from './time-text.ts';
+
+type Tone = 'ok' | 'warn' | 'bad';
+
+/** Outcomes of deliveries and calls, by how much they need a look. */
+const TONES: Record<string, Tone> = {
+  accepted: 'ok',
+  done: 'ok',
+  duplicate: 'ok',
+  ignored: 'warn',
+  skipped: 'warn',
+  'dry-run': 'warn',
+  unauthorized: 'bad',
+  bad_request: 'bad',
+  too_large: 'bad',
+  error: 'bad',
+  failed: 'bad',
+  ambiguous: 'bad',
+};
+
+function badge(text: string, tone: Tone | undefined = TONES[text]): Html {
+  return markup`<span class="badge ${tone ?? ''}">${text}</span>`;
+}
+
+function when(ms: number | undefined, now: number): Html {
+  if (ms === undefined) return markup`<span class="muted">not yet</span>`;
+  const iso = Number.isFinite(ms) ? new Date(ms).toISOString() : '';
+  return markup`<time datetime="${iso}">${utcText(ms)}</time> <small>(${relativeText(ms, now)})</small>`;
+}
+
+/** `0.4 ms`, `12 ms`: fast answers are the normal case, so they keep a decimal. */
+const msText = (ms: number): string => `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
+
+const plural = (count: number, one: string, many: string): string => `${count} ${count === 1 ? one : many}`;
+
+interface Column<T> {
+  label: string;
+  cell: (row: T) => HtmlValue;
+}
+
+/** A table whose cells carry their column's name, shown beside each value on narrow screens. */
+function table<T>(rows: readonly T[], columns: readonly Column<T>[], empty: string): Html {
+  if (rows.length === 0) return markup`<p class="muted">${empty}</p>`;
+  const head = columns.map((column) => markup`<th scope="col">${column.label}</th>`);
+  const body = rows.map(
+    (row) =>
+      markup`<tr>${columns.map((column) => markup`<td data-label="${column.label}">${column.cell(row)}</td>`)}</tr>\n`,
+  );
+  return markup`<table>\n<thead><tr>${head}</tr></thead>\n<tbody>\n${body}</tbody>\n</table>\n`;
+}
+
+function section(id: string, title: string, count: number | undefined, body: HtmlValue): Html {
+  const heading = count === undefined ? title : `${title} (${count})`;
+  return markup`<section id="${id}">\n<h2>${heading}</h2>\n${body}</section>\n`;
+}
+
+function deliveriesSection(data: StatusData): Html {
+  const { recent, pending, oldestPendingAt } = data.deliveries;
+  const waiting =
+    pending === 0
+      ? markup`<p class="muted">No accepted delivery is waiting to be processed.</p>\n`
+      : markup`<p>${plural(pending, 'accepted delivery is', 'accepted deliveries are')} waiting to be processed (oldest received ${when(oldestPendingAt, data.now)}).</p>\n`;
+  const rows = table<DeliveryInfo>(
+    recent,
+    [
+      { label: 'When', cell: (d) => when(d.at, data.now) },
+      { label: 'Kind', cell: (d) => d.kind ?? markup`<span class="muted">unknown</span>` },
+      { label: 'Outcome', cell: (d) => badge(d.outcome) },
+      { label: 'HTTP', cell: (d) => d.status },
+      { label: 'Answered in', cell: (d) => msText(d.ackMs) },
+    ],
+    'No delivery since the bot started.',
+  );
+  return section('deliveries', 'Recent deliveries', recent.length, [waiting, rows]);
+}
+
+/** `acme/web !7`, `acme/web #3`, or the item key when the record names no item. */
+function itemLabel(decision: DecisionView): string {
+  const item = decision.item;
+  if (!item) return decision.itemKey;
+  const sign = item.kind === 'merge_request' ? '!' : '#';
+  return `${item.project} ${item.iid !== undefined ? `${sign}${item.iid}` : `id ${item.id}`}`;
+}
+
+function planList(decision: DecisionView): Html {
+  if (decision.plan.length === 0) return markup` <span class="muted">nothing planned</span>`;
+  const steps = decision.plan.map((step) => {
+    const op = step.op ? markup` <code>${step.op}</code>` : '';
+    const reason = step.reason ? markup`: ${step.reason}` : '';
+    return markup`<li><strong>${step.rule}</strong> → ${step.action}${op}${reason}</li>`;
+  });
+  return markup`<ul>${steps}</ul>`;
+}
+
+function executionList(decision: DecisionView): HtmlValue {
+  if (decision.execution.length === 0) return '';
+  const calls = decision.execution.map((call) => {
+    const detail = call.detail ? markup`: ${call.detail}` : '';
+    const error =
+      call.error && call.error !== call.detail ? markup` <span class="bad">(${call.error})</span>` : '';
+    const parked = call.parked ? markup` <span class="bad">[parked: ${call.parked}]</span>` : '';
+    return markup`<li>${badge(call.status)} <code>${call.call}</code>${detail}${error}${parked}</li>`;
+  });
+  return markup`<ul>${calls}</ul>\n`;
+}
+
+function decisionCard(decision: DecisionView, now: number): Html {
+  const item = decision.item;
+  const title = item?.title ? markup` · ${item.title}` : '';
+  const facts = [
+    decision.event ? markup` · <small>on ${decision.event}</small>` : '',
+    item?.state ? markup` · <small>${item.state}</small>` : '',
+    decision.dryRun ? markup` · ${badge('dry run', 'warn')}` : '',
+  ];
+  const matched = decision.matched.length
+    ? decision.matched.map((rule, index) => markup`${index ? ', ' : ''}<strong>${rule}</strong>`)
+    : markup`<span class="muted">none</span>`;
+  const unreadable = decision.unreadable
+    ? markup`<p class="bad">This decision record could not be read.</p>\n`
+    : '';
+  const explanation = decision.text
+    ? markup`<details><summary>Explanation</summary><pre>${decision.text}</pre></details>\n`
+    : '';
+  return markup`<article class="card">
+<header><h3>${itemLabel(decision)}${title}</h3><small>${when(decision.at, now)}</small></header>
+<p><small class="mono">${decision.itemKey}</small>${facts}</p>
+${unreadable}<p>Rules matched: ${matched}</p>
+<p>Plan:${planList(decision)}</p>
+<p>Outcome: ${decision.outcome}</p>
+${executionList(decision)}${explanation}</article>
+`;
+}
+
+function decisionsSection(data: StatusData): Html {
+  const body = data.decisions.length
+    ? data.decisions.map((decision) => decisionCard(decision, data.now))
+    : markup`<p class="muted">No decision recorded yet.</p>\n`;
+  return section('decisions', 'Decisions', data.decisions.length, body);
+}
+
+function waitsFor(watch: WatchView): Html {
+  if (watch.required.length === 0) return markup`<span class="muted">the head's statuses</span>`;
+  const names = watch.required.map((name, index) => markup`${index ? ' ' : ''}${badge(name, 'warn')}`);
+  return markup`${names} <small>to succeed</small>`;
+}
+
+function watchSection(data: StatusData): Html {
+  const rows = table<WatchView>(
+    data.mergeWatch,
+    [
+      {
+        label: 'Merge request',
+        cell: (w) =>
+          markup`${w.project} <span class="muted">MR id</span> ${w.mrId}<br><small class="mono">${w.itemKey}</small>`,
+      },
+      { label: 'Rule', cell: (w) => w.rule },
+      { label: 'Waits for', cell: waitsFor },
+      { label: 'Head', cell: (w) => markup`<code title="${w.headSha}">${w.headSha.slice(0, 12)}</code>` },
+      { label: 'Since', cell: (w) => when(w.since, data.now) },
+    ],
+    'No merge request is waiting to be merged.',
+  );
+  return section('merge-watch', 'Merge watch', data.mergeWatch.length, rows);
+}
+
+function parkedSection(data: StatusData): Html {
+  const intro = data.parked.length
+    ? markup`<p class="muted">Given up after failures that retrying cannot fix; they wait for an operator.</p>\n`
+    : '';
+  const rows = table<ParkedView>(
+    data.parked,
+    [
+      {
+        label: 'Item',
+        cell: (p) =>
+          markup`${p.project ? markup`${p.project}<br>` : ''}<small class="mono">${p.itemKey}</small>`,
+      },
+      { label: 'Rule', cell: (p) => p.rule },
+      { label: 'Action', cell: (p) => markup`${p.action ?? ''}${p.op ? markup` <code>${p.op}</code>` : ''}` },
+      {
+        label: 'Reason',
+        cell: (p) =>
+          markup`<span class="bad">${p.reason}</span>${p.lastError ? markup`<br><small>last error: ${p.lastError}</small>` : ''}`,
+      },
+      { label: 'Tries', cell: (p) => p.attempts },
+      { label: 'Parked', cell: (p) => when(p.parkedAt, data.now) },
+    ],
+    'No parked action.',
+  );
+  return section('parked', 'Parked actions', data.parked.length, [intro, rows]);
+}
+
+function pausedSection(data: StatusData): Html {
+  const rows = table(
+    data.pausedRules,
+    [
+      { label: 'Rule', cell: (r) => markup`<strong>${r.rule}</strong>` },
+      { label: 'Reason', cell: (r) => r.reason },
+      { label: 'Since', cell: (r) => when(r.at, data.now) },
+    ],
+    'No rule is paused.',
+  );
+  return section('paused', 'Paused rules', data.pausedRules.length, rows);
+}
+
+function nextRunCell(sweep: SweepView, now: number): Html {
+  if (sweep.nextRun === undefined) return markup`<span class="muted">not scheduled</span>`;
+  return markup`${when(sweep.nextRun, now)}${sweep.nextRun < now ? markup` ${badge('due', 'warn')}` : ''}`;
+}
+
+function sweepsSection(data: StatusData): Html {
+  const rows = table<SweepView>(
+    data.sweeps,
+    [
+      { label: 'Sweep', cell: (s) => markup`<code>${s.name}</code>` },
+      { label: 'Next run', cell: (s) => nextRunCell(s, data.now) },
+      { label: 'Last success', cell: (s) => when(s.lastSuccess, data.now) },
+    ],
+    'No sweep is scheduled.',
+  );
+  return section('sweeps', 'Sweeps', undefined, rows);
+}
+
+function rulesSection(data: StatusData): Html {
+  const { rules } = data;
+  const loaded =
+    rules.loadedAt === undefined
+      ? markup`<p class="bad">No rules loaded.</p>\n`
+      : markup`<p>Loaded ${when(rules.loadedAt, data.now)} from ${plural(rules.files.length, 'file', 'files')}.</p>\n`;
+  const lead = rules.refused
+    ? 'The last change was refused; the rules loaded before stay in force:'
+    : 'Loaded with problems (the rules of the files with problems are left out):';
+  const problems = rules.problems.length
+    ? markup`<div class="alert${rules.refused ? '' : ' warn'}"><p>${lead}</p><ul>${rules.problems.map(
+        (problem) => markup`<li><code>${problem}</code></li>`,
+      )}</ul></div>\n`
+    : '';
+  const files = rules.files.length
+    ? markup`<ul>${rules.files.map((file) => markup`<li><code>${file}</code></li>`)}</ul>\n`
+    : '';
+  return section('rules', 'Rules in force', rules.files.length, [loaded, problems, files]);
+}
+
+const STAT_LABELS: Record<string, string> = {
+  inbox: 'Deliveries waiting',
+  dedupKeys: 'De-duplication keys',
+  outbox: 'Actions in the outbox',
+  parked: 'Parked actions',
+  watched: 'Merge requests watched',
+  pausedRules: 'Paused rules',
+  decisionItems: 'Items with a decision',
+  recentDecisions: 'Recent decisions kept',
+  documentBytes: 'State document (bytes)',
+  journalBytes: 'Journal (bytes)',
+  journalRecords: 'Journal records',
+  commits: 'Commits since start',
+  fsyncs: 'fsyncs since start',
+  compactions: 'Compactions since start',
+};
+
+function statsSection(data: StatusData): Html {
+  // Pairs of name and figure: a list that stays two columns on a phone, unlike the tables.
+  const rows = Object.entries(data.stats).map(
+    ([key, value]) => markup`<dt>${STAT_LABELS[key] ?? key}</dt><dd>${value.toLocaleString('en-US')}</dd>\n`,
+  );
+  return section('store', 'State store', undefined, markup`<dl class="pairs">\n${rows}</dl>\n`);
+}
+
+/** What needs a look, first on the page. */
+function alerts(data: StatusData): Html[] {
+  const out: Html[] = [];
+  const { rules, parked, pausedRules } = data;
+  if (rules.loadedAt === undefined) out.push(markup`<p class="alert">No rules are loaded.</p>\n`);
+  else if (rules.refused)
+    out.push(
+      markup`<p class="alert">The last rules change was refused: see <a href="#rules">rules</a>.</p>\n`,
+    );
+  else if (rules.problems.length)
+    out.push(markup`<p class="alert warn">Rules loaded with problems: see <a href="#rules">rules</a>.</p>\n`);
+  if (parked.length)
+    out.push(
+      markup`<p class="alert">${plural(parked.length, 'parked action waits', 'parked actions wait')} for an operator: see <a href="#parked">parked actions</a>.</p>\n`,
+    );
+  if (pausedRules.length)
+    out.push(
+      markup`<p class="alert warn">${plural(pausedRules.length, 'rule is', 'rules are')} paused: see <a href="#paused">paused rules</a>.</p>\n`,
+    );
+  return out;
+}
+
+function navigation(data: StatusData): Html {
+  const links: [string, string][] = [
+    ['deliveries', 'Deliveries'],
+    ['decisions', 'Decisions'],
+    ['merge-watch', `Merge watch (${data.mergeWatch.length})`],
+    ['parked', `Parked (${data.parked.length})`],
+    ['paused', `Paused rules (${data.pausedRules.length})`],
+    ['sweeps', 'Sweeps'],
+    ['rules', 'Rules'],
+    ['store', 'Store'],
+  ];
+  return markup`<nav>${links.map(([id, text]) => markup`<a href="#${id}">${text}</a>`)}</nav>\n`;
+}
+
+export function renderStatusPage(data: StatusData): string {
+  return markup`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>hookbot status</title>
+<style>${trusted(STATUS_CSS)}</style>
+</head>
+<body>
+<header>
+<h1>hookbot status</h1>
+<p class="muted">Read at ${when(data.now, data.now)} · <a href="status.json">JSON</a> · reload the page to update</p>
+${navigation(data)}${alerts(data)}</header>
+<main>
+${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${parkedSection(data)}${pausedSection(data)}${sweepsSection(data)}${rulesSection(data)}${statsSection(data)}</main>
+</body>
+</html>
+`.toString();
+}

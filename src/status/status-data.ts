@@ -1,0 +1,118 @@
+/**
+ * Everything the status page shows, read at once from the store, the rules holder and the delivery
+ * log into one plain object: the HTML page and `/status.json` render the same data. Secrets are
+ * removed here, once, from every string of the result (redact.ts), so neither renderer can leak
+ * one by forgetting a field; and no configuration value is read at all.
+ */
+import { redactValue, secretMatcher } from '../ops/redact.ts';
+import type { RulesState } from '../rules/rules-holder.ts';
+import type { StateStats, StateStore } from '../state/store.ts';
+import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
+import type { DeliveryInfo } from './delivery-log.ts';
+
+export type StatusStore = Pick<
+  StateStore,
+  | 'pending'
+  | 'recentDecisions'
+  | 'watched'
+  | 'listParked'
+  | 'pausedRules'
+  | 'nextRun'
+  | 'lastSuccess'
+  | 'stats'
+>;
+
+export interface StatusSources {
+  store: StatusStore;
+  rules: { state(): RulesState };
+  recentDeliveries?: () => DeliveryInfo[];
+  /** Sweep names whose next run the store keeps (`rules`, `merge_watch`, `retries`...). */
+  sweeps: readonly string[];
+  /** Known secret values (API token, hook secrets, the status password): never shown. */
+  secrets?: readonly (string | undefined)[];
+  /** Decisions shown, newest first. Default 25. */
+  decisionLimit?: number;
+  now?: () => number;
+}
+
+export interface WatchView {
+  itemKey: string;
+  project: string;
+  /** The global id (v3 API paths use it, not the iid). */
+  mrId: number;
+  rule: string;
+  headSha: string;
+  /** Status names that must succeed on `headSha` before the merge. */
+  required: string[];
+  since: number;
+}
+
+export interface SweepView {
+  name: string;
+  nextRun?: number;
+  lastSuccess?: number;
+}
+
+export interface StatusData {
+  /** When this was read (ms since the epoch). */
+  now: number;
+  deliveries: {
+    recent: DeliveryInfo[];
+    /** Accepted, not processed yet. */
+    pending: number;
+    oldestPendingAt?: number;
+  };
+  decisions: DecisionView[];
+  mergeWatch: WatchView[];
+  parked: ParkedView[];
+  pausedRules: { rule: string; reason: string; at: number }[];
+  sweeps: SweepView[];
+  rules: RulesState;
+  stats: StateStats;
+}
+
+export const DEFAULT_DECISION_LIMIT = 25;
+
+export function collectStatus(sources: StatusSources): StatusData {
+  const { store } = sources;
+  const now = (sources.now ?? Date.now)();
+  const pending = store.pending();
+  const oldest = pending[0];
+  const data: StatusData = {
+    now,
+    deliveries: {
+      recent: sources.recentDeliveries?.() ?? [],
+      pending: pending.length,
+      ...(oldest ? { oldestPendingAt: oldest.receivedAt } : {}),
+    },
+    decisions: store.recentDecisions(sources.decisionLimit ?? DEFAULT_DECISION_LIMIT).map(decisionView),
+    mergeWatch: store
+      .watched()
+      .map(({ itemKey, project, mrId, rule, headSha, required, since }) => ({
+        itemKey,
+        project,
+        mrId,
+        rule,
+        headSha,
+        required: [...required],
+        since,
+      }))
+      .sort((a, b) => a.since - b.since),
+    parked: store.listParked().map(parkedView),
+    pausedRules: store.pausedRules().map(({ rule, reason, at }) => ({ rule, reason, at })),
+    sweeps: sources.sweeps.map((name) => {
+      const sweep: SweepView = { name };
+      const next = store.nextRun(name);
+      const last = store.lastSuccess(name);
+      if (next !== undefined) sweep.nextRun = next;
+      if (last !== undefined) sweep.lastSuccess = last;
+      return sweep;
+    }),
+    rules: sources.rules.state(),
+    stats: store.stats(),
+  };
+  const secrets = (sources.secrets ?? []).filter((secret): secret is string => !!secret);
+  // redactValue copies (the store's own objects, read-only per state/store.ts, are never changed) and
+  // keeps the shape: strings stay strings, and no key of StatusData is secret-named, so the cast holds.
+  return redactValue(data, secretMatcher(secrets)) as StatusData;
+}

@@ -1,0 +1,57 @@
+/**
+ * The read-only status page (issue 7, Operations): `GET /status` (HTML, server-rendered, no script)
+ * and `GET /status.json` (the same data). Mounted on the bot's port, which listens on 127.0.0.1 by
+ * default (`server.host`): without `server.status_auth` the page is open to whoever reaches that
+ * port, so set it before listening on another interface (Docker listens on 0.0.0.0).
+ *
+ * It never shows a secret: every string passes through the redactor with the known secret values
+ * (status-data.ts), and no configuration value is read. Nothing here writes to the store.
+ */
+import { Router, type Response } from 'express';
+import { basicAuth, type BasicAuthCredentials } from './basic-auth.ts';
+import { renderStatusPage } from './render-page.ts';
+import { collectStatus, type StatusSources } from './status-data.ts';
+import { STATUS_CSS_HASH } from './status-style.ts';
+
+export { createDeliveryLog, type DeliveryInfo, type DeliveryLog } from './delivery-log.ts';
+export type { StatusData } from './status-data.ts';
+
+export interface StatusRouterOptions extends StatusSources {
+  /** Basic authentication; the page is open without it. */
+  auth?: BasicAuthCredentials;
+}
+
+/** The page loads nothing and runs nothing: only its own inline stylesheet is allowed. */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  `style-src '${STATUS_CSS_HASH}'`,
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function commonHeaders(res: Response): Response {
+  // A status is stale at once, and may hold item titles: neither caches nor frames keep it.
+  return res
+    .set('cache-control', 'no-store')
+    .set('x-content-type-options', 'nosniff')
+    .set('referrer-policy', 'no-referrer')
+    .set('x-frame-options', 'DENY');
+}
+
+export function createStatusRouter(options: StatusRouterOptions): Router {
+  const router = Router();
+  // Per route, not router.use(): the router is mounted at the root, and other paths are not its own.
+  const guard = options.auth ? [basicAuth(options.auth)] : [];
+
+  router.get('/status', ...guard, (_req, res) => {
+    const page = renderStatusPage(collectStatus(options));
+    commonHeaders(res).set('content-security-policy', CONTENT_SECURITY_POLICY).type('html').send(page);
+  });
+
+  router.get('/status.json', ...guard, (_req, res) => {
+    commonHeaders(res).json(collectStatus(options));
+  });
+
+  return router;
+}
