@@ -7,7 +7,14 @@ import type { Config } from './config/schema.ts';
 import { startBot, type Bot } from './bot.ts';
 import type { HookbotLogger } from './ops/logger.ts';
 import type { Metrics } from './ops/metrics.ts';
-import { createExecutor } from './rules/executor.ts';
+import { createExecutor, type Executor } from './rules/executor.ts';
+import {
+  createScheduler,
+  createSweepSet,
+  scheduledSweepsOf,
+  sweepSettingsOf,
+  type SweepSet,
+} from './scheduler/index.ts';
 import { createItemProcessor, type Decision } from './rules/process-item.ts';
 import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
 import { createFileStore } from './state/file-store.ts';
@@ -20,11 +27,15 @@ export interface Runtime {
   bot: Bot;
   store: StateStore;
   rules: RulesHolder;
+  /** The sweeps, to run one now (`hookbot demo`, tests). */
+  sweeps: SweepSet;
   /** Stops taking deliveries, finishes running work, closes the store. Safe to call twice. */
   close(): Promise<void>;
 }
 
 export interface RuntimeOverrides {
+  /** Start the periodic sweeps (default true; the demo drives them itself). */
+  scheduler?: boolean;
   /** The API URL and token to use instead of the config's (the embedded sandbox). */
   api?: { url: string; token: string };
   /** The hook secret to use instead of the config's (generated for the embedded sandbox). */
@@ -61,6 +72,7 @@ export async function startRuntime(
   const statusAuth = config.server.status_auth;
 
   let bot: Bot;
+  let executor: Executor | undefined;
   try {
     bot = await startBot({
       api: {
@@ -104,14 +116,12 @@ export async function startRuntime(
         concurrency: config.pipeline.concurrency,
         queueLimit: config.pipeline.queue_limit,
       },
-      processor: ({ client }) =>
-        createItemProcessor({
-          client,
-          store,
-          rules,
-          executor: createExecutor({ client, store, log: log.child({ part: 'executor' }) }),
-          log: log.child({ part: 'process' }),
-        }),
+      processor: ({ client }) => {
+        // One executor for hooks and sweeps alike: its per-item lock keeps them from acting on one
+        // item at once.
+        executor = createExecutor({ client, store, log: log.child({ part: 'executor' }) });
+        return createItemProcessor({ client, store, rules, executor, log: log.child({ part: 'process' }) });
+      },
       explain: async (project, kind, id) => {
         // Decisions are kept by item key (`issue:<project id>:<id>`); a path is looked up once.
         const projectId = /^\d+$/.test(project)
@@ -157,14 +167,28 @@ export async function startRuntime(
     throw error;
   }
 
+  // The scheduler: sweeps reconcile what hooks missed, on the same client, rules and executor.
+  const sweeps = createSweepSet(
+    { client: bot.client, store, rules, executor: executor!, log: log.child({ part: 'sweep' }) },
+    sweepSettingsOf(config),
+  );
+  const scheduler = createScheduler({
+    sweeps: scheduledSweepsOf(config, sweeps),
+    store,
+    log: log.child({ part: 'scheduler' }),
+  });
+  if (overrides.scheduler !== false) scheduler.start();
+
   let closing: Promise<void> | undefined;
   return {
     bot,
     store,
     rules,
+    sweeps,
     close() {
       closing ??= (async () => {
         rules.close();
+        await scheduler.stop();
         await bot.close();
         await store.close();
       })();

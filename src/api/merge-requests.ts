@@ -48,7 +48,7 @@ export const mergeRequestSchema = z.looseObject({
   updated_at: z.string(),
   subscribed: z.boolean().optional(),
   /** The source branch's head commit: present on later 8.x servers only (pass it to `merge` as a guard). */
-  sha: z.string().optional(),
+  sha: z.string().nullish(),
 });
 export type MergeRequest = z.infer<typeof mergeRequestSchema>;
 

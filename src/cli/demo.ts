@@ -51,9 +51,10 @@ async function demo(options: DemoOptions, io: CliIo): Promise<number> {
   const config = loaded.config;
   config.pipeline.debounce_ms = 0;
   config.rules.watch = false;
+  // The narration is the output; the bot's own logs go to stderr, only when asked for.
   const log = process.env.HOOKBOT_DEMO_LOG
-    ? createLogger({ level: 'debug', format: 'json' })
-    : createLogger({ level: 'error', format: 'json', destination: { write: () => true } as never });
+    ? createLogger({ level: 'debug', format: 'json', destination: process.stderr })
+    : createLogger({ level: 'silent', format: 'json' });
   const sandbox = await startSandbox({ seed: 'demo', hookTimeoutMs: 5_000 });
   const secret = 'demo-hook-secret';
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
@@ -88,6 +89,8 @@ async function demo(options: DemoOptions, io: CliIo): Promise<number> {
       alice: createClient({ baseUrl: sandbox.url, token: DEMO_TOKENS.alice }),
       runtime,
       verbose: options.verbose ?? false,
+      // The daily sweep, run now (as `hookbot sweep --once` does).
+      sweep: async () => void (await runtime!.sweeps.run('rules', { force: true })),
       say: (line) => io.out(`${line}\n`),
     };
     for (const [index, step] of demoSteps.entries()) {

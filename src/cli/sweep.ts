@@ -1,0 +1,207 @@
+/**
+ * `hookbot sweep --once [--dry-run] [--rule NAME] [--project NS/NAME] [--approve RULE] [--config FILE]`:
+ * runs the sweeps now (retries, merge watch, scheduled rules, reconciliation, hook check; with
+ * `--rule`, only that scheduled rule), prints what was done or, with `--dry-run`, what would be,
+ * and exits: 0, or 1 when something needs a person (a breaker tripped, a project failed, an
+ * action was parked, a hook is missing). On a terminal, progress (items and pages) goes to
+ * stderr as it happens.
+ *
+ * It uses the same configuration, state file, rules, engine and executor as the running bot, and
+ * writes the same state file: run it while the bot is stopped (the store has one writer; two
+ * processes on one state file would corrupt it). A dry run writes nothing.
+ */
+import type { CliIo, RegisterCommand } from './main.ts';
+
+interface SweepCommandOptions {
+  once?: boolean;
+  dryRun?: boolean;
+  rule?: string;
+  project?: string;
+  approve?: string;
+  config?: string;
+}
+
+const PROJECT = /^[^/\s]+\/[^/\s]+$/;
+
+/** One line on a terminal, rewritten in place, at most every 100 ms. */
+function progressLine(io: CliIo, enabled: boolean) {
+  let last = 0;
+  let shown = false;
+  return {
+    update(text: string) {
+      if (!enabled || Date.now() - last < 100) return;
+      last = Date.now();
+      shown = true;
+      io.err(`\r\x1b[K${text}`);
+    },
+    clear() {
+      if (shown) io.err('\r\x1b[K');
+      shown = false;
+    },
+  };
+}
+
+export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): Promise<number> {
+  if (!options.once) {
+    io.err(
+      'hookbot sweep: only --once is supported: it runs the sweeps now and exits (the running bot runs them on their schedules).\n',
+    );
+    return 2;
+  }
+  if (options.project !== undefined && !PROJECT.test(options.project)) {
+    io.err(`hookbot sweep: --project must be namespace/project, e.g. acme/web (got "${options.project}")\n`);
+    return 2;
+  }
+
+  // Loaded here so that `hookbot --help` stays fast.
+  const { loadConfig } = await import('../config/load-config.ts');
+  const { loadRules } = await import('../rules/load.ts');
+  const { formatProblem } = await import('../rules/problem.ts');
+  const { createClient } = await import('../api/client.ts');
+  const { createExecutor } = await import('../rules/executor.ts');
+  const { createFileStore } = await import('../state/index.ts');
+  const { createLogger } = await import('../ops/logger.ts');
+  const { createSweepSet } = await import('../scheduler/sweep-set.ts');
+  const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/from-config.ts');
+  const { summarise, needsAttention } = await import('../scheduler/summary.ts');
+  const { approve, definitionHash, pauseOf } = await import('../scheduler/breaker.ts');
+
+  const loaded = loadConfig({ file: options.config, env: process.env });
+  if (!loaded.ok) {
+    io.err(
+      `hookbot sweep: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
+    );
+    return 1;
+  }
+  const { config } = loaded;
+  if (config.api.url === undefined || config.api.token === undefined) {
+    io.err(
+      'hookbot sweep: set api.url and api.token: a sweep talks to the server (the sandbox runs only inside hookbot start)\n',
+    );
+    return 1;
+  }
+  const rules = await loadRules(config.rules.dir);
+  if (rules.problems.length > 0) {
+    io.err(
+      `hookbot sweep: the rules have problems (fix them first; hookbot check lists them):\n${rules.problems.map((p) => `  ${formatProblem(p)}`).join('\n')}\n`,
+    );
+    return 1;
+  }
+
+  const isTty = process.stderr.isTTY === true;
+  const log = createLogger({
+    level: 'warn',
+    format: config.log.format,
+    destination: process.stderr,
+    isTty,
+    secrets: [config.api.token, config.webhook.secret],
+  });
+  const dryRun = options.dryRun ?? false;
+  const store = createFileStore({
+    path: config.state.path,
+    dedupTtlMs: config.state.dedup_ttl_ms,
+    decisionItems: config.state.decisions,
+    log,
+  });
+  await store.open();
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  const progress = progressLine(io, isTty);
+  try {
+    const client = createClient({
+      baseUrl: config.api.url,
+      token: config.api.token,
+      tokenType: config.api.token_type,
+      timeoutMs: config.api.timeout_ms,
+      concurrency: config.api.concurrency,
+      retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+    });
+    const executor = createExecutor({ client, store, dryRun, log });
+    const projectRules = { forProject: (path: string) => rules.byProject(path) };
+    const sweeps = createSweepSet(
+      { client, store, rules: projectRules, executor, log },
+      sweepSettingsOf(config),
+    );
+
+    let exitCode = 0;
+    const named = [options.rule, options.approve].filter((name) => name !== undefined);
+    const projects =
+      named.length > 0
+        ? await sweeps.projects(options.project !== undefined ? { project: options.project } : {})
+        : [];
+    /** The scheduled rules of that name in the projects swept (a project file may redefine one). */
+    const scheduledNamed = (name: string) =>
+      projects.flatMap((path) =>
+        rules.byProject(path).rules.filter((rule) => rule.name === name && rule.schedule !== null),
+      );
+    for (const name of named) {
+      if (scheduledNamed(name).length > 0) continue;
+      const where = projects.length === 1 ? projects[0] : 'the configured projects';
+      io.err(`hookbot sweep: no scheduled rule named "${name}" in the rules of ${where}\n`);
+      return 1;
+    }
+
+    const approved = new Set<string>();
+    if (options.approve !== undefined) {
+      const name = options.approve;
+      if (!pauseOf(store, name)) io.out(`rule "${name}" is not paused: nothing to approve\n`);
+      else if (dryRun) {
+        approved.add(name);
+        io.out(`rule "${name}" would be approved (dry run: previewing as if it were)\n`);
+      } else {
+        await approve(store, name, scheduledNamed(name).map(definitionHash), Date.now());
+        io.out(`rule "${name}" approved: its current definition is exempt from the circuit breaker\n`);
+      }
+    }
+
+    const names = options.rule !== undefined ? (['rules'] as const) : enabledSweeps(config);
+    for (const name of names) {
+      if (controller.signal.aborted) break;
+      const report = await sweeps.run(name, {
+        force: true,
+        signal: controller.signal,
+        onProgress: (p) =>
+          progress.update(`${p.sweep}: ${p.scope}: ${p.items} items${p.pages ? `, ${p.pages} pages` : ''}`),
+        ...(options.project !== undefined ? { project: options.project } : {}),
+        ...(options.rule !== undefined ? { rule: options.rule } : {}),
+        ...(approved.size > 0 ? { assumeApproved: approved } : {}),
+      });
+      progress.clear();
+      io.out(`${summarise(report)}\n`);
+      if (needsAttention(report)) exitCode = 1;
+    }
+    if (controller.signal.aborted) {
+      io.err('hookbot sweep: interrupted; what was done stays done, the rest waits for the next run\n');
+      exitCode = 1;
+    }
+    return exitCode;
+  } finally {
+    progress.clear();
+    process.off('SIGINT', onSignal);
+    await store.close();
+  }
+}
+
+export const registerSweepCommand: RegisterCommand = (program, io, setExitCode) => {
+  program
+    .command('sweep')
+    .description(
+      'Run the sweeps now (scheduled rules, merge watch, retries, reconciliation, hook check) and exit.',
+    )
+    .option('--once', 'run once and exit (required)')
+    .option('--dry-run', 'show what would be done; change nothing on the server or in the state file')
+    .option('--rule <name>', 'only this scheduled rule')
+    .option('--project <namespace/project>', 'only this project')
+    .option(
+      '--approve <rule>',
+      'lift the circuit breaker of a paused rule (its current definition), then sweep',
+    )
+    .option(
+      '--config <file>',
+      'the configuration file (default: HOOKBOT_CONFIG, else defaults and environment)',
+    )
+    .action(async (options: SweepCommandOptions) => {
+      setExitCode(await runSweepCommand(options, io));
+    });
+};

@@ -1,0 +1,37 @@
+/**
+ * The scheduler's settings read from the configuration (config/schema.ts `scheduler:` and
+ * `hooks:`), so that `hookbot start` and `hookbot sweep --once` agree:
+ *
+ *   const sweeps = createSweepSet({ client, store, rules, executor, log }, sweepSettingsOf(config));
+ *   const scheduler = createScheduler({ sweeps: scheduledSweepsOf(config, sweeps), store, log });
+ *   await scheduler.start(); // ... await scheduler.stop();
+ */
+import type { Config } from '../config/schema.ts';
+import type { ScheduledSweep } from './scheduler.ts';
+import { SWEEP_NAMES, type SweepSet, type SweepSettings } from './sweep-set.ts';
+import { nextRunAfter, timingOfSweep } from './timing.ts';
+
+/** The sweeps the configuration leaves on. */
+export function enabledSweeps(config: Config) {
+  return SWEEP_NAMES.filter((name) => config.scheduler.sweeps[name].enabled);
+}
+
+export function sweepSettingsOf(config: Config, now: number = Date.now()): SweepSettings {
+  const reconcile = timingOfSweep(config.scheduler.sweeps.reconcile);
+  return {
+    projects: config.hooks.projects,
+    budget: config.scheduler.budget_per_rule,
+    breaker: { maxItems: config.scheduler.breaker.max_items, maxShare: config.scheduler.breaker.max_share },
+    // One interval back (a cron-timed reconciliation: the gap to its next time from now).
+    reconcileLookbackMs: Math.max(60_000, Math.min(nextRunAfter(reconcile, now) - now, 7 * 86_400_000)),
+    hooks: { url: config.hooks.url, manage: config.hooks.manage, token: config.webhook.secret },
+  };
+}
+
+export function scheduledSweepsOf(config: Config, sweeps: SweepSet): ScheduledSweep[] {
+  return enabledSweeps(config).map((name) => ({
+    name,
+    timing: timingOfSweep(config.scheduler.sweeps[name]),
+    run: (options) => sweeps.run(name, options),
+  }));
+}

@@ -1,0 +1,167 @@
+/**
+ * The scheduler: bree times the sweeps; the main thread does them.
+ *
+ * Why the work runs in the main thread and bree's workers only say "due": a sweep needs the state
+ * store, the rule engine with the loaded rules, the executor and the API client (its connection
+ * pool, its concurrency limit, its call counts). The store must have exactly one writer (its
+ * journal and group commit live in this process's memory: state/store.ts), and the rules, the
+ * executor's per-item locks and the client cannot be shared with a worker thread. A worker
+ * holding its own copies would be a second writer and a second client, racing the receiver on
+ * the same items. So each bree job is a few lines evaluated in a worker that posts `due` and
+ * exits; the main thread's `workerMessageHandler` runs the sweep with the same engine, executor,
+ * client and store as the hooks. A sweep is I/O-bound (API calls), so running it in the main
+ * thread costs the receiver nothing but the short CPU slices of evaluation.
+ *
+ * Restart safety: the next run of each sweep lives in the store (`nextRun(name)`), set after
+ * every run from the time it started. On start, each job's first tick is delayed until that time
+ * (bree `timeout`), or fires at once when it is past: a sweep overdue by many intervals runs
+ * once, not once per missed interval, and then keeps its period. A tick that comes while the
+ * same sweep still runs is skipped (a sweep never overlaps itself); different sweeps may run at
+ * the same time (the executor serialises calls per item).
+ */
+import Bree from 'bree';
+import type { StateStore } from '../state/store.ts';
+import { describeTiming, nextRunAfter, type Timing } from './timing.ts';
+import { quietLog, type SweepLog, type SweepRunOptions } from './types.ts';
+
+export interface ScheduledSweep {
+  name: string;
+  timing: Timing;
+  run(options: SweepRunOptions): Promise<unknown>;
+}
+
+export interface SchedulerOptions {
+  sweeps: readonly ScheduledSweep[];
+  store: Pick<StateStore, 'nextRun' | 'setNextRun'>;
+  now?: () => number;
+  log?: SweepLog;
+  /** Each finished run's report (metrics, the status page). */
+  onReport?: (name: string, report: unknown) => void;
+}
+
+export interface Scheduler {
+  /** Starts the timers (overdue sweeps fire at once). */
+  start(): Promise<void>;
+  /** Stops the timers, asks running sweeps to stop between two items, and waits for them. */
+  stop(): Promise<void>;
+  /** Runs a sweep now, unless it is running already; resolves when it is done. */
+  trigger(name: string): Promise<void>;
+  /** Sweeps running now. */
+  running(): string[];
+}
+
+/**
+ * What each bree worker runs (a string, evaluated: no file to ship, nothing transpiled). It holds
+ * no state and writes nothing; the main thread does the work.
+ */
+const TICK = "require('node:worker_threads').parentPort.postMessage('due')";
+
+/** A tick this early (timer jitter, worker start) still counts as on time. */
+const EARLY_TOLERANCE_MS = 5_000;
+
+export function createScheduler(options: SchedulerOptions): Scheduler {
+  const now = options.now ?? Date.now;
+  const log = options.log ?? quietLog;
+  const { store } = options;
+  const sweeps = new Map(options.sweeps.map((sweep) => [sweep.name, sweep]));
+  const runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  let bree: Bree | undefined;
+  let stopping = false;
+
+  async function runSweep(sweep: ScheduledSweep, controller: AbortController): Promise<void> {
+    const startedAt = now();
+    try {
+      log.info({ sweep: sweep.name }, 'sweep started');
+      const report = await sweep.run({ signal: controller.signal });
+      log.info({ sweep: sweep.name, ms: now() - startedAt }, 'sweep finished');
+      options.onReport?.(sweep.name, report);
+    } catch (error) {
+      // Its next run is still set below: a sweep that keeps failing must not spin after a restart.
+      log.error({ sweep: sweep.name, err: error }, 'sweep failed');
+    }
+    // Stopped halfway: leave it due, so the next start does it again (redoing is harmless).
+    if (controller.signal.aborted) return;
+    const next = nextRunAfter(sweep.timing, startedAt);
+    if (!Number.isFinite(next)) return;
+    // Runs start from timers: nothing awaits them, so nothing here may reject.
+    await store.setNextRun(sweep.name, undefined, next).catch((error: unknown) => {
+      log.error({ sweep: sweep.name, err: error }, 'next run not stored');
+    });
+  }
+
+  function trigger(name: string, fromTimer = false): Promise<void> {
+    const sweep = sweeps.get(name);
+    if (!sweep) return Promise.reject(new Error(`no sweep named ${name}`));
+    const current = runs.get(name);
+    if (current) {
+      log.warn({ sweep: name }, 'sweep still running: this tick is skipped');
+      return current.done;
+    }
+    if (stopping) return Promise.resolve();
+    const next = store.nextRun(name);
+    if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return Promise.resolve();
+    const controller = new AbortController();
+    const done = runSweep(sweep, controller).finally(() => runs.delete(name));
+    runs.set(name, { controller, done });
+    return done;
+  }
+
+  function jobOf(sweep: ScheduledSweep): Bree.JobOptions {
+    const next = store.nextRun(sweep.name);
+    const delay = next === undefined ? 0 : Math.max(0, next - now());
+    log.info(
+      { sweep: sweep.name, timing: describeTiming(sweep.timing), firstInMs: delay },
+      'sweep scheduled',
+    );
+    if (sweep.timing.kind === 'every')
+      return {
+        name: sweep.name,
+        path: TICK,
+        worker: { eval: true },
+        timeout: delay,
+        interval: sweep.timing.ms,
+      };
+    // A cron sweep keeps its cron times; only an overdue one also fires once at start.
+    return {
+      name: sweep.name,
+      path: TICK,
+      worker: { eval: true },
+      cron: sweep.timing.line,
+      ...(next === undefined || next <= now() ? { timeout: 0 } : {}),
+    };
+  }
+
+  return {
+    async start() {
+      if (bree) return;
+      stopping = false;
+      bree = new Bree({
+        root: false,
+        doRootCheck: false,
+        // Bree logs each worker's start and exit at info: per tick, noise. Problems still show.
+        logger: {
+          info: () => undefined,
+          warn: (...args: unknown[]) => log.warn({ bree: args }, 'bree'),
+          error: (...args: unknown[]) => log.error({ bree: args }, 'bree'),
+        },
+        errorHandler: (error, data) => log.error({ sweep: data.name, err: error }, 'sweep timer failed'),
+        workerMessageHandler: ({ name, message }) => {
+          if (message === 'due') void trigger(name, true);
+        },
+        jobs: options.sweeps.map(jobOf),
+      });
+      await bree.start();
+    },
+
+    async stop() {
+      stopping = true;
+      await bree?.stop();
+      bree = undefined;
+      for (const run of runs.values()) run.controller.abort();
+      await Promise.all([...runs.values()].map((run) => run.done));
+    },
+
+    trigger: (name) => trigger(name),
+    running: () => [...runs.keys()],
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * The five sweeps over one set of parts (client, store, rules, executor): what both the
+ * scheduler's timers and `hookbot sweep --once` run. Each sweep is a plain async function in
+ * sweeps/; this wires their dependencies once and resolves the projects they walk.
+ */
+import type { Client } from '../api/client.ts';
+import type { SweepName } from '../config/schema.ts';
+import { eventMatches } from '../rules/event-names.ts';
+import type { Executor } from '../rules/executor.ts';
+import { createItemProcessor, type ItemProcessorFn, type ProjectRules } from '../rules/process-item.ts';
+import { createSnapshotReader, type SnapshotReader } from '../rules/read-snapshot.ts';
+import type { StateStore } from '../state/store.ts';
+import type { BreakerLimits } from './breaker.ts';
+import { runHookCheck, type HookCheckReport } from './sweeps/hook-check.ts';
+import { createListedSnapshots } from './sweeps/listed-snapshot.ts';
+import { runMergeWatch, type MergeWatchReport } from './sweeps/merge-watch.ts';
+import { runReconcile, type ReconcileReport } from './sweeps/reconcile.ts';
+import { runRetries, type RetryReport } from './sweeps/retries.ts';
+import { runRuleSweep, type RuleSweepReport } from './sweeps/rule-sweep.ts';
+import { quietLog, type SweepLog, type SweepRunOptions } from './types.ts';
+
+export type { SweepName };
+
+/** In the order `hookbot sweep --once` runs them: finish old work first, then look for new. */
+export const SWEEP_NAMES: readonly SweepName[] = [
+  'retries',
+  'merge_watch',
+  'rules',
+  'reconcile',
+  'hook_check',
+];
+
+export type SweepReport =
+  RuleSweepReport | MergeWatchReport | RetryReport | ReconcileReport | HookCheckReport;
+
+export interface SweepSetDeps {
+  client: Client;
+  store: StateStore;
+  rules: ProjectRules;
+  /** The bot's executor (a dry-run one for `--dry-run`). */
+  executor: Executor;
+  /** Default: a reader over `client`. */
+  reader?: SnapshotReader;
+  /** Default: the item processor of rules/process-item.ts over the same parts. */
+  processItem?: ItemProcessorFn;
+  now?: () => number;
+  log?: SweepLog;
+}
+
+export interface SweepSettings {
+  /** `hooks.projects`; empty: every project the bot's user can see. */
+  projects: readonly string[];
+  /** `scheduler.budget_per_rule`. */
+  budget: number;
+  breaker: BreakerLimits;
+  /** How far reconciliation looks back the first time: its interval. */
+  reconcileLookbackMs: number;
+  hooks: { url: string | undefined; manage: boolean; token: string | undefined };
+}
+
+export interface SweepFilter extends SweepRunOptions {
+  /** Only this `namespace/project`. */
+  project?: string;
+  /** Only this rule (rule sweep). */
+  rule?: string;
+  /** Scheduled rules run now, due or not. */
+  force?: boolean;
+  /** Rules treated as approved (a dry run previewing `--approve`). */
+  assumeApproved?: ReadonlySet<string>;
+}
+
+export interface SweepSet {
+  run(name: SweepName, filter?: SweepFilter): Promise<SweepReport>;
+  /** The projects a run walks. */
+  projects(filter?: Pick<SweepFilter, 'project'>): Promise<string[]>;
+}
+
+export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): SweepSet {
+  const { client, store, rules, executor } = deps;
+  const now = deps.now ?? Date.now;
+  const log = deps.log ?? quietLog;
+  const reader = deps.reader ?? createSnapshotReader(client, { now });
+  // A dry run records no decision either: it writes nothing to the store.
+  const decisions = executor.dryRun ? { recordDecision: async () => undefined } : store;
+  const processItem =
+    deps.processItem ?? createItemProcessor({ client, store: decisions, rules, executor, reader, now, log });
+  const snapshots = createListedSnapshots(client, reader);
+  const dryRun = executor.dryRun;
+
+  async function projects(filter: Pick<SweepFilter, 'project'> = {}): Promise<string[]> {
+    if (filter.project !== undefined) return [filter.project];
+    if (settings.projects.length > 0) return [...settings.projects];
+    const visible: string[] = [];
+    for await (const project of client.projects.list({ archived: false }))
+      visible.push(project.path_with_namespace);
+    return visible;
+  }
+
+  /** Does any rule of these projects listen to status changes (so the hook needs build events)? */
+  function statusEvents(paths: readonly string[]): boolean {
+    return paths.some((path) =>
+      rules
+        .forProject(path)
+        .rules.some((rule) => rule.events?.some((pattern) => eventMatches(pattern, 'status.changed'))),
+    );
+  }
+
+  return {
+    projects,
+    async run(name, filter = {}) {
+      const base: SweepRunOptions = {
+        ...(filter.signal ? { signal: filter.signal } : {}),
+        ...(filter.onProgress ? { onProgress: filter.onProgress } : {}),
+      };
+      switch (name) {
+        case 'rules':
+          return runRuleSweep(
+            { client, snapshots, store, rules, executor, now, log },
+            {
+              ...base,
+              projects: await projects(filter),
+              budget: settings.budget,
+              breaker: settings.breaker,
+              ...(filter.rule !== undefined ? { rule: filter.rule } : {}),
+              ...(filter.force ? { force: true } : {}),
+              ...(filter.assumeApproved ? { assumeApproved: filter.assumeApproved } : {}),
+            },
+          );
+        case 'merge_watch':
+          return runMergeWatch(
+            { client, store, executor, processItem, now, log },
+            { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
+          );
+        case 'retries':
+          return runRetries({ store, executor, now, log }, base);
+        case 'reconcile':
+          return runReconcile(
+            { client, store, processItem, now, log },
+            { ...base, projects: await projects(filter), lookbackMs: settings.reconcileLookbackMs, dryRun },
+          );
+        case 'hook_check': {
+          const paths = await projects(filter);
+          return runHookCheck(
+            { client, log },
+            { ...base, projects: paths, ...settings.hooks, statusEvents: statusEvents(paths), dryRun },
+          );
+        }
+      }
+    },
+  };
+}

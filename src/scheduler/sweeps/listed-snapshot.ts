@@ -1,0 +1,69 @@
+/**
+ * Snapshots of items a sweep has listed (page by page), reading only what the rules at hand need:
+ * a sweep over 10,000 merge requests must cost its listing pages, not 10,000 more calls.
+ *
+ * - The head commit's statuses (one call per merge request, two on servers whose merge requests
+ *   carry no `sha`) only when a rule reads them: a `statuses` condition, a merge, a
+ *   merge-when-build-succeeds or status action, or a summary status.
+ * - Changed files only for `files` conditions (as the rule set's own needs say).
+ * - Comment markers never up front: the executor looks for its marker before posting anyway, and
+ *   the rule sweep reads them for the few items whose whole plan is comments (where they decide
+ *   whether the item is touched at all).
+ */
+import type { MergeRequest } from '../../api/merge-requests.ts';
+import type { Issue } from '../../api/issues.ts';
+import type { CompiledRule } from '../../rules/compile.ts';
+import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/read-snapshot.ts';
+import type { ItemSnapshot, Trigger } from '../../rules/snapshot.ts';
+
+export interface SweepNeeds {
+  head: boolean;
+  changedFiles: boolean;
+  commentMarkers: boolean;
+}
+
+const HEAD_ACTIONS = new Set(['merge', 'merge_when_build_succeeds', 'status']);
+
+export function needsOf(rules: readonly CompiledRule[]): SweepNeeds {
+  return {
+    head: rules.some(
+      (rule) =>
+        rule.conditionNames.has('statuses') ||
+        rule.summaryStatus !== null ||
+        rule.actions.some((action) => HEAD_ACTIONS.has(action.name)),
+    ),
+    changedFiles: rules.some((rule) => rule.conditionNames.has('files')),
+    commentMarkers: false,
+  };
+}
+
+export type ListedItem = { kind: 'issue'; item: Issue } | { kind: 'merge_request'; item: MergeRequest };
+
+export interface ListedSnapshots {
+  of(listed: ListedItem, trigger: Trigger, needs: SweepNeeds): Promise<ItemSnapshot>;
+}
+
+async function* nothing(): AsyncIterable<never> {}
+
+/**
+ * `reader` reads with every head read (the one the rest of the bot uses); the head-free one is
+ * the same reader over a client whose status listing is empty, its result marked "not read"
+ * (`statuses: null`), which is what the engine expects of statuses nobody read.
+ * TODO(rules): replace with a `headStatuses: false` need of read-snapshot.ts once it has one.
+ */
+export function createListedSnapshots(client: SnapshotClient, reader: SnapshotReader): ListedSnapshots {
+  const headFree = createSnapshotReader({
+    ...client,
+    statuses: { ...client.statuses, list: () => nothing() },
+  });
+  return {
+    async of(listed, trigger, needs) {
+      const wanted = { changedFiles: needs.changedFiles, commentMarkers: needs.commentMarkers };
+      // One reader per kind of needs, so a run reads each project's path once (the readers cache it).
+      const source = needs.head ? reader : headFree;
+      if (listed.kind === 'issue') return source.fromIssue(listed.item, trigger, wanted);
+      const snapshot = await source.fromMergeRequest(listed.item, trigger, wanted);
+      return needs.head || snapshot.kind !== 'merge_request' ? snapshot : { ...snapshot, statuses: null };
+    },
+  };
+}

@@ -1,0 +1,317 @@
+/**
+ * The merge watch: merge requests that a rule armed (merge-when-build-succeeds) and that wait for
+ * their required statuses. Each run reads, per watched merge request and nothing else:
+ *
+ *   1. `GET /projects/:id/merge_requests/:mr_id`: its state (closed or merged: dropped) and, on
+ *      later 8.x servers (and the sandbox), its head `sha`;
+ *   2. only on servers whose merge requests carry no `sha`: `GET .../repository/branches/:source`
+ *      for the head (the watch entry keeps the project and id, not the source branch);
+ *   3. `GET .../repository/commits/:pinned_sha/statuses` (one page: the latest per name).
+ *
+ * So a run costs 2 calls per watched merge request (3 on servers without `sha`), whatever the
+ * number of merge requests in the projects. Only when a merge request is ready does the run make
+ * more: the merge, carried out by the executor like any planned call (re-read, head pinned with
+ * `sha`, an ambiguous answer re-read, never merged twice), and when the head moved, one fresh
+ * evaluation by the engine (the new head gets its own verdict; usually: wait for its statuses).
+ *
+ * The merge goes through the outbox under the executor's id for that call, so a crash between
+ * plan and merge leaves it to the retry sweep, and a merge planned meanwhile by a hook is the
+ * same action, not a second one.
+ */
+import pLimit from 'p-limit';
+import { ApiError } from '../../api/errors.ts';
+import type { Client } from '../../api/client.ts';
+import type { MergeRequest } from '../../api/merge-requests.ts';
+import { latestByName } from '../../api/statuses.ts';
+import { classifyStatus, type StatusBucket } from '../../rules/conditions/statuses.ts';
+import { actionIdOf } from '../../rules/exec-ids.ts';
+import type { CallReport, Executor, StoredCall } from '../../rules/executor.ts';
+import type { ItemProcessorFn } from '../../rules/process-item.ts';
+import type { PlannedCall } from '../../rules/planned-call.ts';
+import type { Trigger } from '../../rules/snapshot.ts';
+import type { StateStore, WatchEntry } from '../../state/store.ts';
+import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
+
+export interface MergeWatchDeps {
+  client: {
+    mergeRequests: Pick<Client['mergeRequests'], 'get'>;
+    branches: Pick<Client['branches'], 'get'>;
+    statuses: Pick<Client['statuses'], 'list'>;
+  };
+  store: Pick<StateStore, 'watched' | 'watch' | 'unwatch' | 'putAction' | 'getAction'>;
+  executor: Executor;
+  /** Evaluates one item afresh (rules/process-item.ts), for a head that moved. */
+  processItem: ItemProcessorFn;
+  now: () => number;
+  log: SweepLog;
+}
+
+export interface MergeWatchOptions extends SweepRunOptions {
+  /** Only the merge requests of these `namespace/project` paths. */
+  projects?: readonly string[];
+  /** Merge requests checked at once. Default 4 (the API client bounds calls in flight anyway). */
+  concurrency?: number;
+}
+
+export type WatchOutcome =
+  /** Required statuses not all passed yet (or the merge is in the outbox, backing off). */
+  | 'waiting'
+  | 'merged'
+  /** Closed, merged by someone, or gone: no longer watched. */
+  | 'dropped'
+  /** The head moved: no longer watched, evaluated again. */
+  | 'reevaluated'
+  /** The merge was refused for good (conflict...): parked, still watched until the head moves. */
+  | 'blocked'
+  /** Dry run: what would happen. */
+  | 'would-merge'
+  | 'would-reevaluate'
+  | 'error';
+
+export interface WatchItemReport {
+  itemKey: string;
+  project: string;
+  mrId: number;
+  rule: string;
+  outcome: WatchOutcome;
+  detail: string;
+  /** Each required status of the pinned head, when read. */
+  statuses?: Record<string, StatusBucket>;
+  call?: CallReport;
+}
+
+export interface MergeWatchReport {
+  sweep: 'merge_watch';
+  dryRun: boolean;
+  /** Entries checked this run. */
+  watched: number;
+  items: WatchItemReport[];
+  counts: Record<WatchOutcome, number>;
+  aborted: boolean;
+}
+
+/** The lease of a merge the watch hands to the executor: the retry sweep leaves it alone meanwhile. */
+const LEASE_MS = 60_000;
+
+const short = (sha: string): string => sha.slice(0, 8);
+const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
+
+function emptyCounts(): Record<WatchOutcome, number> {
+  return {
+    waiting: 0,
+    merged: 0,
+    dropped: 0,
+    reevaluated: 0,
+    blocked: 0,
+    'would-merge': 0,
+    'would-reevaluate': 0,
+    error: 0,
+  };
+}
+
+export async function runMergeWatch(
+  deps: MergeWatchDeps,
+  options: MergeWatchOptions = {},
+): Promise<MergeWatchReport> {
+  const { client, store, executor, log } = deps;
+  const dryRun = executor.dryRun;
+  const wanted = options.projects && new Set(options.projects.map((p) => p.toLowerCase()));
+  const entries = store.watched().filter((entry) => !wanted || wanted.has(entry.project.toLowerCase()));
+  const report: MergeWatchReport = {
+    sweep: 'merge_watch',
+    dryRun,
+    watched: 0,
+    items: [],
+    counts: emptyCounts(),
+    aborted: false,
+  };
+  const limit = pLimit(options.concurrency ?? 4);
+  const results: (WatchItemReport | undefined)[] = await Promise.all(
+    entries.map((entry) =>
+      limit(async () => {
+        if (options.signal?.aborted) {
+          report.aborted = true;
+          return undefined;
+        }
+        const item = await check(entry).catch((error: unknown): WatchItemReport => ({
+          ...base(entry),
+          outcome: 'error',
+          detail: messageOf(error),
+        }));
+        report.watched++;
+        options.onProgress?.({
+          sweep: 'merge_watch',
+          scope: 'watched merge requests',
+          items: report.watched,
+          pages: 0,
+        });
+        return item;
+      }),
+    ),
+  );
+  for (const item of results) {
+    if (!item) continue;
+    report.items.push(item);
+    report.counts[item.outcome]++;
+    if (item.outcome === 'error')
+      log.warn(
+        { sweep: 'merge_watch', itemKey: item.itemKey, err: item.detail },
+        'merge watch: check failed',
+      );
+  }
+  return report;
+
+  function base(entry: WatchEntry): Pick<WatchItemReport, 'itemKey' | 'project' | 'mrId' | 'rule'> {
+    return { itemKey: entry.itemKey, project: entry.project, mrId: entry.mrId, rule: entry.rule };
+  }
+
+  async function check(entry: WatchEntry): Promise<WatchItemReport> {
+    let mr: MergeRequest;
+    try {
+      mr = await client.mergeRequests.get(entry.project, entry.mrId);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404)
+        return drop(entry, 'the merge request is gone (404)');
+      throw error;
+    }
+    if (!isOpen(mr.state)) return drop(entry, `the merge request is ${mr.state}`);
+    const head = await headOf(mr);
+    if (head !== entry.headSha) return headMoved(entry, mr, head);
+
+    const statuses = await requiredBuckets(mr, entry);
+    const pending = Object.entries(statuses).filter(([, bucket]) => bucket !== 'passed');
+    if (pending.length > 0)
+      return {
+        ...base(entry),
+        outcome: 'waiting',
+        statuses,
+        detail: `at ${short(entry.headSha)}: ${pending.map(([name, bucket]) => `${name} ${bucket}`).join(', ')}`,
+      };
+    return merge(entry, mr, statuses);
+  }
+
+  /** The source branch's head: the merge request's `sha` where the server gives it, else the branch. */
+  async function headOf(mr: MergeRequest): Promise<string | null> {
+    if (mr.sha) return mr.sha;
+    try {
+      return (await client.branches.get(mr.source_project_id, mr.source_branch)).commit.id;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
+  /** Latest status per name of the pinned head; a required one that is absent is `missing`, never passed. */
+  async function requiredBuckets(mr: MergeRequest, entry: WatchEntry): Promise<Record<string, StatusBucket>> {
+    const all = [];
+    for await (const status of client.statuses.list(mr.source_project_id, entry.headSha)) all.push(status);
+    const latest = latestByName(all);
+    const buckets: Record<string, StatusBucket> = {};
+    for (const name of entry.required) {
+      const status = latest.find((s) => s.name === name);
+      buckets[name] = classifyStatus(
+        status && { name: status.name, status: status.status, allow_failure: status.allow_failure },
+      );
+    }
+    return buckets;
+  }
+
+  async function drop(entry: WatchEntry, why: string): Promise<WatchItemReport> {
+    if (!dryRun) await store.unwatch(entry.itemKey);
+    return { ...base(entry), outcome: 'dropped', detail: why };
+  }
+
+  /** `head`: the new head, null when the branch is gone, undefined when the executor found it moved. */
+  async function headMoved(
+    entry: WatchEntry,
+    mr: MergeRequest,
+    head: string | null | undefined,
+  ): Promise<WatchItemReport> {
+    const now = head === undefined ? 'a newer commit' : head === null ? 'no branch' : short(head);
+    const detail = `head moved: armed at ${short(entry.headSha)}, now ${now}`;
+    if (dryRun)
+      return { ...base(entry), outcome: 'would-reevaluate', detail: `${detail}; would evaluate again` };
+    // Unwatched first: the new evaluation may arm the new head and watch it under the same key.
+    await store.unwatch(entry.itemKey);
+    const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
+    try {
+      await deps.processItem({ type: 'merge_request', projectId: mr.project_id, id: mr.id }, [trigger]);
+    } catch (error) {
+      // Not evaluated (the server is away): watch the old head again, so the next run sees the
+      // move again and retries. It can never merge: its head is not the branch's any more.
+      await store.watch(entry);
+      throw error;
+    }
+    return { ...base(entry), outcome: 'reevaluated', detail: `${detail}; not merged, evaluated again` };
+  }
+
+  async function merge(
+    entry: WatchEntry,
+    mr: MergeRequest,
+    statuses: Record<string, StatusBucket>,
+  ): Promise<WatchItemReport> {
+    // Branch removal as the person who armed it asked, where the server shows it (later 8.x).
+    const removeSource = (mr as Record<string, unknown>).should_remove_source_branch === true;
+    const planned: PlannedCall = {
+      action: 'merge',
+      rule: entry.rule,
+      reason: `merge watch: ${entry.required.join(', ')} passed at ${short(entry.headSha)}`,
+      call: {
+        op: 'mergeRequests.merge',
+        args: {
+          project: mr.project_id,
+          merge_request_id: mr.id,
+          sha: entry.headSha,
+          ...(removeSource ? { should_remove_source_branch: true } : {}),
+        },
+      },
+    };
+    const id = actionIdOf(entry.itemKey, entry.rule, planned.call);
+    if (dryRun)
+      return {
+        ...base(entry),
+        outcome: 'would-merge',
+        statuses,
+        detail: `would merge at ${short(entry.headSha)}`,
+      };
+
+    const held = store.getAction(id);
+    if (held?.parked)
+      return { ...base(entry), outcome: 'blocked', statuses, detail: `merge parked: ${held.parked.reason}` };
+    if (held && held.nextTryAt > deps.now())
+      return {
+        ...base(entry),
+        outcome: 'waiting',
+        statuses,
+        detail: `merge in the outbox, next try ${new Date(held.nextTryAt).toISOString()}${held.lastError ? ` (${held.lastError})` : ''}`,
+      };
+    const stored: StoredCall = { v: 1, planned, project: entry.project };
+    await store.putAction({
+      id,
+      itemKey: entry.itemKey,
+      rule: entry.rule,
+      call: stored,
+      nextTryAt: deps.now() + LEASE_MS,
+    });
+    const action = store.getAction(id);
+    if (!action) throw new Error(`outbox lost action ${id}`);
+    const call = await executor.retryAction(action);
+    if (call.headMoved) return headMoved(entry, mr, undefined);
+    if (call.status === 'done')
+      return { ...base(entry), outcome: 'merged', statuses, call, detail: call.detail };
+    if (call.status === 'skipped') {
+      // Merged by another hand, or closed meanwhile: nothing left to watch.
+      await store.unwatch(entry.itemKey);
+      return { ...base(entry), outcome: 'dropped', statuses, call, detail: call.detail };
+    }
+    if (call.parked)
+      return { ...base(entry), outcome: 'blocked', statuses, call, detail: `merge parked: ${call.parked}` };
+    return {
+      ...base(entry),
+      outcome: 'waiting',
+      statuses,
+      call,
+      detail: `merge not done: ${call.detail}; the retry sweep retries it`,
+    };
+  }
+}

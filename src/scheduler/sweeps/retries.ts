@@ -1,0 +1,93 @@
+/**
+ * The retry sweep: outbox actions that are due (a retryable failure whose backoff has passed, or
+ * one whose lease ran out because the process died while carrying it out) are run again by the
+ * executor's `retryAction`, with the same re-checks as the first try, so an action that did take
+ * effect is not done twice.
+ *
+ * The policy lives in the executor (rules/executor.ts): exponential backoff with jitter (30 s
+ * doubling to 30 min by default, each delay drawn between half and all of it, so actions that
+ * failed together do not come back together), and after `maxAttempts` tries the action is parked
+ * with a visible reason (logs, `store.listParked()`, and this report).
+ *
+ * While the server is still down, trying every due action would only pile up failures: after a
+ * few transient failures in a row the run stops, and the rest waits for the next run.
+ */
+import type { CallReport, CallStatus, Executor } from '../../rules/executor.ts';
+import type { StateStore } from '../../state/store.ts';
+import type { SweepLog, SweepRunOptions } from '../types.ts';
+
+export interface RetryDeps {
+  store: Pick<StateStore, 'dueActions' | 'listParked'>;
+  executor: Executor;
+  now: () => number;
+  log: SweepLog;
+}
+
+export interface RetryOptions extends SweepRunOptions {
+  /** Actions tried at most per run. Default 500. */
+  limit?: number;
+  /** Transient failures in a row that end the run early. Default 3. */
+  stopAfterFailures?: number;
+}
+
+export interface RetryReport {
+  sweep: 'retries';
+  dryRun: boolean;
+  /** Due when the run started. */
+  due: number;
+  calls: CallReport[];
+  counts: Record<CallStatus, number>;
+  /** Parked by this run (the limit of tries reached, or a failure no retry can fix). */
+  parkedNow: { id: string; reason: string }[];
+  /** Parked actions held in all, waiting for a person. */
+  parked: number;
+  /** Why the run ended before the due actions did. */
+  stoppedEarly?: string;
+  aborted: boolean;
+}
+
+const isTransient = (call: CallReport): boolean =>
+  call.status === 'ambiguous' ||
+  (call.status === 'failed' && call.retryable === true && call.parked === undefined);
+
+export async function runRetries(deps: RetryDeps, options: RetryOptions = {}): Promise<RetryReport> {
+  const { store, executor, log } = deps;
+  const limit = options.limit ?? 500;
+  const stopAfter = options.stopAfterFailures ?? 3;
+  const due = store.dueActions(deps.now());
+  const report: RetryReport = {
+    sweep: 'retries',
+    dryRun: executor.dryRun,
+    due: due.length,
+    calls: [],
+    counts: { done: 0, skipped: 0, failed: 0, ambiguous: 0, 'dry-run': 0 },
+    parkedNow: [],
+    parked: 0,
+    aborted: false,
+  };
+  let failuresInARow = 0;
+  for (const action of due.slice(0, limit)) {
+    if (options.signal?.aborted) {
+      report.aborted = true;
+      break;
+    }
+    const call = await executor.retryAction(action);
+    report.calls.push(call);
+    report.counts[call.status]++;
+    if (call.parked !== undefined) report.parkedNow.push({ id: call.id, reason: call.parked });
+    options.onProgress?.({ sweep: 'retries', scope: 'due actions', items: report.calls.length, pages: 0 });
+    failuresInARow = isTransient(call) ? failuresInARow + 1 : 0;
+    if (failuresInARow >= stopAfter && report.calls.length < due.length) {
+      report.stoppedEarly = `${failuresInARow} transient failures in a row (last: ${call.error ?? call.detail}); the rest waits for the next run`;
+      log.warn(
+        { sweep: 'retries', remaining: due.length - report.calls.length },
+        'retries: server still failing, run ended early',
+      );
+      break;
+    }
+  }
+  if (due.length > limit && report.stoppedEarly === undefined && !report.aborted)
+    report.stoppedEarly = `${due.length - limit} due actions over the per-run limit of ${limit} wait for the next run`;
+  report.parked = store.listParked().length;
+  return report;
+}

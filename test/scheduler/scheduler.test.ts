@@ -1,0 +1,172 @@
+/**
+ * The bree scheduler: next runs live in the store, so after a restart an overdue sweep runs once
+ * (not once per missed interval) and one that is not due waits; a sweep never overlaps itself;
+ * stopping asks a running sweep to stop and leaves it due.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createScheduler, type ScheduledSweep, type Scheduler } from '../../src/scheduler/scheduler.ts';
+import { timingOfSweep } from '../../src/scheduler/timing.ts';
+import type { SweepRunOptions } from '../../src/scheduler/types.ts';
+import { createMemoryStore } from '../../src/state/memory-store.ts';
+import type { StateStore } from '../../src/state/store.ts';
+
+const HOUR = 3_600_000;
+
+let scheduler: Scheduler | undefined;
+afterEach(async () => {
+  await scheduler?.stop();
+  scheduler = undefined;
+});
+
+async function waitFor(predicate: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Lets timers and workers that would fire do so (a worker starts in about 0.1 s). */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 600));
+
+interface Counting extends ScheduledSweep {
+  runs: number;
+  signals: AbortSignal[];
+}
+
+function counting(
+  name: string,
+  timing: ScheduledSweep['timing'],
+  work?: (options: SweepRunOptions) => Promise<void>,
+): Counting {
+  const sweep: Counting = {
+    name,
+    timing,
+    runs: 0,
+    signals: [],
+    async run(options) {
+      sweep.runs++;
+      if (options.signal) sweep.signals.push(options.signal);
+      await work?.(options);
+      return { sweep: name };
+    },
+  };
+  return sweep;
+}
+
+async function openStore(): Promise<StateStore> {
+  const store = createMemoryStore();
+  await store.open();
+  return store;
+}
+
+describe('scheduler', () => {
+  it('runs a sweep overdue by five intervals once after a restart, then sets its next run', async () => {
+    const store = await openStore();
+    await store.setNextRun('reconcile', undefined, Date.now() - 5 * HOUR);
+    const sweep = counting('reconcile', timingOfSweep({ every: '1h' }));
+    const before = Date.now();
+
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    await scheduler.start();
+    await waitFor(() => sweep.runs === 1 && scheduler?.running().length === 0);
+    await settle();
+
+    expect(sweep.runs).toBe(1);
+    expect(store.nextRun('reconcile')).toBeGreaterThanOrEqual(before + HOUR);
+  });
+
+  it('does not run a sweep whose next run is still ahead', async () => {
+    const store = await openStore();
+    await store.setNextRun('hook_check', undefined, Date.now() + HOUR);
+    const sweep = counting('hook_check', timingOfSweep({ every: '1h' }));
+
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    await scheduler.start();
+    await settle();
+
+    expect(sweep.runs).toBe(0);
+  });
+
+  it('runs a sweep never run before at once', async () => {
+    const store = await openStore();
+    const sweep = counting('merge_watch', timingOfSweep({ every: '1m' }));
+
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    await scheduler.start();
+    await waitFor(() => sweep.runs === 1);
+
+    expect(sweep.runs).toBe(1);
+  });
+
+  it('runs an overdue cron sweep once at start', async () => {
+    const store = await openStore();
+    await store.setNextRun('rules', undefined, Date.now() - 3 * 24 * HOUR);
+    const sweep = counting('rules', timingOfSweep({ cron: '0 3 * * *' }));
+
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    await scheduler.start();
+    await waitFor(() => sweep.runs === 1 && scheduler?.running().length === 0);
+    await settle();
+
+    expect(sweep.runs).toBe(1);
+    const next = new Date(store.nextRun('rules') ?? 0);
+    expect([next.getHours(), next.getMinutes()]).toEqual([3, 0]);
+    expect(next.getTime()).toBeGreaterThan(Date.now());
+  });
+
+  it('never runs a sweep twice at once: a trigger during a run joins it', async () => {
+    const store = await openStore();
+    await store.setNextRun('retries', undefined, Date.now() + HOUR);
+    let release: () => void = () => undefined;
+    const sweep = counting(
+      'retries',
+      timingOfSweep({ every: '1h' }),
+      () => new Promise<void>((r) => (release = r)),
+    );
+    scheduler = createScheduler({ sweeps: [sweep], store });
+
+    const first = scheduler.trigger('retries');
+    const second = scheduler.trigger('retries');
+    expect(scheduler.running()).toEqual(['retries']);
+    release();
+    await Promise.all([first, second]);
+
+    expect(sweep.runs).toBe(1);
+  });
+
+  it('stop asks a running sweep to stop and leaves it due for the next start', async () => {
+    const store = await openStore();
+    const due = Date.now() - HOUR;
+    await store.setNextRun('rules', undefined, due);
+    const sweep = counting('rules', timingOfSweep({ every: '1h' }), async ({ signal }) => {
+      await new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve()));
+    });
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    await scheduler.start();
+    await waitFor(() => sweep.runs === 1);
+
+    await scheduler.stop();
+
+    expect(sweep.signals[0]?.aborted).toBe(true);
+    expect(store.nextRun('rules')).toBe(due);
+  });
+
+  it('a failing sweep still gets its next run, so a restart does not hammer it', async () => {
+    const store = await openStore();
+    const sweep = counting('reconcile', timingOfSweep({ every: '15m' }), async () => {
+      throw new Error('the server is down');
+    });
+    const errors: unknown[] = [];
+    scheduler = createScheduler({
+      sweeps: [sweep],
+      store,
+      log: { info: () => undefined, warn: () => undefined, error: (obj) => errors.push(obj) },
+    });
+
+    await scheduler.trigger('reconcile');
+
+    expect(errors).toMatchObject([{ sweep: 'reconcile' }]);
+    expect(store.nextRun('reconcile')).toBeGreaterThan(Date.now() + 14 * 60_000);
+  });
+});
