@@ -26,7 +26,10 @@ export interface SnapshotNeeds {
   commentMarkers?: boolean;
 }
 
-export type SnapshotClient = Pick<Client, 'projects' | 'issues' | 'mergeRequests' | 'branches' | 'statuses' | 'notes'>;
+export type SnapshotClient = Pick<
+  Client,
+  'projects' | 'issues' | 'mergeRequests' | 'branches' | 'statuses' | 'notes'
+>;
 
 export interface SnapshotReader {
   /** The item's snapshot, or undefined when it is gone (deleted, moved out of sight: 404). */
@@ -38,7 +41,10 @@ export interface SnapshotReader {
   projectOf(projectId: number): Promise<ProjectRef>;
 }
 
-export function createSnapshotReader(client: SnapshotClient, options: { projectTtlMs?: number; now?: () => number } = {}): SnapshotReader {
+export function createSnapshotReader(
+  client: SnapshotClient,
+  options: { projectTtlMs?: number; now?: () => number } = {},
+): SnapshotReader {
   const ttl = options.projectTtlMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
   const projects = new Map<number, { ref: ProjectRef; until: number }>();
@@ -53,7 +59,10 @@ export function createSnapshotReader(client: SnapshotClient, options: { projectT
   }
 
   async function markers(type: ItemKind, projectId: number, id: number): Promise<string[]> {
-    const notes = type === 'issue' ? client.notes.listIssueNotes(projectId, id) : client.notes.listMergeRequestNotes(projectId, id);
+    const notes =
+      type === 'issue'
+        ? client.notes.listIssueNotes(projectId, id)
+        : client.notes.listMergeRequestNotes(projectId, id);
     const found: string[] = [];
     for await (const note of notes) found.push(...extractMarkers(note.body));
     return found;
@@ -81,7 +90,11 @@ export function createSnapshotReader(client: SnapshotClient, options: { projectT
     return snapshot;
   }
 
-  async function fromMergeRequest(mr: MergeRequest, trigger: Trigger, needs: SnapshotNeeds = {}): Promise<ItemSnapshot> {
+  async function fromMergeRequest(
+    mr: MergeRequest,
+    trigger: Trigger,
+    needs: SnapshotNeeds = {},
+  ): Promise<ItemSnapshot> {
     const projectId = mr.project_id;
     const sha = mr.sha ?? (await headOf(mr));
     // The statuses of the CURRENT head only: an older commit's green build says nothing about this one.
@@ -154,8 +167,13 @@ export function createSnapshotReader(client: SnapshotClient, options: { projectT
     fromMergeRequest,
     async read(item, trigger, needs = {}) {
       try {
-        if (item.type === 'issue') return await fromIssue(await client.issues.get(item.projectId, item.id), trigger, needs);
-        return await fromMergeRequest(await client.mergeRequests.get(item.projectId, item.id), trigger, needs);
+        if (item.type === 'issue')
+          return await fromIssue(await client.issues.get(item.projectId, item.id), trigger, needs);
+        return await fromMergeRequest(
+          await client.mergeRequests.get(item.projectId, item.id),
+          trigger,
+          needs,
+        );
       } catch (error) {
         if (error instanceof ApiError && error.status === 404) return undefined;
         throw error;

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import { mergeRequestTarget, skip } from '../planned-call.ts';
+import { isOpen } from './item-calls.ts';
+
+export const cancelMerge = defineAction({
+  name: 'cancel_merge',
+  summary: 'Cancels merge-when-build-succeeds; nothing when it is not set.',
+  example: null,
+  bareParams: null,
+  params: z.null(),
+  itemKinds: ['merge_request'],
+  describe: () => 'cancel merge_when_build_succeeds',
+  plan: (_params, { snapshot }) => {
+    if (snapshot.kind !== 'merge_request') return [];
+    if (!isOpen(snapshot)) return skip(`the merge request is ${snapshot.state}`);
+    if (!snapshot.merge_when_build_succeeds) return skip('merge_when_build_succeeds is not set');
+    return [
+      {
+        call: { op: 'mergeRequests.cancelMergeWhenBuildSucceeds', args: mergeRequestTarget(snapshot) },
+        reason: 'cancel merge_when_build_succeeds',
+      },
+    ];
+  },
+});

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import { skip } from '../planned-call.ts';
+import { isOpen, updateCall } from './item-calls.ts';
+
+export const close = defineAction({
+  name: 'close',
+  summary: 'Closes the issue or merge request; nothing when it is already closed or merged.',
+  example: null,
+  bareParams: null,
+  params: z.null(),
+  describe: () => 'close',
+  plan: (_params, { snapshot }) => {
+    if (!isOpen(snapshot)) return skip(`already ${snapshot.state}`);
+    return [{ call: updateCall(snapshot, { state_event: 'close' }), reason: 'close' }];
+  },
+});

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import type { EvalInput } from '../eval-input.ts';
+import { labelListSchema } from '../param-schemas.ts';
+import { skip, type ApiCall, type Proposal } from '../planned-call.ts';
+
+export const labelParams = z
+  .strictObject({
+    add: labelListSchema.optional(),
+    remove: labelListSchema.optional(),
+    toggle: labelListSchema.optional().meta({
+      description: 'added while the rule matches, removed once it applies and no longer matches',
+    }),
+  })
+  .refine((p) => p.add !== undefined || p.remove !== undefined || p.toggle !== undefined, {
+    message: 'give at least one of add, remove, toggle',
+    when: (payload) => payload.issues.length === 0,
+  })
+  .superRefine((p, ctx) => {
+    const adding = new Set([...(p.add ?? []), ...(p.toggle ?? [])]);
+    for (const [index, name] of (p.remove ?? []).entries())
+      if (adding.has(name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['remove', index],
+          message: `label "${name}" is both added and removed by this action`,
+        });
+  });
+
+/**
+ * One label change as a write of the whole set, with its delta: the engine merges every label
+ * change for an item into one write (the v3 API replaces the set, so two writes would race).
+ */
+export function labelProposal(input: EvalInput, add: string[], remove: string[], reason: string): Proposal {
+  // Plain loops: this runs for every label rule that matches, on every event.
+  const item = input.snapshot;
+  const labels: string[] = [];
+  for (const name of item.labels) if (remove.length === 0 || !remove.includes(name)) labels.push(name);
+  for (const name of add) labels.push(name);
+  const edit = { labels };
+  const delta = { add, remove };
+  const call: ApiCall =
+    item.kind === 'issue'
+      ? { op: 'issues.update', args: { project: item.project.id, issue_id: item.id, edit }, labels: delta }
+      : {
+          op: 'mergeRequests.update',
+          args: { project: item.project.id, merge_request_id: item.id, edit },
+          labels: delta,
+        };
+  return { call, reason };
+}
+
+const unique = (names: readonly string[]): string[] => [...new Set(names)];
+
+/** The names of `wanted` the item has (`has` true) or lacks (`has` false). */
+function those(wanted: readonly string[], labels: ReadonlySet<string>, has: boolean): string[] {
+  const found: string[] = [];
+  for (const name of wanted) if (labels.has(name) === has) found.push(name);
+  return found;
+}
+
+function describeChange(add: string[], remove: string[]): string {
+  const parts: string[] = [];
+  if (add.length) parts.push(`add ${add.join(', ')}`);
+  if (remove.length) parts.push(`remove ${remove.join(', ')}`);
+  return parts.join('; ');
+}
+
+export const label = defineAction({
+  name: 'label',
+  summary:
+    'Adds and removes labels. `toggle` adds while the rule matches and removes once it no longer does. Present labels are not added again, absent ones not removed; all label changes to one item become one write.',
+  example: { add: ['bug', 'needs-triage'], toggle: ['stale'] },
+  params: labelParams,
+  describe: (p) => {
+    const parts: string[] = [];
+    if (p.add) parts.push(`add [${p.add.join(', ')}]`);
+    if (p.remove) parts.push(`remove [${p.remove.join(', ')}]`);
+    if (p.toggle) parts.push(`toggle [${p.toggle.join(', ')}]`);
+    return `label: ${parts.join(', ')}`;
+  },
+  compile: (p) => ({
+    add: unique([...(p.add ?? []), ...(p.toggle ?? [])]),
+    remove: unique(p.remove ?? []),
+    toggle: p.toggle ? unique(p.toggle) : undefined,
+  }),
+  plan: (c, input) => {
+    const add = those(c.add, input.labels, false);
+    const remove = those(c.remove, input.labels, true);
+    if (add.length === 0 && remove.length === 0) return skip('the labels are already as wanted');
+    return [labelProposal(input, add, remove, describeChange(add, remove))];
+  },
+  planUnmatched: (c, input) => {
+    if (!c.toggle) return null;
+    const remove = those(c.toggle, input.labels, true);
+    if (remove.length === 0) return skip('the toggled labels are already absent');
+    return [
+      labelProposal(input, [], remove, `the rule no longer matches: remove toggled ${remove.join(', ')}`),
+    ];
+  },
+});

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import { blocked, mergeRequestTarget, skip } from '../planned-call.ts';
+import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
+import { shortSha } from './status-call.ts';
+
+export const mergeWhenBuildSucceeds = defineAction({
+  name: 'merge_when_build_succeeds',
+  summary:
+    'Sets merge-when-build-succeeds, pinned to the head commit. Only when a `statuses` condition with `state: pending` held in the same rule: the required statuses of the head are all reported, some still pending or running, none failed. Never on a head commit that has no status yet (the server would merge it at once).',
+  example: { remove_source_branch: true },
+  bareParams: {},
+  params: z.strictObject({ remove_source_branch: z.boolean().optional() }),
+  itemKinds: ['merge_request'],
+  describe: (p) => `merge_when_build_succeeds${p.remove_source_branch ? ', removing the source branch' : ''}`,
+  plan: (p, input, { guarantees }) => {
+    const mr = input.snapshot;
+    if (mr.kind !== 'merge_request') return [];
+    const blocker = mergeBlocker(mr);
+    if (blocker !== undefined || mr.sha === null) return blocked(blocker ?? 'the head commit is unknown');
+    if (mr.merge_when_build_succeeds) return skip('merge_when_build_succeeds is already set');
+    if (!mr.statuses || mr.statuses.length === 0)
+      return blocked('the head commit has no status yet: merge_when_build_succeeds is never armed on it');
+    const required = requiredStatuses(guarantees, 'pending');
+    if (!required)
+      return blocked(
+        'no `statuses: { state: pending }` condition held in this rule: nothing says a build is running',
+      );
+    const buckets = bucketsOf(mr, required);
+    for (const [name, bucket] of buckets)
+      if (bucket === 'missing' || bucket === 'failed') return blocked(`required status ${name} is ${bucket}`);
+    if (![...buckets.values()].includes('running'))
+      return blocked('no required status is pending or running');
+    return [
+      {
+        call: {
+          op: 'mergeRequests.mergeWhenBuildSucceeds',
+          args: {
+            ...mergeRequestTarget(mr),
+            sha: mr.sha,
+            ...(p.remove_source_branch !== undefined
+              ? { should_remove_source_branch: p.remove_source_branch }
+              : {}),
+          },
+        },
+        reason: `arm merge_when_build_succeeds at ${shortSha(mr.sha)}: ${required.join(', ')} running`,
+      },
+    ];
+  },
+});

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import { templateSchema } from '../param-schemas.ts';
+import { blocked, mergeRequestTarget } from '../planned-call.ts';
+import { compileTemplate } from '../template.ts';
+import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
+import { shortSha } from './status-call.ts';
+
+export const merge = defineAction({
+  name: 'merge',
+  summary:
+    'Merges the merge request, pinned to the head commit that was evaluated (the server refuses if the head moved). Planned only when it is open, not work in progress, without conflicts, and a `statuses` condition with `state: success` held in the same rule.',
+  example: { remove_source_branch: true, message: 'Merge !{{ iid }}: {{ title }}' },
+  bareParams: {},
+  params: z.strictObject({
+    remove_source_branch: z.boolean().optional(),
+    message: templateSchema
+      .optional()
+      .meta({ description: 'the merge commit message (placeholders allowed)' }),
+  }),
+  itemKinds: ['merge_request'],
+  describe: (p) =>
+    `merge${p.remove_source_branch ? ', removing the source branch' : ''}${p.message ? `, with message ${JSON.stringify(p.message)}` : ''}`,
+  compile: (p) => ({
+    removeSourceBranch: p.remove_source_branch,
+    message: p.message === undefined ? undefined : compileTemplate(p.message),
+  }),
+  plan: (c, input, { guarantees }) => {
+    const mr = input.snapshot;
+    if (mr.kind !== 'merge_request') return [];
+    const blocker = mergeBlocker(mr);
+    if (blocker !== undefined || mr.sha === null) return blocked(blocker ?? 'the head commit is unknown');
+    const required = requiredStatuses(guarantees, 'success');
+    if (!required)
+      return blocked(
+        'no `statuses: { state: success }` condition held in this rule: a merge is never planned without green required statuses',
+      );
+    // The condition held on this very snapshot; checking again keeps the merge safe even if a
+    // condition were wrongly written.
+    for (const [name, bucket] of bucketsOf(mr, required))
+      if (bucket !== 'passed') return blocked(`required status ${name} is ${bucket}`);
+    return [
+      {
+        call: {
+          op: 'mergeRequests.merge',
+          args: {
+            ...mergeRequestTarget(mr),
+            sha: mr.sha,
+            ...(c.removeSourceBranch !== undefined
+              ? { should_remove_source_branch: c.removeSourceBranch }
+              : {}),
+            ...(c.message ? { merge_commit_message: c.message(input) } : {}),
+          },
+        },
+        reason: `merge at ${shortSha(mr.sha)}: ${required.join(', ')} passed`,
+      },
+    ];
+  },
+});

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import { skip } from '../planned-call.ts';
+import { updateCall } from './item-calls.ts';
+
+export const reopen = defineAction({
+  name: 'reopen',
+  summary: 'Reopens a closed issue or merge request; nothing when it is open (a merged one cannot reopen).',
+  example: null,
+  bareParams: null,
+  params: z.null(),
+  describe: () => 'reopen',
+  plan: (_params, { snapshot }) => {
+    if (snapshot.state !== 'closed') return skip(`it is ${snapshot.state}, not closed`);
+    return [{ call: updateCall(snapshot, { state_event: 'reopen' }), reason: 'reopen' }];
+  },
+});

@@ -1,0 +1,45 @@
+/** Posting a commit status on the head commit, shared by the `status` action and summary statuses. */
+import type { PlanOutcome } from '../define-action.ts';
+import { skip, type StatusState } from '../planned-call.ts';
+import type { MergeRequestSnapshot } from '../snapshot.ts';
+
+export interface WantedStatus {
+  name: string;
+  state: StatusState;
+  description?: string;
+  target_url?: string;
+}
+
+export const shortSha = (sha: string): string => sha.slice(0, 8);
+
+export function planStatus(mr: MergeRequestSnapshot, wanted: WantedStatus, reason: string): PlanOutcome {
+  if (mr.sha === null) return skip('the head commit is unknown');
+  const current = mr.statuses?.find((status) => status.name === wanted.name);
+  if (current?.status === wanted.state) {
+    // Real servers refuse a pending or running status over the same one with 400 (server-facts.md),
+    // so an unfinished status keeps its first description; a finished one is posted again only
+    // when its description is known to differ.
+    const unfinished = wanted.state === 'pending' || wanted.state === 'running';
+    const sameText =
+      current.description === undefined || current.description === (wanted.description ?? null);
+    if (unfinished || sameText)
+      return skip(`${wanted.name} is already ${wanted.state} on ${shortSha(mr.sha)}`);
+  }
+  return [
+    {
+      call: {
+        op: 'statuses.create',
+        args: {
+          project: mr.project.id,
+          sha: mr.sha,
+          state: wanted.state,
+          name: wanted.name,
+          ref: mr.source_branch,
+          ...(wanted.description !== undefined ? { description: wanted.description } : {}),
+          ...(wanted.target_url !== undefined ? { target_url: wanted.target_url } : {}),
+        },
+      },
+      reason,
+    },
+  ];
+}

@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { defineAction } from '../define-action.ts';
+import { skip } from '../planned-call.ts';
+import { subscriptionCall } from './item-calls.ts';
+
+export const subscribe = defineAction({
+  name: 'subscribe',
+  summary:
+    'Subscribes the bot to the item (it then gets its notifications); nothing when already subscribed.',
+  example: null,
+  bareParams: null,
+  params: z.null(),
+  describe: () => 'subscribe',
+  plan: (_params, { snapshot }) => {
+    // `subscribed` is absent when not read: plan the call, the server answers 304 if it holds.
+    if (snapshot.subscribed === true) return skip('already subscribed');
+    return [{ call: subscriptionCall(snapshot, true), reason: 'subscribe' }];
+  },
+});

@@ -1,0 +1,31 @@
+/**
+ * The hidden marker at the end of every comment the bot posts:
+ * `<!-- hookbot:rule=<rule>:key=<hash of the text> -->`. Before posting, the executor looks for
+ * it among the item's notes: the same comment is never posted twice, even when a delivery is
+ * retried or a crash interrupts the executor after the post.
+ */
+import { createHash } from 'node:crypto';
+
+export interface CommentMarker {
+  /** `hookbot:rule=...:key=...`: what to look for in notes. */
+  id: string;
+  /** The HTML comment appended to the body. */
+  html: string;
+}
+
+// Colons separate the marker's fields and `>` could end the HTML comment: the rule name is
+// percent-encoded, keeping spaces for readability.
+const encodeRule = (rule: string): string => encodeURIComponent(rule).replaceAll('%20', ' ');
+
+export function commentMarker(rule: string, text: string): CommentMarker {
+  const key = createHash('sha256').update(`${rule}\n${text}`).digest('hex').slice(0, 16);
+  const id = `hookbot:rule=${encodeRule(rule)}:key=${key}`;
+  return { id, html: `<!-- ${id} -->` };
+}
+
+const MARKER = /<!-- (hookbot:rule=[^:>]*:key=[0-9a-f]{16}) -->/g;
+
+/** The marker ids found in a note's body. */
+export function extractMarkers(body: string): string[] {
+  return [...body.matchAll(MARKER)].map((match) => match[1] ?? '');
+}

@@ -1,0 +1,48 @@
+/** Three-valued combination of nested verdicts, shared by `all`, `any` and `not`. */
+import type { CompiledCondition, ConditionResult, Verdict } from '../define-condition.ts';
+import type { EvalInput } from '../eval-input.ts';
+
+/**
+ * The verdict becomes the record: evaluators return a fresh object each time (define-condition.ts),
+ * so it gets its description in place rather than being copied, once per condition per event.
+ */
+export function resultOf(describe: string, verdict: Verdict): ConditionResult {
+  const result = verdict as ConditionResult;
+  result.describe = describe;
+  return result;
+}
+
+export function evaluateChildren(
+  children: readonly CompiledCondition[],
+  input: EvalInput,
+): ConditionResult[] {
+  const results: ConditionResult[] = [];
+  for (const child of children) results.push(resultOf(child.describe, child.evaluate(input)));
+  return results;
+}
+
+/** Every child holds: false if one is known false, else unknown if one is unknown. */
+export function allOf(results: ConditionResult[]): Verdict {
+  const held = results.filter((r) => r.ok).length;
+  const ok = held === results.length;
+  const unknown = !ok && !results.some((r) => !r.ok && !r.unknown);
+  return {
+    value: `${held} of ${results.length} hold`,
+    ok,
+    ...(unknown ? { unknown } : {}),
+    children: results,
+  };
+}
+
+/** Some child holds: true if one holds, else unknown if one is unknown. */
+export function anyOf(results: ConditionResult[]): Verdict {
+  const held = results.filter((r) => r.ok).length;
+  const ok = held > 0;
+  const unknown = !ok && results.some((r) => r.unknown);
+  return {
+    value: `${held} of ${results.length} hold`,
+    ok,
+    ...(unknown ? { unknown } : {}),
+    children: results,
+  };
+}

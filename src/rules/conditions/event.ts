@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { defineCondition } from '../define-condition.ts';
+import { EVENT_NAMES, eventMatches } from '../event-names.ts';
+
+const eventName = z.enum(EVENT_NAMES).meta({ title: 'event' });
+
+export const event = defineCondition({
+  name: 'event',
+  summary:
+    'The event that caused this evaluation (`issue.open`, `merge_request.update`, `note.created`, `status.changed`, `push`, `schedule`, `manual`; `issue.*` and `merge_request.*` cover every action), or `{ in: [...] }`.',
+  example: { in: ['merge_request.open', 'merge_request.reopen'] },
+  params: z.union([eventName, z.strictObject({ in: z.array(eventName).min(1) })]),
+  describe: (p) => (typeof p === 'string' ? `event is ${p}` : `event is one of [${p.in.join(', ')}]`),
+  compile: (p) => {
+    const patterns: readonly string[] = typeof p === 'string' ? [p] : p.in;
+    return ({ event: name }) => ({
+      value: name,
+      ok: patterns.some((pattern) => eventMatches(pattern, name)),
+    });
+  },
+});

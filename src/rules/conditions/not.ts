@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { defineCondition } from '../define-condition.ts';
+import { allOf, evaluateChildren } from './combine.ts';
+
+export const not = defineCondition({
+  name: 'not',
+  summary:
+    'The nested condition does not hold (a list: not all of them hold). Unknown stays unknown, so missing data never makes `not` match.',
+  example: { labels: { any: ['wip'] } },
+  params: ({ condition, conditions }) => z.union([conditions, condition]),
+  describe: (params, tools) =>
+    Array.isArray(params)
+      ? `not all of (${params.map(tools.describeCondition).join('; ')})`
+      : `not (${tools.describeCondition(params)})`,
+  compile: (params, tools) => {
+    const children = (Array.isArray(params) ? params : [params]).map(tools.compileCondition);
+    return (input) => {
+      const inner = allOf(evaluateChildren(children, input));
+      const unknown = inner.unknown === true;
+      return {
+        value: inner.value,
+        ok: !inner.ok && !unknown,
+        ...(unknown ? { unknown } : {}),
+        children: inner.children ?? [],
+      };
+    };
+  },
+});

@@ -1,0 +1,54 @@
+/**
+ * An action is data plus a pure function: a parameter schema, a `describe`, and `plan`, which
+ * returns the API calls that would bring the item to the wanted state, or says why none is
+ * needed. Actions never call the API: the executor carries out the plan.
+ */
+import type { z } from 'zod';
+import type { Guarantee } from './define-condition.ts';
+import type { EvalInput } from './eval-input.ts';
+import type { Proposal, Skip } from './planned-call.ts';
+import type { ItemKind } from './snapshot.ts';
+
+export interface ActionContext {
+  /** The rule's name (comment markers carry it). */
+  rule: string;
+  /** What the rule's conditions proved (they all held): merges rely on satisfied statuses. */
+  guarantees: readonly Guarantee[];
+}
+
+export type PlanOutcome = readonly Proposal[] | Skip;
+
+export interface ActionDefinition<S extends z.ZodType = z.ZodType, C = z.output<S>> {
+  name: string;
+  summary: string;
+  /** Example parameters for the reference; `null` when the example is the bare name. */
+  example: z.input<S> | null;
+  /** Set when the action may be written as a bare name (`- close`): its parameters then. */
+  bareParams?: z.output<S>;
+  params: S;
+  /** The kinds of item it acts on; on others it plans nothing and says so. Default: both. */
+  itemKinds?: readonly ItemKind[];
+  describe(params: z.output<S>): string;
+  /** Work done once at load (templates); the result is what `plan` receives. */
+  compile?(params: z.output<S>): C;
+  /** When the rule matched. */
+  plan(compiled: C, input: EvalInput, context: ActionContext): PlanOutcome;
+  /** When the rule applied but did not match (label toggles); null: nothing to say. */
+  planUnmatched?(compiled: C, input: EvalInput, context: ActionContext): PlanOutcome | null;
+}
+
+export function defineAction<S extends z.ZodType, C = z.output<S>>(
+  definition: ActionDefinition<S, C>,
+): ActionDefinition<S, C> {
+  return definition;
+}
+
+export type AnyActionDefinition = ActionDefinition<z.ZodType, unknown>;
+
+export interface CompiledAction {
+  name: string;
+  describe: string;
+  itemKinds: readonly ItemKind[];
+  plan(input: EvalInput, context: ActionContext): PlanOutcome;
+  planUnmatched?(input: EvalInput, context: ActionContext): PlanOutcome | null;
+}

@@ -1,0 +1,42 @@
+/** What conditions and actions read during one evaluation: the snapshot plus facts derived once. */
+import { triggerEventName } from './event-names.ts';
+import { parseTimestamp } from './duration.ts';
+import type { ItemSnapshot } from './snapshot.ts';
+
+export interface EvalInput {
+  snapshot: ItemSnapshot;
+  /** The clock of this evaluation (ms since the epoch): ages are measured from it. */
+  now: number;
+  /** The trigger's event name (`issue.open`, `note.created`...). */
+  event: string;
+  /** The item's labels as a set, built once rather than once per condition. */
+  labels: ReadonlySet<string>;
+  /** The labels and changed files as explain shows them: one copy per evaluation, shared by the records. */
+  labelList: string[];
+  changedFilesShown: string[] | null;
+  /** Parsed `created_at` and `updated_at` (NaN when unreadable). */
+  createdAt: number;
+  updatedAt: number;
+}
+
+const SHOWN_FILES = 20;
+
+/** At most 20 paths, then how many more: a record, not a diff. */
+function shownFiles(paths: readonly string[] | null): string[] | null {
+  if (paths === null) return null;
+  if (paths.length <= SHOWN_FILES) return [...paths];
+  return [...paths.slice(0, SHOWN_FILES), `… ${paths.length - SHOWN_FILES} more`];
+}
+
+export function createEvalInput(snapshot: ItemSnapshot, now: number): EvalInput {
+  return {
+    snapshot,
+    now,
+    event: triggerEventName(snapshot.trigger),
+    labels: new Set(snapshot.labels),
+    labelList: [...snapshot.labels],
+    changedFilesShown: snapshot.kind === 'merge_request' ? shownFiles(snapshot.changedFiles) : null,
+    createdAt: parseTimestamp(snapshot.created_at),
+    updatedAt: parseTimestamp(snapshot.updated_at),
+  };
+}

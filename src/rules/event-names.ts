@@ -1,0 +1,48 @@
+/** Event names rules listen to (`on:`) and test (`event:`), and the name of a trigger. */
+import type { Trigger } from './snapshot.ts';
+
+export const ISSUE_EVENTS = ['issue.open', 'issue.update', 'issue.close', 'issue.reopen'] as const;
+export const MERGE_REQUEST_EVENTS = [
+  'merge_request.open',
+  'merge_request.update',
+  'merge_request.close',
+  'merge_request.reopen',
+  'merge_request.merge',
+] as const;
+
+/** Every name `on:` accepts; `issue.*` and `merge_request.*` stand for all actions of the kind. */
+export const LISTENABLE_EVENTS = [
+  ...ISSUE_EVENTS,
+  'issue.*',
+  ...MERGE_REQUEST_EVENTS,
+  'merge_request.*',
+  'note.created',
+  'status.changed',
+  'push',
+] as const;
+
+/** `event:` also sees sweeps and manual runs. */
+export const EVENT_NAMES = [...LISTENABLE_EVENTS, 'schedule', 'manual'] as const;
+
+export type ListenableEvent = (typeof LISTENABLE_EVENTS)[number];
+export type EventName = (typeof EVENT_NAMES)[number];
+
+/** `issue.open`, `note.created`, `status.changed`, `push`, `schedule`, `manual`. */
+export function triggerEventName(trigger: Trigger): string {
+  switch (trigger.kind) {
+    case 'issue':
+    case 'merge_request':
+      return `${trigger.kind}.${trigger.action ?? 'update'}`;
+    case 'note':
+      return 'note.created';
+    case 'status':
+      return 'status.changed';
+    default:
+      return trigger.kind;
+  }
+}
+
+/** Whether `pattern` (a name or `kind.*`) covers the event `name`. */
+export function eventMatches(pattern: string, name: string): boolean {
+  return pattern.endsWith('.*') ? name.startsWith(pattern.slice(0, -1)) : pattern === name;
+}

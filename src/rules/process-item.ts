@@ -1,0 +1,162 @@
+/**
+ * The pipeline's item processor (receiver/pipeline.ts `ItemProcessor`): for each trigger, read the
+ * item fresh, evaluate the project's rules, carry out the plan, and record the decision for
+ * explain. A hook is a hint, never the truth: nothing here reads the payload.
+ *
+ * - Loop prevention, cheaply: an event the bot caused (its own comment fires Note Hook too,
+ *   server-facts.md) is dropped before the item is read when no rule of the project allows bot
+ *   events. Only the project's path is needed for that (cached by the reader).
+ * - A merge skipped because the head moved between evaluation and execution is evaluated once
+ *   more on a fresh read: the new head gets its own verdict (usually: wait for its statuses).
+ * - Transient API errors while reading are thrown, so the pipeline retries the item. Failed calls
+ *   of the plan are not: they are in the outbox, and the retry sweep owns them.
+ */
+import type { CompiledRuleSet } from './compile.ts';
+import { evaluate, type Evaluation } from './engine.ts';
+import { itemKeyOf } from './exec-ids.ts';
+import type { ExecutorLog } from './exec-types.ts';
+import type { ExecutionReport, Executor } from './executor.ts';
+import { explainText } from './explain.ts';
+import {
+  createSnapshotReader,
+  type ItemAddress,
+  type SnapshotClient,
+  type SnapshotReader,
+} from './read-snapshot.ts';
+import type { ItemSnapshot, Trigger } from './snapshot.ts';
+import type { StateStore } from '../state/store.ts';
+
+export interface ProjectRules {
+  /** The rules of a project by `namespace/project`. */
+  forProject(pathWithNamespace: string): CompiledRuleSet;
+}
+
+export interface ItemProcessorOptions {
+  /** Reads items (used to build the default reader). */
+  client: SnapshotClient;
+  store: Pick<StateStore, 'recordDecision'>;
+  rules: ProjectRules;
+  executor: Executor;
+  reader?: SnapshotReader;
+  /** The clock (ms since the epoch) of evaluations. */
+  now?: () => number;
+  log?: ExecutorLog;
+}
+
+/** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
+export interface Decision {
+  itemKey: string;
+  /** When the decision was made (ISO 8601). */
+  at: string;
+  dryRun: boolean;
+  evaluation: Evaluation;
+  execution: ExecutionReport;
+  /** The first round, when a merge found the head moved and the item was evaluated again. */
+  superseded?: { reason: string; item: Evaluation['item']; at: string; execution: ExecutionReport };
+  /** The whole decision in words: conditions, verdicts, plan, and each call's outcome. */
+  text: string;
+}
+
+export type ItemProcessorFn = (item: ItemAddress, triggers: Trigger[]) => Promise<void>;
+
+const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+function executionLines(execution: ExecutionReport): string[] {
+  if (execution.calls.length === 0) return ['execution: nothing to do'];
+  return [
+    `execution${execution.dryRun ? ' (dry run: no call made)' : ''}:`,
+    ...execution.calls.map((call, index) => {
+      const error = call.error && call.error !== call.detail ? ` (${call.error})` : '';
+      const parked = call.parked ? ` [parked: ${call.parked}]` : '';
+      return `  ${index + 1}. ${call.status}: ${call.call}: ${call.detail}${error}${parked}`;
+    }),
+  ];
+}
+
+const shortHead = (sha: string | null | undefined): string => sha?.slice(0, 8) ?? 'unknown';
+
+export function decisionText(decision: Omit<Decision, 'text'>): string {
+  const lines = [explainText(decision.evaluation), '', ...executionLines(decision.execution)];
+  if (decision.superseded) {
+    const first = decision.superseded;
+    lines.push(
+      '',
+      `evaluated again: ${first.reason} (first evaluation at ${first.at}, head ${shortHead(first.item.sha)})`,
+      ...executionLines(first.execution).map((line) => `  ${line}`),
+    );
+  }
+  return lines.join('\n');
+}
+
+export function createItemProcessor(options: ItemProcessorOptions): ItemProcessorFn {
+  const { store, rules, executor } = options;
+  const reader = options.reader ?? createSnapshotReader(options.client);
+  const now = options.now ?? Date.now;
+  const log = options.log ?? noopLog;
+
+  async function round(
+    set: CompiledRuleSet,
+    snapshot: ItemSnapshot,
+  ): Promise<{ evaluation: Evaluation; execution: ExecutionReport }> {
+    const evaluation = evaluate(set, snapshot, { now: now() });
+    const execution = await executor.execute(evaluation, snapshot, { rules: set });
+    return { evaluation, execution };
+  }
+
+  async function processTrigger(item: ItemAddress, trigger: Trigger): Promise<void> {
+    const itemKey = itemKeyOf(item.type, item.projectId, item.id);
+    const project = await reader.projectOf(item.projectId);
+    const set = rules.forProject(project.path_with_namespace);
+    if (set.rules.length === 0) {
+      log.info({ itemKey, project: project.path_with_namespace }, 'no rules for this project');
+      return;
+    }
+    if (trigger.byBot && !set.rules.some((rule) => rule.allowBot)) {
+      // Not recorded as a decision: it would hide the last real one from explain.
+      log.info(
+        { itemKey, trigger: trigger.kind },
+        'event caused by the bot and no rule allows bot events: skipped',
+      );
+      return;
+    }
+    const snapshot = await reader.read(item, trigger, set.needs);
+    if (!snapshot) {
+      log.info({ itemKey }, 'item is gone (404): nothing to evaluate');
+      return;
+    }
+    let { evaluation, execution } = await round(set, snapshot);
+    let superseded: Decision['superseded'];
+    if (execution.headMoved) {
+      const reason = 'a merge was skipped because the head moved';
+      log.info({ itemKey, evaluatedSha: evaluation.item.sha }, `${reason}: evaluating again`);
+      const fresh = await reader.read(item, trigger, set.needs);
+      if (fresh) {
+        superseded = { reason, item: evaluation.item, at: evaluation.at, execution };
+        ({ evaluation, execution } = await round(set, fresh));
+      }
+    }
+    const decision: Omit<Decision, 'text'> = {
+      itemKey,
+      at: new Date(now()).toISOString(),
+      dryRun: executor.dryRun,
+      evaluation,
+      execution,
+      ...(superseded ? { superseded } : {}),
+    };
+    await store.recordDecision(itemKey, { ...decision, text: decisionText(decision) });
+    log.info(
+      {
+        itemKey,
+        event: evaluation.event,
+        matched: evaluation.rules.filter((rule) => rule.matched).map((rule) => rule.rule),
+        ...execution.counts,
+      },
+      'item evaluated',
+    );
+  }
+
+  return async (item, triggers) => {
+    // Triggers in order, each on a fresh read: a note command must see the state the one before left.
+    for (const trigger of triggers) await processTrigger(item, trigger);
+  };
+}

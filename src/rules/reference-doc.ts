@@ -1,0 +1,206 @@
+/**
+ * The rules reference (docs/rules.md), generated from the registries: each condition's and
+ * action's summary, parameter shape (from the same schema the validator uses), an example, and
+ * how the example reads in explain. `scripts/gen-rules-doc.ts` writes it; a test keeps it current.
+ */
+import { z } from 'zod';
+import { actionDefinitions } from './actions/index.ts';
+import { createConditionTools } from './compile.ts';
+import { conditionDefinitions } from './conditions/index.ts';
+import { BOTH_KINDS, type ConditionDefinition, type ConditionSpec } from './define-condition.ts';
+import type { AnyActionDefinition } from './define-action.ts';
+import { LISTENABLE_EVENTS } from './event-names.ts';
+import { MAX_INPUT_LENGTH, MAX_PATTERN_LENGTH } from './regex.ts';
+import { conditionListSchema, conditionSchema, paramsSchemaOf, ruleSchema } from './schema.ts';
+import type { ItemKind } from './snapshot.ts';
+import { PLACEHOLDERS } from './template.ts';
+
+type Json = Record<string, unknown>;
+
+const PLAIN = /^\w[\w./*@-]*$/;
+const RESERVED = /^(?:null|true|false|~|yes|no|on|off|[\d.]+)$/i;
+
+/** A value in YAML flow style, quoting only what needs it (as people write rule files). */
+export function flowYaml(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return `[${value.map(flowYaml).join(', ')}]`;
+  if (typeof value === 'object')
+    return `{ ${Object.entries(value as Json)
+      .map(([key, item]) => `${key}: ${flowYaml(item)}`)
+      .join(', ')} }`;
+  if (typeof value === 'string')
+    return PLAIN.test(value) && !RESERVED.test(value) ? value : `'${value.replaceAll("'", "''")}'`;
+  return String(value);
+}
+
+/** The YAML list item of an example: `- title: { matches: '...' }` or `- close`. */
+export function exampleLine(name: string, example: unknown, bare = false): string {
+  return bare ? `- ${name}` : `- ${name}: ${flowYaml(example)}`;
+}
+
+/** A compact type from a JSON Schema: `text | { equals?: text, in?: [text, …] }`. */
+function typeOf(schema: Json): string {
+  if (typeof schema.$ref === 'string') return schema.$ref.replace('#/$defs/', '');
+  if (typeof schema.title === 'string') return schema.title;
+  if (Array.isArray(schema.anyOf)) return (schema.anyOf as Json[]).map(typeOf).join(' | ');
+  if (Array.isArray(schema.enum)) return (schema.enum as unknown[]).map((v) => flowYaml(v)).join(' | ');
+  if (schema.const !== undefined) return flowYaml(schema.const);
+  switch (schema.type) {
+    case 'string':
+      return 'text';
+    case 'integer':
+    case 'number':
+      return 'number';
+    case 'boolean':
+      return 'true | false';
+    case 'null':
+      return 'null';
+    case 'array':
+      return `[${typeOf((schema.items as Json | undefined) ?? {})}, …]`;
+    case 'object': {
+      const required = new Set((schema.required as string[] | undefined) ?? []);
+      const properties = Object.entries((schema.properties as Record<string, Json> | undefined) ?? {});
+      return `{ ${properties.map(([key, value]) => `${key}${required.has(key) ? '' : '?'}: ${typeOf(value)}`).join(', ')} }`;
+    }
+    default:
+      return 'any';
+  }
+}
+
+function paramsType(schema: z.ZodType): string {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Json;
+  return typeOf(json);
+}
+
+const KINDS: Record<ItemKind, string> = { issue: 'issues', merge_request: 'merge requests' };
+const kindsText = (kinds: readonly ItemKind[] = BOTH_KINDS): string =>
+  kinds.length === BOTH_KINDS.length
+    ? 'issues and merge requests'
+    : `${kinds.map((k) => KINDS[k]).join(', ')} only`;
+
+function conditionSection(definition: ConditionDefinition): string[] {
+  const recursive = { condition: conditionSchema, conditions: conditionListSchema };
+  const spec = { [definition.name]: definition.example } as ConditionSpec;
+  const parsed = conditionSchema.parse(spec);
+  return [
+    `### \`${definition.name}\``,
+    '',
+    definition.summary,
+    '',
+    `- Parameters: \`${paramsType(paramsSchemaOf(definition, recursive))}\``,
+    `- Reads: ${kindsText(definition.itemKinds)}`,
+    `- Reads in explain as: ${createConditionTools().describeCondition(parsed)}`,
+    '',
+    '```yaml',
+    'if:',
+    `  ${exampleLine(definition.name, definition.example)}`,
+    '```',
+    '',
+  ];
+}
+
+function actionSection(definition: AnyActionDefinition): string[] {
+  const bare = definition.example === null;
+  const params = bare ? definition.bareParams : definition.params.parse(definition.example);
+  return [
+    `### \`${definition.name}\``,
+    '',
+    definition.summary,
+    '',
+    `- Parameters: ${bare ? 'none (write the bare name)' : `\`${paramsType(definition.params)}\``}${
+      !bare && definition.bareParams !== undefined
+        ? `; may also be written bare (\`- ${definition.name}\`)`
+        : ''
+    }`,
+    `- Acts on: ${kindsText(definition.itemKinds)}`,
+    `- Reads in explain as: ${definition.describe(params)}`,
+    '',
+    '```yaml',
+    'do:',
+    `  ${exampleLine(definition.name, definition.example, bare)}`,
+    '```',
+    '',
+  ];
+}
+
+function ruleKeys(): string[] {
+  const json = z.toJSONSchema(ruleSchema, { io: 'input', unrepresentable: 'any' }) as Json;
+  const required = new Set((json.required as string[] | undefined) ?? []);
+  return Object.entries((json.properties as Record<string, Json>) ?? {}).map(
+    ([key, value]) =>
+      `| \`${key}\` | ${required.has(key) ? 'yes' : 'no'} | \`${typeOf(value).replaceAll('|', '\\|')}\` | ${String(value.description ?? '')} |`,
+  );
+}
+
+export function renderRulesDoc(): string {
+  return [
+    '# Rules reference',
+    '',
+    '<!-- Generated by `npx tsx scripts/gen-rules-doc.ts` from src/rules (the condition and action registries); do not edit by hand. -->',
+    '',
+    'hookbot decides what to do from YAML rules: on an event (or a schedule) it reads the fresh state of the issue or merge request, evaluates every rule that applies, and plans API calls. Every evaluation records each condition with the value it saw, so `hookbot explain` can always say why.',
+    '',
+    '## Where rules live',
+    '',
+    '- `rules/default.yml` applies to every project that has no file of its own.',
+    '- `rules/<namespace>/<project>.yml` applies to that project and replaces the default; `extends: [../default.yml]` brings the default rules back (they come first). `extends` takes paths relative to the file, inside the rules folder; cycles are refused.',
+    '- Other files (deeper folders, other names at the top) are only read through `extends`, for rules shared by several projects.',
+    '- Rule names must be unique within the rules a project gets. `hookbot check` reports every problem as `file:line:column: message (hint)`; `hookbot schema` prints the JSON Schema for editors.',
+    '',
+    '```yaml',
+    'extends: [../default.yml]',
+    'rules:',
+    '  - name: merge when green',
+    '    on: [merge_request.open, merge_request.update, status.changed]',
+    '    if:',
+    '      - state: opened',
+    '      - work_in_progress: false',
+    '      - labels: { any: [automerge] }',
+    '      - statuses: { required: [ci/build, ci/test], state: success }',
+    '    do: [ { merge: { remove_source_branch: true } } ]',
+    '```',
+    '',
+    '## A rule',
+    '',
+    '| Key | Required | Type | Meaning |',
+    '| --- | --- | --- | --- |',
+    ...ruleKeys(),
+    '',
+    'A rule needs `on` or `schedule` (or both). A condition or an action is an object with one key, its name; actions without parameters may be written as a bare name (`- close`).',
+    '',
+    '## When a rule runs',
+    '',
+    `- \`on:\` lists events: ${LISTENABLE_EVENTS.map((event) => `\`${event}\``).join(', ')}. \`issue.*\` and \`merge_request.*\` cover every action of the kind; a push to the source branch of a merge request arrives as \`merge_request.update\`.`,
+    '- `schedule:` (`hourly`, `daily`, `weekly`, `every 6h`, or a five-field cron line) runs the rule from the scheduler sweeps, over the items of `for:` (default: both kinds).',
+    '- A manual run (re-evaluation asked by an operator) evaluates every rule for the item.',
+    "- Events the bot's own user caused never run a rule, unless the rule sets `allow_bot: true` (the bot's comments fire hooks too: this prevents loops).",
+    '- All rules read the same fresh state; one rule does not see what another plans. The writes cause new events, and the next evaluation sees their result.',
+    '',
+    '## Conditions',
+    '',
+    'All conditions under `if` must hold. A condition whose fact is not known (changed files not read, no head commit, a merge request condition on an issue) is **unknown**: it never holds, and `not` of an unknown stays unknown, so missing data can never make a rule act.',
+    '',
+    ...conditionDefinitions.flatMap(conditionSection),
+    '## Actions',
+    '',
+    'Actions plan API calls; the executor makes them (or, in dry-run, describes them). An action whose effect already holds plans nothing and says why: a present label is not added again, a closed issue is not closed again. All label changes to one item become one write of the whole set, computed from the fresh set, because the v3 API replaces it.',
+    '',
+    ...actionDefinitions.flatMap(actionSection),
+    '## Summary status',
+    '',
+    '`summary_status: true` (or `{ name: ... }`, default `hookbot/rules`) posts a commit status on the head commit of an open merge request each time the rule applies: `success` when it matched and nothing held it back, otherwise `pending` with a description (at most 140 characters) of what blocks it, e.g. `blocked: statuses ci/build, ci/test are all success (seen ci/build=success, ci/test=running)`. Real servers refuse a pending status over a pending one, so a blocked description changes when the state does.',
+    '',
+    '## Placeholders',
+    '',
+    `Comments, status descriptions and target URLs, and merge messages take \`{{ placeholder }}\`: ${Object.keys(
+      PLACEHOLDERS,
+    )
+      .map((name) => `\`${name}\``)
+      .join(', ')}. A field the item does not have is empty.`,
+    '',
+    '## Regular expressions',
+    '',
+    `JavaScript syntax. A leading \`(?i)\`, \`(?m)\` or \`(?s)\` (as in Python or RE2) becomes a flag. Patterns longer than ${MAX_PATTERN_LENGTH} characters and patterns that may backtrack catastrophically (nested quantifiers such as \`(a+)+\`) are refused when the file loads; matching reads at most the first ${MAX_INPUT_LENGTH / 1024} KiB of a text.`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,102 @@
+/**
+ * The engine's input: the fresh state of one issue or merge request, read through the API after an
+ * event, plus the event that woke it. The engine never reads hook payloads: payloads of the v3 era
+ * carry no labels (server-facts.md), so whoever builds a snapshot re-reads the item first.
+ *
+ * These are the engine's own types on purpose: the API client's resource types may grow or change
+ * without touching the rules, and tests, `simulate` and sweeps build snapshots without a server.
+ */
+
+export type ItemKind = 'issue' | 'merge_request';
+
+export interface UserRef {
+  id: number;
+  username: string;
+}
+
+export interface ProjectRef {
+  id: number;
+  path_with_namespace: string;
+}
+
+/** One commit status of the head commit: the latest per name (what `GET .../statuses` answers). */
+export interface CommitStatusSnapshot {
+  name: string;
+  /** `pending`, `running`, `success`, `failed`, `canceled` (api-v3.md); other values are kept as read. */
+  status: string;
+  allow_failure: boolean;
+  /** When read: lets the engine see that a status it would post is already there, word for word. */
+  description?: string | null;
+}
+
+export type TriggerKind = 'issue' | 'merge_request' | 'note' | 'push' | 'status' | 'schedule' | 'manual';
+export type TriggerAction = 'open' | 'update' | 'close' | 'reopen' | 'merge';
+
+/** The event that caused this evaluation. */
+export interface Trigger {
+  kind: TriggerKind;
+  /** For `issue` and `merge_request` triggers; a hook without one counts as `update`. */
+  action?: TriggerAction;
+  /** The comment's text, for `note` triggers. */
+  note?: string;
+  /** For `schedule` triggers: the schedule that fired (`daily`, a cron line...); absent: any. */
+  schedule?: string;
+  /** Who caused the event, when known (sweeps and manual runs have none). */
+  actor?: UserRef;
+  /** The event was caused by the bot's own user (its comments fire `Note Hook` too). */
+  byBot: boolean;
+}
+
+interface ItemSnapshotBase {
+  kind: ItemKind;
+  /** Global id, the one API paths use. */
+  id: number;
+  /** Per-project number shown to people (`#3`, `!7`). */
+  iid: number;
+  project: ProjectRef;
+  title: string;
+  description: string | null;
+  /** `opened`, `closed`; merge requests also `merged` and `reopened`. */
+  state: string;
+  labels: readonly string[];
+  author: UserRef;
+  assignee: UserRef | null;
+  /** The milestone's title, or null. */
+  milestone: string | null;
+  /** ISO 8601 timestamps as the API sends them. */
+  created_at: string;
+  updated_at: string;
+  /** Whether the bot's user is subscribed; absent when not read. */
+  subscribed?: boolean;
+  /**
+   * The `hookbot:rule=...:key=...` markers of comments already on the item, when its notes were
+   * read (see comment-marker.ts). Lets the plan skip a comment posted before; the executor checks
+   * again before posting in any case.
+   */
+  commentMarkers?: readonly string[];
+  trigger: Trigger;
+}
+
+export interface IssueSnapshot extends ItemSnapshotBase {
+  kind: 'issue';
+}
+
+export interface MergeRequestSnapshot extends ItemSnapshotBase {
+  kind: 'merge_request';
+  source_branch: string;
+  target_branch: string;
+  work_in_progress: boolean;
+  /** `can_be_merged`, `cannot_be_merged`, `unchecked`. */
+  merge_status: string;
+  merge_when_build_succeeds: boolean;
+  upvotes: number;
+  downvotes: number;
+  /** The head commit of the source branch, or null when it was not read. */
+  sha: string | null;
+  /** Statuses of the head commit `sha` (latest per name), or null when they were not read. */
+  statuses: readonly CommitStatusSnapshot[] | null;
+  /** Paths changed by the merge request (old and new paths), or null when not read. */
+  changedFiles: readonly string[] | null;
+}
+
+export type ItemSnapshot = IssueSnapshot | MergeRequestSnapshot;

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import type { Guarantee } from '../../../src/rules/define-condition.ts';
+import { mergeRequest, runAction } from '../support.ts';
+
+const building: Guarantee[] = [{ kind: 'statuses', state: 'pending', required: ['ci/build', 'ci/test'] }];
+
+describe('merge_when_build_succeeds action', () => {
+  it('arms it on a head commit whose required statuses are running, pinned to that commit', () => {
+    expect(
+      runAction(
+        { merge_when_build_succeeds: { remove_source_branch: true } },
+        mergeRequest('mr-pending'),
+        building,
+      ),
+    ).toEqual([
+      {
+        call: {
+          op: 'mergeRequests.mergeWhenBuildSucceeds',
+          args: {
+            project: 8,
+            merge_request_id: 8,
+            sha: '2a3b4c5d6e7f80912a3b4c5d6e7f80912a3b4c5d',
+            should_remove_source_branch: true,
+          },
+        },
+        reason: 'arm merge_when_build_succeeds at 2a3b4c5d: ci/build, ci/test running',
+      },
+    ]);
+  });
+
+  it.each([
+    {
+      name: 'the head commit has no status yet',
+      item: mergeRequest('mr-no-status'),
+      guarantees: building,
+      why: 'the head commit has no status yet: merge_when_build_succeeds is never armed on it',
+    },
+    {
+      name: 'the statuses were not read',
+      item: mergeRequest('mr-pending', { statuses: null }),
+      guarantees: building,
+      why: 'the head commit has no status yet: merge_when_build_succeeds is never armed on it',
+    },
+    {
+      name: 'no pending statuses condition held',
+      item: mergeRequest('mr-pending'),
+      guarantees: [],
+      why: 'no `statuses: { state: pending }` condition held in this rule: nothing says a build is running',
+    },
+    {
+      name: 'a required status is not reported',
+      item: mergeRequest('mr-pending', {
+        statuses: [{ name: 'ci/build', status: 'running', allow_failure: false }],
+      }),
+      guarantees: building,
+      why: 'required status ci/test is missing',
+    },
+    {
+      name: 'a required status failed',
+      item: mergeRequest('mr-pending', {
+        statuses: [
+          { name: 'ci/build', status: 'failed', allow_failure: false },
+          { name: 'ci/test', status: 'running', allow_failure: false },
+        ],
+      }),
+      guarantees: building,
+      why: 'required status ci/build is failed',
+    },
+    {
+      name: 'everything already finished',
+      item: mergeRequest('mr-green'),
+      guarantees: building,
+      why: 'no required status is pending or running',
+    },
+    {
+      name: 'work in progress',
+      item: mergeRequest('mr-pending', { work_in_progress: true }),
+      guarantees: building,
+      why: 'the merge request is work in progress',
+    },
+  ])('holds back when $name', ({ item, guarantees, why }) => {
+    expect(runAction('merge_when_build_succeeds', item, guarantees)).toEqual({ skipped: why, blocks: true });
+  });
+
+  it('plans nothing when it is already set', () => {
+    expect(
+      runAction(
+        'merge_when_build_succeeds',
+        mergeRequest('mr-pending', { merge_when_build_succeeds: true }),
+        building,
+      ),
+    ).toEqual({
+      skipped: 'merge_when_build_succeeds is already set',
+    });
+  });
+});

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { issue, mergeRequest, runAction } from '../support.ts';
+
+const SHA = '1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c';
+
+describe('status action', () => {
+  it('posts a status on the head commit, with placeholders', () => {
+    expect(
+      runAction(
+        {
+          status: {
+            name: 'hookbot/changelog',
+            state: 'failed',
+            description: '!{{ iid }} lacks a changelog',
+            target_url: 'https://x/{{ iid }}',
+          },
+        },
+        mergeRequest('mr-green'),
+      ),
+    ).toEqual([
+      {
+        call: {
+          op: 'statuses.create',
+          args: {
+            project: 8,
+            sha: SHA,
+            state: 'failed',
+            name: 'hookbot/changelog',
+            ref: 'feature/dark-mode',
+            description: '!1 lacks a changelog',
+            target_url: 'https://x/1',
+          },
+        },
+        reason: 'status hookbot/changelog: failed on 1f2e3d4c',
+      },
+    ]);
+  });
+
+  it.each([
+    {
+      name: 'the head commit is unknown',
+      item: mergeRequest('mr-unread'),
+      outcome: { skipped: 'the head commit is unknown' },
+    },
+    {
+      name: 'the same finished status stands',
+      item: mergeRequest('mr-green', {
+        statuses: [{ name: 'hookbot/x', status: 'success', allow_failure: false }],
+      }),
+      outcome: { skipped: 'hookbot/x is already success on 1f2e3d4c' },
+    },
+    {
+      name: 'the item is an issue',
+      item: issue('issue-open'),
+      outcome: { skipped: 'applies to merge requests only' },
+    },
+  ])('plans nothing when $name', ({ item, outcome }) => {
+    expect(runAction({ status: { name: 'hookbot/x', state: 'success' } }, item)).toEqual(outcome);
+  });
+
+  it('posts a finished status again when its description is known to differ', () => {
+    const item = mergeRequest('mr-green', {
+      statuses: [{ name: 'hookbot/x', status: 'success', allow_failure: false, description: 'old' }],
+    });
+    expect(
+      runAction({ status: { name: 'hookbot/x', state: 'success', description: 'new' } }, item),
+    ).toHaveLength(1);
+  });
+
+  it('never posts pending over pending (real servers answer 400)', () => {
+    const item = mergeRequest('mr-green', {
+      statuses: [{ name: 'hookbot/x', status: 'pending', allow_failure: false, description: 'old' }],
+    });
+    expect(runAction({ status: { name: 'hookbot/x', state: 'pending', description: 'new' } }, item)).toEqual({
+      skipped: 'hookbot/x is already pending on 1f2e3d4c',
+    });
+  });
+});
