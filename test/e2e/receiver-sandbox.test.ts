@@ -4,6 +4,7 @@
  * fresh state (labels included: payloads of that era carry none) to the processor.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/wait-for.ts';
 import { createClient } from '../../src/api/client.ts';
 import { startBot, type Bot } from '../../src/bot.ts';
 import { createSnapshotReader } from '../../src/rules/read-snapshot.ts';
@@ -14,13 +15,6 @@ import { createMemoryStore } from '../../src/state/memory-store.ts';
 
 const SECRET = 'e2e-hook-secret';
 
-async function waitFor(predicate: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 const quiet = {
   info: () => undefined,
   warn: () => undefined,
@@ -106,7 +100,9 @@ describe('receiver against the sandbox', () => {
     const admin = createClient({ baseUrl: sb.url, token: 'e2e-root-token' });
     const issue = await admin.issues.create(projectId, { title: 'Another' });
     await bot.client.notes.createIssueNote(projectId, issue.id, 'Thanks!');
-    await waitFor(() => seen.some((s) => s.id === issue.id && s.trigger.kind === 'note'));
+    await waitFor(() =>
+      seen.some((s) => s.id === issue.id && s.trigger.kind === 'note') ? true : undefined,
+    );
     expect(seen.find((s) => s.id === issue.id && s.trigger.kind === 'note')?.trigger).toMatchObject({
       kind: 'note',
       byBot: true,
