@@ -7,6 +7,7 @@ import type { Config } from './config/schema.ts';
 import { startBot, type Bot } from './bot.ts';
 import type { HookbotLogger } from './ops/logger.ts';
 import type { Metrics } from './ops/metrics.ts';
+import { withDecisionMetrics } from './ops/decision-metrics.ts';
 import { createExecutor, type Executor } from './rules/executor.ts';
 import {
   createScheduler,
@@ -65,6 +66,8 @@ export async function startRuntime(
   });
   await store.open();
 
+  // Every decision recorded (hooks and sweeps) also counts into the metrics.
+  const observed = withDecisionMetrics(store, metrics);
   const rules = await createRulesHolder(config.rules.dir, { log: log.child({ part: 'rules' }) });
   if (config.rules.watch) rules.watch();
 
@@ -120,7 +123,13 @@ export async function startRuntime(
         // One executor for hooks and sweeps alike: its per-item lock keeps them from acting on one
         // item at once.
         executor = createExecutor({ client, store, log: log.child({ part: 'executor' }) });
-        return createItemProcessor({ client, store, rules, executor, log: log.child({ part: 'process' }) });
+        return createItemProcessor({
+          client,
+          store: observed,
+          rules,
+          executor,
+          log: log.child({ part: 'process' }),
+        });
       },
       explain: async (project, kind, id) => {
         // Decisions are kept by item key (`issue:<project id>:<id>`); a path is looked up once.
@@ -169,7 +178,7 @@ export async function startRuntime(
 
   // The scheduler: sweeps reconcile what hooks missed, on the same client, rules and executor.
   const sweeps = createSweepSet(
-    { client: bot.client, store, rules, executor: executor!, log: log.child({ part: 'sweep' }) },
+    { client: bot.client, store: observed, rules, executor: executor!, log: log.child({ part: 'sweep' }) },
     sweepSettingsOf(config),
   );
   const scheduler = createScheduler({

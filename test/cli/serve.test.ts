@@ -94,6 +94,16 @@ describe('hookbot serve', () => {
       expect(labelled.labels).toEqual(['bug']);
       const ready = await fetch(hookUrl.replace('/hooks', '/readyz'));
       expect(ready.status).toBe(200);
+      // The decision (and its counts) is recorded once every call of the plan has finished.
+      const metrics = await waitFor(async () => {
+        const text = await (await fetch(hookUrl.replace('/hooks', '/metrics'))).text();
+        return text.includes('hookbot_rule_matches_total{rule="triage bugs"}') ? text : undefined;
+      });
+      expect(metrics).toMatch(/hookbot_deliveries_total\{kind="issue",outcome="accepted"\} [1-9]/);
+      expect(metrics).toMatch(/hookbot_rule_matches_total\{rule="triage bugs"\} 1/);
+      expect(metrics).toMatch(
+        /hookbot_api_calls_total\{method="PUT",route="\/projects\/:id\/issues\/:issue_id",status="200"\} 1/,
+      );
       const explained = await fetch(hookUrl.replace('/hooks', `/explain/acme%2Fweb/issue/${issue.id}`));
       expect(explained.status).toBe(200);
       expect(((await explained.json()) as { text: string }).text).toContain('triage bugs');

@@ -1,0 +1,40 @@
+/**
+ * Evaluations, matches and actions per rule, counted from the decisions as they are recorded: every
+ * evaluation (hooks, sweeps) ends in `recordDecision`, so observing it there misses none and needs no
+ * hook in the engine.
+ */
+import type { ActionResult, Metrics } from './metrics.ts';
+import type { StateStore } from '../state/store.ts';
+
+interface DecisionShape {
+  evaluation?: { rules?: { rule: string; matched: boolean }[]; trigger?: { kind?: string } };
+  execution?: { dryRun?: boolean; calls?: { rule: string; action: string; status: string }[] };
+}
+
+const RESULTS: Record<string, ActionResult> = {
+  done: 'done',
+  skipped: 'noop',
+  failed: 'failed',
+  ambiguous: 'retry',
+  'dry-run': 'dry_run',
+};
+
+/** The store, with `recordDecision` also counting into `metrics`. */
+export function withDecisionMetrics(store: StateStore, metrics: Metrics): StateStore {
+  const observed = Object.create(store) as StateStore;
+  observed.recordDecision = async (itemKey: string, decision: unknown) => {
+    count(metrics, decision as DecisionShape);
+    return store.recordDecision(itemKey, decision);
+  };
+  return observed;
+}
+
+function count(metrics: Metrics, decision: DecisionShape): void {
+  metrics.evaluation(decision.evaluation?.trigger?.kind === 'schedule' ? 'sweep' : 'hook');
+  for (const rule of decision.evaluation?.rules ?? []) if (rule.matched) metrics.ruleMatch(rule.rule);
+  for (const call of decision.execution?.calls ?? []) {
+    // A merged labels write names every contributing rule, comma-separated.
+    for (const rule of call.rule.split(', '))
+      metrics.ruleAction(rule, call.action, RESULTS[call.status] ?? 'failed');
+  }
+}
