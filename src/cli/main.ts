@@ -73,11 +73,19 @@ async function loadCommands(): Promise<RegisterCommand[]> {
   const { registerSandboxCommand } = await import('./sandbox.ts');
   const { registerSweepCommand } = await import('./sweep.ts');
   const { registerDemoCommand } = await import('./demo.ts');
+  const { registerCheckCommand } = await import('./check.ts');
+  const { registerSimulateCommand } = await import('./simulate.ts');
+  const { registerSchemaCommand } = await import('./schema.ts');
+  const { registerExplainCommand } = await import('./explain.ts');
   return [
     registerStartCommand,
     registerServeCommand,
     registerSandboxCommand,
     registerSweepCommand,
     registerDemoCommand,
+    registerCheckCommand,
+    registerSimulateCommand,
+    registerSchemaCommand,
+    registerExplainCommand,
   ];
 }

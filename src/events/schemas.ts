@@ -175,7 +175,7 @@ export function parseHookEvent(
   kind: string,
   body: unknown,
 ): { ok: true; event: HookEvent } | { ok: false; message: string } {
-  if (!(kind in hookSchemas)) return { ok: false, message: `unknown object_kind "${kind}"` };
+  if (!Object.hasOwn(hookSchemas, kind)) return { ok: false, message: `unknown object_kind "${kind}"` };
   const schema = hookSchemas[kind as HookKind];
   const parsed = schema.safeParse(body);
   if (!parsed.success) {

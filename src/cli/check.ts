@@ -1,0 +1,52 @@
+/**
+ * `hookbot check [RULES_DIR]`: validates every rule file of the folder (default: `HOOKBOT_RULES`,
+ * else `rules`) the way the bot loads them, plus what only shows across files (duplicate names,
+ * label toggles that fight, extends cycles). Exit 0 with a one-line summary; exit 1 with every
+ * problem on stdout, one a line, as `file:line:column: message (hint)`, so editors and CI can jump
+ * to it.
+ */
+import type { CliIo, RegisterCommand } from './main.ts';
+
+const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
+
+export async function runCheckCommand(dir: string | undefined, io: CliIo): Promise<number> {
+  // Loaded here so that `hookbot --help` stays fast.
+  const { checkRules } = await import('../rules/check.ts');
+  const { readRuleFolder } = await import('../rules/load.ts');
+  const { formatProblem } = await import('../rules/problem.ts');
+
+  const folder = dir ?? (process.env.HOOKBOT_RULES || 'rules');
+  const problems = await checkRules(folder);
+  if (problems.length > 0) {
+    for (const problem of problems) io.out(`${formatProblem(problem)}\n`);
+    const files = new Set(problems.map((problem) => problem.file)).size;
+    // The count goes to stderr: stdout holds nothing but problems, for tools that parse it.
+    io.err(`hookbot check: ${plural(problems.length, 'problem')} in ${plural(files, 'file')}\n`);
+    return 1;
+  }
+
+  // Read again for the counts: checkRules answers problems only, and a valid folder is small.
+  const read = await readRuleFolder(folder);
+  const rules = [...read.files.values()].reduce((sum, parsed) => sum + (parsed.spec?.rules.length ?? 0), 0);
+  const parts = [
+    ...(read.defaultFile !== undefined ? ['the default'] : []),
+    ...(read.projectFiles.size > 0 ? [plural(read.projectFiles.size, 'project')] : []),
+  ];
+  const what = parts.length > 0 ? ` (${parts.join(' and ')})` : '';
+  if (read.files.size === 0) {
+    io.out(`${folder}: no rule files (the bot would do nothing); write ${folder}/default.yml\n`);
+    return 0;
+  }
+  io.out(`${folder}: ${plural(read.files.size, 'file')}${what}, ${plural(rules, 'rule')}: no problems\n`);
+  return 0;
+}
+
+export const registerCheckCommand: RegisterCommand = (program, io, setExitCode) => {
+  program
+    .command('check')
+    .description('Validate the rule files: every problem as file:line:column: message (hint).')
+    .argument('[rules_dir]', 'the rules folder (default: $HOOKBOT_RULES, else rules)')
+    .action(async (dir: string | undefined) => {
+      setExitCode(await runCheckCommand(dir, io));
+    });
+};

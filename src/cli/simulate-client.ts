@@ -1,0 +1,52 @@
+/**
+ * The API clients of `hookbot simulate`, which must never write: online, every call but a GET is
+ * refused before it leaves the process (the snapshot reader and the hint resolver only read, and
+ * the dry-run executor calls nothing: this makes it a guarantee rather than a habit); offline, no
+ * call is made at all.
+ */
+import { clientOver, type Client } from '../api/client.ts';
+import { createHttp, type Http, type HttpOptions, type RequestSpec } from '../api/http.ts';
+
+function refuseWrites(http: Http): Http {
+  const guard = <S extends RequestSpec<unknown>>(spec: S): S => {
+    if (spec.method !== 'GET')
+      throw new Error(
+        `simulate makes no write: refused ${spec.method} ${spec.route} (a bug: please report it)`,
+      );
+    return spec;
+  };
+  return {
+    request: (spec) => Promise.resolve().then(() => http.request(guard(spec))),
+    requestRaw: (spec) => Promise.resolve().then(() => http.requestRaw(guard(spec))),
+    requestChange: (spec) => Promise.resolve().then(() => http.requestChange(guard(spec))),
+    paginate: (spec) => http.paginate(guard(spec)),
+    all: (spec) => Promise.resolve().then(() => http.all(guard(spec))),
+    get stats() {
+      return http.stats;
+    },
+    apiUrl: http.apiUrl,
+  };
+}
+
+/** A client that reads through the API and refuses to write. */
+export function readOnlyClient(options: HttpOptions): Client {
+  return clientOver(refuseWrites(createHttp(options)));
+}
+
+/** A client with no server behind it: the offline simulation hands it to code that must not call. */
+export function offlineClient(): Client {
+  const refuse = (spec: RequestSpec<unknown>): Error =>
+    new Error(`offline simulation: no server to ${spec.method} ${spec.route} (give --api and --token)`);
+  const http: Http = {
+    request: (spec) => Promise.reject(refuse(spec)),
+    requestRaw: (spec) => Promise.reject(refuse(spec)),
+    requestChange: (spec) => Promise.reject(refuse(spec)),
+    paginate: (spec) => ({
+      [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(refuse(spec)) }),
+    }),
+    all: (spec) => Promise.reject(refuse(spec)),
+    stats: { calls: 0, byRoute: new Map(), reset: () => undefined },
+    apiUrl: 'offline',
+  };
+  return clientOver(http);
+}

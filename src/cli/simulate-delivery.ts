@@ -1,0 +1,105 @@
+/**
+ * One delivery as `hookbot simulate` reads it: a JSON file holding the body, and the
+ * `X-Gitlab-Event` header (`--kind`) or, without it, the body's `object_kind`. The bot itself
+ * routes on `object_kind` (receiver/parse-delivery.ts); the header only has to agree with it.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Trigger as HookTrigger } from '../events/hints.ts';
+import { parseHookEvent, type HookEvent } from '../events/schemas.ts';
+import { KNOWN_KINDS } from '../receiver/parse-delivery.ts';
+import type { Trigger, TriggerAction } from '../rules/snapshot.ts';
+
+/** `X-Gitlab-Event` headers of that era and the `object_kind` their bodies carry (server-facts.md). */
+export const EVENT_KINDS: Readonly<Record<string, string>> = {
+  'Push Hook': 'push',
+  'Tag Push Hook': 'tag_push',
+  'Issue Hook': 'issue',
+  'Confidential Issue Hook': 'issue',
+  'Note Hook': 'note',
+  'Merge Request Hook': 'merge_request',
+  'Build Hook': 'build',
+  'Pipeline Hook': 'pipeline',
+  'Wiki Page Hook': 'wiki_page',
+};
+
+/** Checked before parsing: `parseHookEvent` looks kinds up with `in`, which also sees `constructor`. */
+const KNOWN = new Set<string>(KNOWN_KINDS);
+
+const HEADER_OF: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(EVENT_KINDS)
+    .filter(([header]) => header !== 'Confidential Issue Hook')
+    .map(([header, kind]) => [kind, header]),
+);
+
+export type ReadDelivery =
+  | { ok: true; header: string; event: HookEvent }
+  /** `usage`: the command line is wrong (exit 2); otherwise the file is (exit 1). */
+  | { ok: false; message: string; usage: boolean };
+
+export async function readDelivery(file: string, kind: string | undefined): Promise<ReadDelivery> {
+  if (kind !== undefined && !Object.hasOwn(EVENT_KINDS, kind))
+    return {
+      ok: false,
+      usage: true,
+      message: `--kind must be an X-Gitlab-Event header: ${Object.keys(EVENT_KINDS)
+        .map((k) => `'${k}'`)
+        .join(', ')} (got '${kind}')`,
+    };
+  let body: unknown;
+  try {
+    body = JSON.parse(await readFile(file, 'utf8'));
+  } catch (error) {
+    const reason =
+      error instanceof SyntaxError
+        ? `not JSON (${error.message})`
+        : ((error as NodeJS.ErrnoException).code ?? String(error));
+    return { ok: false, usage: false, message: `${file}: cannot read the delivery: ${reason}` };
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return { ok: false, usage: false, message: `${file}: a delivery is one JSON object` };
+  const objectKind = (body as Record<string, unknown>).object_kind;
+  const fromHeader = kind === undefined ? undefined : EVENT_KINDS[kind];
+  if (typeof objectKind === 'string' && fromHeader !== undefined && objectKind !== fromHeader)
+    return {
+      ok: false,
+      usage: true,
+      message: `--kind '${kind}' carries object_kind "${fromHeader}", but ${file} says "${objectKind}"`,
+    };
+  const resolved = typeof objectKind === 'string' ? objectKind : fromHeader;
+  if (resolved === undefined)
+    return {
+      ok: false,
+      usage: true,
+      message: `${file} has no object_kind: say which hook it is with --kind, e.g. --kind 'Issue Hook'`,
+    };
+  if (!KNOWN.has(resolved))
+    return { ok: false, usage: false, message: `${file}: unknown object_kind "${resolved}"` };
+  // A body saved without its object_kind still parses: the schemas require it.
+  const parsed = parseHookEvent(resolved, { ...body, object_kind: resolved });
+  if (!parsed.ok) return { ok: false, usage: false, message: `${file}: ${parsed.message}` };
+  return { ok: true, header: kind ?? HEADER_OF[resolved] ?? resolved, event: parsed.event };
+}
+
+/** Who the bot is, for loop prevention: its own events are flagged like the pipeline flags them. */
+export interface BotUser {
+  id?: number;
+  username?: string;
+}
+
+/**
+ * The engine's trigger for a hook's hint, as the receiver's pipeline builds it (receiver/pipeline.ts,
+ * where the same conversion is private to the pipeline).
+ */
+export function triggerOf(hook: HookTrigger, bot: BotUser | undefined): Trigger {
+  const actor = hook.actor;
+  const byBot =
+    bot !== undefined &&
+    ((bot.id !== undefined && actor.id === bot.id) ||
+      (bot.username !== undefined && actor.username === bot.username));
+  const trigger: Trigger = { kind: hook.kind, byBot };
+  if (hook.action && (hook.kind === 'issue' || hook.kind === 'merge_request'))
+    trigger.action = hook.action as TriggerAction;
+  if (hook.note !== undefined) trigger.note = hook.note;
+  if (actor.username !== undefined) trigger.actor = { id: actor.id ?? 0, username: actor.username };
+  return trigger;
+}

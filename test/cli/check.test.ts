@@ -1,0 +1,197 @@
+/**
+ * `hookbot check [RULES_DIR]` through `main()` (output captured) and once as a process: exit 0 with
+ * a summary, exit 1 with every problem as `file:line:column: message (hint)` on stdout.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { checkRules, formatProblems } from '../../src/rules/check.ts';
+
+function capture() {
+  const io = {
+    outText: '',
+    errText: '',
+    out: (t: string) => void (io.outText += t),
+    err: (t: string) => void (io.errText += t),
+  };
+  return io;
+}
+
+async function run(args: string[]) {
+  const io = capture();
+  const code = await main(['check', ...args], io);
+  return { code, out: io.outText, err: io.errText };
+}
+
+const temp = mkdtempSync(path.join(tmpdir(), 'hookbot-check-'));
+/** A rules folder written for one test: file name to text. */
+function folder(name: string, files: Record<string, string>): string {
+  const dir = path.join(temp, name);
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), text);
+  }
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+afterAll(() => {
+  rmSync(temp, { recursive: true, force: true });
+});
+
+describe('hookbot check', () => {
+  it.each([
+    [
+      'test/fixtures/rules/example',
+      'test/fixtures/rules/example: 1 file (the default), 5 rules: no problems',
+    ],
+    [
+      'test/fixtures/rules/projects',
+      'test/fixtures/rules/projects: 3 files (the default and 2 projects), 3 rules: no problems',
+    ],
+  ])('exits 0 on the valid folder %s with a one-line summary', async (dir, summary) => {
+    const result = await run([dir]);
+    expect(result).toEqual({ code: 0, out: `${summary}\n`, err: '' });
+  });
+
+  it('checks $HOOKBOT_RULES when no folder is given', async () => {
+    vi.stubEnv('HOOKBOT_RULES', 'test/fixtures/rules/projects');
+    const result = await run([]);
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/^test\/fixtures\/rules\/projects: 3 files/);
+  });
+
+  it('checks rules/ when neither a folder nor $HOOKBOT_RULES is given', async () => {
+    vi.stubEnv('HOOKBOT_RULES', '');
+    const result = await run([]);
+    expect(result.out).toMatch(/^rules(: \d+ files? |\/)/);
+  });
+
+  it('prints every problem of the broken fixture on stdout, as the checker reports them, and exits 1', async () => {
+    const dir = 'test/fixtures/rules/broken';
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out).toBe(`${formatProblems(await checkRules(dir))}\n`);
+    expect(result.out.trimEnd().split('\n')).toHaveLength(17);
+    expect(result.err).toBe('hookbot check: 17 problems in 2 files\n');
+  });
+
+  it.each<{ name: string; files: Record<string, string>; lines: string[] }>([
+    {
+      name: 'a duplicate rule name, at the second one',
+      files: {
+        'default.yml': [
+          'rules:',
+          '  - name: greet',
+          '    on: [issue.open]',
+          '    do: [close]',
+          '  - name: greet',
+          '    on: [issue.reopen]',
+          '    do: [close]',
+          '',
+        ].join('\n'),
+      },
+      lines: [
+        'default.yml:5:11: duplicate rule name "greet" (first defined at DIR/default.yml:2:5) (rule names must be unique in the rules a project gets)',
+      ],
+    },
+    {
+      name: 'a misspelt action and an unknown key, each at its place',
+      files: {
+        'default.yml': [
+          'rules:',
+          '  - name: greet',
+          '    on: [issue.open]',
+          '    do: [clse]',
+          '    when: now',
+          '',
+        ].join('\n'),
+      },
+      lines: [
+        'default.yml:4:10: unknown action "clse" (did you mean "close"?)',
+        'default.yml:5:5: unknown rule key "when" (expected one of name, description, on, schedule, for, if, do, allow_bot, summary_status)',
+      ],
+    },
+    {
+      name: 'an extends cycle, where it closes',
+      files: {
+        'a.yml': 'extends: [b.yml]\nrules: []\n',
+        'b.yml': 'extends: [a.yml]\nrules: []\n',
+      },
+      lines: ['b.yml:1:11: extends cycle: a.yml -> b.yml -> a.yml'],
+    },
+    {
+      name: 'a regular expression that could backtrack catastrophically',
+      files: {
+        'default.yml': [
+          'rules:',
+          '  - name: slow',
+          '    on: [issue.open]',
+          "    if: [ { title: { matches: '(x+)+y' } } ]",
+          '    do: [close]',
+          '',
+        ].join('\n'),
+      },
+      lines: [
+        'default.yml:4:31: regular expression /(x+)+y/ may backtrack catastrophically (avoid nested quantifiers such as (a+)+ or (\\w+\\s?)*)',
+      ],
+    },
+  ])('reports $name', async ({ name, files, lines }) => {
+    const dir = folder(name.replace(/\W+/g, '-'), files);
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out).toBe(lines.map((line) => `${dir}/${line.replaceAll('DIR', dir)}\n`).join(''));
+  });
+
+  it('exits 1 when the folder does not exist', async () => {
+    const dir = path.join(temp, 'missing');
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out).toBe(`${dir}:1:1: rules folder not found\n`);
+  });
+
+  it('exits 0 on an empty folder but says the bot would do nothing', async () => {
+    const dir = folder('empty', {});
+    const result = await run([dir]);
+    expect(result).toEqual({
+      code: 0,
+      out: `${dir}: no rule files (the bot would do nothing); write ${dir}/default.yml\n`,
+      err: '',
+    });
+  });
+
+  it('exits 2 on a second folder', async () => {
+    const result = await run(['test/fixtures/rules/example', 'test/fixtures/rules/projects']);
+    expect(result.code).toBe(2);
+    expect(result.err).toContain('too many arguments');
+  });
+
+  it('runs as a process: exit 1 with the exact positions of the broken fixture', async () => {
+    const failure = await promisify(execFile)(process.execPath, [
+      'bin/hookbot.js',
+      'check',
+      'test/fixtures/rules/broken',
+    ]).catch((error: unknown) => error as { code: number; stdout: string; stderr: string });
+    expect(failure).toMatchObject({ code: 1 });
+    const { stdout, stderr } = failure as { stdout: string; stderr: string };
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(17);
+    for (const line of lines) expect(line).toMatch(/^test\/fixtures\/rules\/broken\/[\w/]+\.yml:\d+:\d+: \S/);
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'test/fixtures/rules/broken/acme/web.yml:6:5: unknown rule key "allow_bots" (did you mean "allow_bot"?)',
+        'test/fixtures/rules/broken/default.yml:5:9: unknown condition "titel" (did you mean "title"?)',
+        'test/fixtures/rules/broken/default.yml:12:9: unknown action "coment" (did you mean "comment"?)',
+        'test/fixtures/rules/broken/default.yml:18:15: invalid schedule "dayly" (did you mean "daily"?)',
+      ]),
+    );
+    expect(stderr).toBe('hookbot check: 17 problems in 2 files\n');
+  });
+});
