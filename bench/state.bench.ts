@@ -3,18 +3,23 @@
  * - group commit (the file store: journal, one append + fdatasync per batch) against
  *   one lowdb write per mutation (the whole JSON file rewritten for each accept, no fsync), and
  *   against the same journal with one append + fdatasync per mutation (maxBatch 1);
- * - size of the files after 100,000 accept + process cycles against after 10,000 (flat if bounded);
+ * - size of the files after 100,000 accept + process cycles against after 10,000 (flat if bounded),
+ *   with a one-hour de-dup window and with the real one (24 h, full at its bound of 100,000 keys);
+ * - at that full window: how long a compaction takes, and how long writes issued during it take
+ *   against the same writes with no compaction under way (they do not wait for it);
  * - fsyncs per 1,000 concurrent accepts.
  * Run alone with `node --import tsx bench/state.bench.ts`.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
-import { emptyDocument } from '../src/state/document.ts';
+import { createHash, randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { writeDedupFile } from '../src/state/dedup-file.ts';
+import { emptyDocument, type DedupFileRef } from '../src/state/document.ts';
 import {
   createFileStore,
   type Delivery,
@@ -60,18 +65,21 @@ async function withDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
 let keys = 0;
 const nextKey = () => `bench-${keys++}`;
 
-/** Accepts per second of BURST concurrent accepts into a fresh file store (warm-up, then median). */
-async function storeThroughput(options: FileStoreOptions): Promise<number> {
+/** A de-dup key as the receiver makes them (a SHA-256 in hex), so key files have their real size. */
+const keyOf = (label: string) => createHash('sha256').update(label).digest('hex');
+
+/** Accepts per second of `burst` concurrent accepts into a fresh file store (warm-up, then median). */
+async function storeThroughput(options: FileStoreOptions, burst = BURST): Promise<number> {
   const rates: number[] = [];
   for (let rep = 0; rep <= REPETITIONS; rep++) {
     const rate = await withDir(async (dir) => {
       const store = createFileStore({ ...options, path: join(dir, 'hookbot.json') });
       await store.open();
       const started = performance.now();
-      await Promise.all(Array.from({ length: BURST }, () => store.accept(delivery(nextKey()))));
+      await Promise.all(Array.from({ length: burst }, () => store.accept(delivery(nextKey()))));
       const seconds = (performance.now() - started) / 1000;
       await store.close({ compact: false });
-      return BURST / seconds;
+      return burst / seconds;
     });
     if (rep > 0) rates.push(rate);
   }
@@ -97,50 +105,93 @@ async function lowdbPerMutation(): Promise<number> {
   return median(rates);
 }
 
-async function filesBytes(store: StateStore): Promise<number> {
-  const { documentBytes, journalBytes } = store.stats();
-  return documentBytes + journalBytes;
+/** Everything the store keeps on disk: document, backup, de-dup files, journal segments. */
+async function folderBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const name of await readdir(dir)) total += (await stat(join(dir, name))).size;
+  return total;
+}
+
+/**
+ * Accept + process cycles, a thousand at a time, `stepMs` of fake time apart; with `decisions`, each
+ * cycle also records a decision, as processing does.
+ */
+async function cycles(
+  store: StateStore,
+  clock: { now: number },
+  count: number,
+  stepMs: number,
+  prefix: string,
+  decisions: boolean,
+): Promise<void> {
+  for (let done = 0; done < count; done += 1_000) {
+    const accepted = await Promise.all(
+      Array.from({ length: 1_000 }, (_, i) => {
+        clock.now += stepMs;
+        return store.accept(delivery(keyOf(`${prefix}-${done + i}`)));
+      }),
+    );
+    await Promise.all(
+      accepted.flatMap(({ id }, i) => [
+        store.markProcessed(id),
+        ...(decisions
+          ? [store.recordDecision(`acme/web!${(done + i) % 2_000}`, { rule: 'label-bugs', outcome: 'skip' })]
+          : []),
+      ]),
+    );
+  }
+}
+
+/**
+ * Runs cycles up to 10,000 and up to 100,000, and reports the largest size of the files (after a
+ * compaction) over the last five thousand cycles before each: de-dup files go whole, so the size
+ * swings by up to one file's worth of keys around the window; the largest over a stretch is the
+ * figure that must stay flat.
+ */
+async function sizesAt10kAnd100k(
+  dir: string,
+  path: string,
+  store: StateStore,
+  run: (count: number, from: number) => Promise<void>,
+): Promise<Record<string, number>> {
+  const result: Record<string, number> = {};
+  let done = 0;
+  for (const [target, label] of [
+    [10_000, '10k'],
+    [100_000, '100k'],
+  ] as const) {
+    let bytes = 0;
+    let documentBytes = 0;
+    while (done < target) {
+      await run(1_000, done);
+      done += 1_000;
+      if (done <= target - 5_000) continue;
+      await store.compact();
+      bytes = Math.max(bytes, await folderBytes(dir));
+      documentBytes = Math.max(documentBytes, (await stat(path)).size);
+    }
+    result[`state_bytes_${label}`] = bytes;
+    result[`document_bytes_${label}`] = documentBytes;
+  }
+  return result;
 }
 
 /**
  * Steady load on a fake clock (one delivery a second, de-dup window one hour, so the window holds
- * 3,600 keys once an hour has passed): sizes after 10,000 and 100,000 accept + process cycles,
- * each cycle also recording a decision, as processing does.
+ * 3,600 keys once an hour has passed): sizes after 10,000 and 100,000 accept + process + decision
+ * cycles.
  */
 async function flatness(): Promise<Record<string, number>> {
   return withDir(async (dir) => {
-    let now = Date.UTC(2016, 7, 12);
-    const options: FileStoreOptions = {
-      path: join(dir, 'hookbot.json'),
-      now: () => now,
-      dedupTtlMs: 3_600_000,
-    };
-    const store = createFileStore(options);
+    const clock = { now: Date.UTC(2016, 7, 12) };
+    const path = join(dir, 'hookbot.json');
+    const store = createFileStore({ path, now: () => clock.now, dedupTtlMs: 3_600_000 });
     await store.open();
-    const result: Record<string, number> = {};
-    let cycles = 0;
     let journalPeak = 0;
-    for (const target of [10_000, 100_000]) {
-      while (cycles < target) {
-        const accepted = await Promise.all(
-          Array.from({ length: 1_000 }, () => {
-            now += 1_000;
-            return store.accept(delivery(`steady-${cycles++}`));
-          }),
-        );
-        await Promise.all(
-          accepted.flatMap(({ id }, i) => [
-            store.markProcessed(id),
-            store.recordDecision(`acme/web!${(cycles + i) % 2_000}`, { rule: 'label-bugs', outcome: 'skip' }),
-          ]),
-        );
-        journalPeak = Math.max(journalPeak, store.stats().journalBytes);
-      }
-      await store.compact();
-      const label = target === 10_000 ? '10k' : '100k';
-      result[`state_bytes_${label}`] = await filesBytes(store);
-      result[`document_bytes_${label}`] = (await stat(options.path ?? '')).size;
-    }
+    const result = await sizesAt10kAnd100k(dir, path, store, async (count, from) => {
+      await cycles(store, clock, count, 1_000, `steady-${from}`, true);
+      journalPeak = Math.max(journalPeak, store.stats().journalBytes);
+    });
     const compaction = await timeCompaction(store);
     result['compact_ms'] = compaction.totalMs;
     result['compact_blocking_ms'] = compaction.blockedMs;
@@ -164,37 +215,122 @@ async function timeCompaction(store: StateStore): Promise<{ totalMs: number; blo
   await store.compact();
   const totalMs = performance.now() - started;
   clearInterval(tick);
-  const tenth = (n: number) => Math.round(n * 10) / 10;
   return { totalMs: tenth(totalMs), blockedMs: tenth(Math.max(worst, performance.now() - last)) };
 }
 
+const tenth = (n: number) => Math.round(n * 10) / 10;
+const p99 = (sorted: number[]) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0;
+
+/** Latencies of accept + process pairs, 16 in flight, until `count` are done or `until()` says stop. */
+async function writeLatencies(
+  store: StateStore,
+  prefix: string,
+  count: number,
+  until: () => boolean = () => false,
+): Promise<number[]> {
+  const latencies: number[] = [];
+  let issued = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (issued < count && !until()) {
+        const key = `${prefix}-${issued++}`;
+        const started = performance.now();
+        const { id } = await store.accept(delivery(key));
+        await store.markProcessed(id);
+        latencies.push(performance.now() - started);
+      }
+    }),
+  );
+  return latencies.sort((a, b) => a - b);
+}
+
 /**
- * The largest document the defaults allow under heavy load: the de-dup window full at its bound
- * (maxDedupKeys, 100,000 keys: over 100,000 deliveries within the 24 h window), inbox empty.
- * The document is written directly (filling it through accept would take most of the time budget).
+ * Files as the store leaves them after 100,000 deliveries ten a second (the last 10,000 s): the
+ * de-dup window full at its bound, in de-dup files of 2,000 keys as compactions write them. Written
+ * directly: filling it through the store would take a third of the time budget.
+ */
+async function fillWindow(dir: string, path: string, now: number): Promise<void> {
+  const files: DedupFileRef[] = [];
+  for (let file = 0; file < 50; file++) {
+    const entries = Array.from({ length: 2_000 }, (_, i) => {
+      const n = file * 2_000 + i;
+      return { key: keyOf(`fill-${n}`), id: randomUUID(), expiresAt: now + 86_400_000 - (100_000 - n) * 100 };
+    });
+    const name = `hookbot.dedup.${(file + 1) * 4_000}`;
+    files.push((await writeDedupFile(join(dir, name), name, entries)).ref);
+  }
+  await writeFile(path, JSON.stringify({ ...emptyDocument(), seq: 200_000, dedupFiles: files }));
+}
+
+/**
+ * The real de-dup window full: the defaults (24 h, at most 100,000 keys) under a load that keeps
+ * the bound full (ten deliveries a second). Sizes after 10,000 and 100,000 accept + process cycles
+ * at that bound; a compaction's cost there; writes issued during a compaction against as many
+ * writes without one (eight rounds, pooled); opening the files.
  */
 async function fullDedupWindow(): Promise<Record<string, number>> {
   return withDir(async (dir) => {
+    const clock = { now: Date.UTC(2016, 7, 12) };
     const path = join(dir, 'hookbot.json');
-    const expiresAt = Date.now() + 86_400_000;
-    const dedup = Array.from({ length: 100_000 }, (_, i) => ({
-      key: `full-${String(i).padStart(8, '0')}`,
-      id: randomUUID(),
-      expiresAt,
-    }));
-    await writeFile(path, JSON.stringify({ ...emptyDocument(), dedup }));
-    const store = createFileStore({ path });
-    const opening = performance.now();
+    await fillWindow(dir, path, clock.now);
+    const store = createFileStore({ path, now: () => clock.now });
     await store.open();
-    const openMs = performance.now() - opening;
-    const compaction = await timeCompaction(store);
-    const result = {
-      document_bytes_full_dedup: store.stats().documentBytes,
-      open_ms_full_dedup: Math.round(openMs),
-      compact_ms_full_dedup: compaction.totalMs,
-      compact_blocking_ms_full_dedup: compaction.blockedMs,
-    };
+    const sizes = await sizesAt10kAnd100k(dir, path, store, (count, from) =>
+      cycles(store, clock, count, 100, `full-${from}`, false),
+    );
+    const result: Record<string, number> = {};
+    for (const [key, value] of Object.entries(sizes)) result[`full_window_${key}`] = value;
+    result['full_window_dedup_keys'] = store.stats().dedupKeys;
+    result['full_window_dedup_files'] = (await readdir(dir)).filter((f) => f.includes('.dedup.')).length;
+
+    const compactMs: number[] = [];
+    const blockingMs: number[] = [];
+    const during: number[] = [];
+    const idle: number[] = [];
+    for (let round = 0; round < 8; round++) {
+      // New keys since the last compaction, as under load; then writes until the compaction is done.
+      await cycles(store, clock, 2_000, 100, `round-${round}`, false);
+      let compacting = true;
+      let worst = 0;
+      let last = performance.now();
+      const tick = setInterval(() => {
+        const now = performance.now();
+        worst = Math.max(worst, now - last);
+        last = now;
+      }, 1);
+      const started = performance.now();
+      const running = store.compact().finally(() => {
+        compacting = false;
+        compactMs.push(tenth(performance.now() - started));
+      });
+      const writes = await writeLatencies(
+        store,
+        `during-${round}`,
+        Number.MAX_SAFE_INTEGER,
+        () => !compacting,
+      );
+      await running;
+      clearInterval(tick);
+      blockingMs.push(tenth(worst));
+      during.push(...writes);
+      idle.push(...(await writeLatencies(store, `idle-${round}`, Math.max(writes.length, 64))));
+    }
+    during.sort((a, b) => a - b);
+    idle.sort((a, b) => a - b);
+    result['full_window_compact_ms'] = median(compactMs);
+    result['full_window_compact_blocking_ms'] = median(blockingMs);
+    result['write_ms_p99_during_compaction'] = tenth(p99(during));
+    result['write_ms_p99_no_compaction'] = tenth(p99(idle));
+    result['write_ms_max_during_compaction'] = tenth(during.at(-1) ?? 0);
+    result['write_ms_max_no_compaction'] = tenth(idle.at(-1) ?? 0);
+    result['writes_during_compaction'] = during.length;
     await store.close();
+
+    const again = createFileStore({ path, now: () => clock.now });
+    const opening = performance.now();
+    await again.open();
+    result['full_window_open_ms'] = Math.round(performance.now() - opening);
+    await again.close({ compact: false });
     return result;
   });
 }
@@ -211,13 +347,27 @@ async function fsyncsPer1000(): Promise<number> {
   });
 }
 
+/** Runs `part`, adding how long it took to `seconds` (the budget is about a minute in all). */
+async function timed<T>(seconds: Record<string, number>, name: string, part: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  const result = await part();
+  seconds[`seconds_${name}`] = tenth((performance.now() - started) / 1000);
+  return result;
+}
+
 export async function run(): Promise<Record<string, number | string>> {
-  const groupCommit = await storeThroughput({});
-  const perMutation = await lowdbPerMutation();
-  const journalPerMutation = await storeThroughput({ maxBatch: 1 });
-  const sizes = await flatness();
-  const full = await fullDedupWindow();
+  const seconds: Record<string, number> = {};
+  const groupCommit = await timed(seconds, 'group_commit', () => storeThroughput({}));
+  const perMutation = await timed(seconds, 'lowdb', () => lowdbPerMutation());
+  const journalPerMutation = await timed(seconds, 'journal_per_mutation', () =>
+    storeThroughput({ maxBatch: 1 }),
+  );
+  const fsyncs = await fsyncsPer1000();
+  const sizes = await timed(seconds, 'window_1h', () => flatness());
+  const full = await timed(seconds, 'window_full', () => fullDedupWindow());
   const round = (n: number) => Math.round(n);
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    Math.round(((a ?? 0) / (b ?? 1)) * 100) / 100;
   return {
     burst: BURST,
     per_mutation_burst: BASELINE_BURST,
@@ -226,13 +376,23 @@ export async function run(): Promise<Record<string, number | string>> {
     ratio: Math.round((groupCommit / perMutation) * 10) / 10,
     journal_per_mutation_per_s: round(journalPerMutation),
     ratio_vs_journal_per_mutation: Math.round((groupCommit / journalPerMutation) * 10) / 10,
-    fsyncs: await fsyncsPer1000(),
+    fsyncs,
     fsyncs_per: '1,000 concurrent accepts',
     ...sizes,
-    size_ratio_100k_vs_10k:
-      Math.round(((sizes['state_bytes_100k'] ?? 0) / (sizes['state_bytes_10k'] ?? 1)) * 100) / 100,
+    size_ratio_100k_vs_10k: ratio(sizes['state_bytes_100k'], sizes['state_bytes_10k']),
     ...full,
+    full_window_size_ratio_100k_vs_10k: ratio(
+      full['full_window_state_bytes_100k'],
+      full['full_window_state_bytes_10k'],
+    ),
+    write_p99_ratio_during_vs_no_compaction: ratio(
+      full['write_ms_p99_during_compaction'],
+      full['write_ms_p99_no_compaction'],
+    ),
     steady_load: 'one delivery per second, de-dup window 1 h, accept + process + decision per cycle',
+    full_window_load: 'ten deliveries per second, defaults (24 h, 100,000 keys), accept + process per cycle',
+    sizes_are: 'largest after a compaction over the last 5,000 cycles before 10k and before 100k',
+    ...seconds,
   };
 }
 

@@ -21,12 +21,18 @@ const RESULTS: Record<string, ActionResult> = {
 
 /** The store, with `recordDecision` also counting into `metrics`. */
 export function withDecisionMetrics(store: StateStore, metrics: Metrics): StateStore {
-  const observed = Object.create(store) as StateStore;
-  observed.recordDecision = async (itemKey: string, decision: unknown) => {
+  const recordDecision = async (itemKey: string, decision: unknown) => {
     count(metrics, decision as DecisionShape);
     return store.recordDecision(itemKey, decision);
   };
-  return observed;
+  // Every other member is the store's own, bound to it (its methods use private fields).
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'recordDecision') return recordDecision;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 function count(metrics: Metrics, decision: DecisionShape): void {

@@ -2,13 +2,14 @@
  * The lowdb document on disk. A lowdb `Low` over our own adapter: lowdb's JSONFile writes through
  * steno, which renames without fsync, and parses without telling a corrupt file from a missing one.
  * This adapter fsyncs (see durable-fs.ts), serialises in slices so the event loop keeps running
- * (see sliced-json.ts), refuses what it cannot parse naming the file, and copies the last good
- * document to the backup before each replacement.
+ * (see sliced-json.ts), refuses what it cannot parse naming the file, and keeps the last good
+ * document as the backup at each replacement.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { open, readFile, rename, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { refuseFile } from './errors.ts';
-import { copyFileDurably, replaceFile } from './durable-fs.ts';
+import { linkOrCopy, syncFolder, tempPathOf } from './durable-fs.ts';
 import { stringifyInSlices } from './sliced-json.ts';
 
 export class DocumentFile implements Adapter<unknown> {
@@ -57,11 +58,33 @@ export class DocumentFile implements Adapter<unknown> {
     return parsed;
   }
 
-  /** Backs up the current document (if any), then replaces it atomically and durably. */
+  /**
+   * Replaces the document atomically and durably, keeping the current one (if any) as the backup.
+   * The new content is fsynced under a temp name; the backup is a hard link to the current file
+   * (documents are only ever replaced by rename, never changed in place), so no copy is written;
+   * one sync of the folder then makes the backup and the rename durable, in that order. Compactions
+   * run beside the appends, so each fsync spared here is one less the appends queue behind.
+   */
   async write(data: unknown): Promise<void> {
     const text = await stringifyInSlices(data);
-    if (await exists(this.path)) this.fsyncs += await copyFileDurably(this.path, this.backupPath);
-    this.fsyncs += await replaceFile(this.path, text);
+    const temp = tempPathOf(this.path);
+    const file = await open(temp, 'w');
+    try {
+      await file.writeFile(text);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    this.fsyncs++;
+    if (await exists(this.path)) {
+      this.fsyncs += await linkOrCopy(this.path, this.backupPath);
+      // A backup in another folder is made durable first. In the same folder the sync below covers
+      // both (journaling file systems keep the order; where one did not, a power cut could lose
+      // the backup, never the document).
+      if (dirname(this.backupPath) !== dirname(this.path)) this.fsyncs += await syncFolder(this.backupPath);
+    }
+    await rename(temp, this.path);
+    this.fsyncs += await syncFolder(this.path);
     this.bytes = Buffer.byteLength(text);
   }
 }

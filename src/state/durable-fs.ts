@@ -4,7 +4,7 @@
  * temp file before the rename (else a power cut can leave the new name on an empty file) and of
  * the folder after it (else the rename itself can be lost).
  */
-import { copyFile, open, rename, rm } from 'node:fs/promises';
+import { copyFile, link, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /** `/a/b.json` -> `/a/.b.json.tmp`, the name lowdb's adapters use too. */
@@ -38,6 +38,33 @@ export async function copyFileDurably(from: string, to: string): Promise<number>
   }
   await rename(temp, to);
   return 1 + (await syncFolder(to));
+}
+
+/**
+ * Gives the file at `from` the name `to` as well (replacing `to` atomically), without copying it: a
+ * hard link. For the backup of a document that is about to be replaced by rename, so never changes
+ * in place. The new name becomes durable with the next sync of its folder (the caller's). Where
+ * links are not supported, copies durably instead. Returns the fsync calls made.
+ */
+export async function linkOrCopy(from: string, to: string): Promise<number> {
+  const temp = tempPathOf(to);
+  await rm(temp, { force: true });
+  try {
+    await link(from, temp);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (
+      code === 'EXDEV' ||
+      code === 'EPERM' ||
+      code === 'ENOTSUP' ||
+      code === 'EOPNOTSUPP' ||
+      code === 'EMLINK'
+    )
+      return copyFileDurably(from, to);
+    throw error;
+  }
+  await rename(temp, to);
+  return 0;
 }
 
 /** Makes a rename or a creation in the folder of `path` durable; returns the fsync calls made. */

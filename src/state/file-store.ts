@@ -1,60 +1,105 @@
 /**
- * The embedded backend: a lowdb JSON document holding the whole bounded state as of journal record
- * `seq`, plus an append-only journal of the mutations since. Every write goes to the journal
- * through the group commit (one append and one fdatasync per batch); compaction folds the journal
- * into a new document (backup first, then temp file, fsync, rename) and starts an empty journal.
+ * The embedded backend: a lowdb JSON document holding the bounded state as of journal record `seq`,
+ * de-dup files holding the older de-duplication keys, and an append-only journal in segments holding
+ * the mutations since. Every write goes to the active segment through the group commit (one append
+ * and one fdatasync per batch).
  *
  * Why not write the document on each change: lowdb rewrites the whole file per write and blocks the
  * event loop while it serialises (about 4 ms at 1,000 records, 290 ms at 100,000), without fsync;
  * an appended line costs the same at any size. See docs/state.md for the measurements.
  *
- * Crash safety of compaction: the document records the last journal record it holds, and replay
- * skips records up to it, so a crash between writing the document and resetting the journal
- * replays nothing twice.
+ * Compaction never holds writes up. It seals the active segment (a rename, while appends go on),
+ * switches appends to a fresh segment between two batches (a rename: microseconds), and then, in the
+ * background, writes the new keys to a de-dup file and the state to a new document, and deletes the
+ * sealed segments the document now holds. A crash at any point loses nothing: replay reads the
+ * document, skips the records it holds, and replays every remaining segment in order (segments.ts).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Low } from 'lowdb';
+import { keptDedupFiles, readDedupFile, writeDedupFile } from './dedup-file.ts';
+import { DedupFolder } from './dedup-folder.ts';
 import { createDocumentDb, DocumentFile } from './document-file.ts';
-import { SCHEMA_VERSION, emptyDocument } from './document.ts';
-import { removeStaleTemp } from './durable-fs.ts';
+import { SCHEMA_VERSION, emptyDocument, type DedupEntry, type DedupFileRef } from './document.ts';
+import { removeStaleTemp, syncFolder } from './durable-fs.ts';
 import { refuseFile, StateError } from './errors.ts';
 import { GroupCommit } from './group-commit.ts';
-import { encodeRecord, readJournal, JournalWriter } from './journal.ts';
+import { encodeLine, JournalWriter, type FsyncCounter, type JournalLine } from './journal.ts';
 import { migrateDocument } from './migrations.ts';
 import { ModelStore } from './model-store.ts';
 import { resolveFileStoreOptions, type FileStoreOptions, type ResolvedFileStoreOptions } from './options.ts';
-import { StateModel } from './state-model.ts';
+import { openSegments, planReplay, SegmentNames, type SealedSegment } from './segments.ts';
+import { StateModel, type DocumentSnapshot } from './state-model.ts';
 import type { CloseOptions, StateStats, StateStore } from './store.ts';
 
 export function createFileStore(options: FileStoreOptions = {}): StateStore {
-  return new FileStore(resolveFileStoreOptions(options));
+  return new FileStore(resolveFileStoreOptions(options), {});
+}
+
+/** The steps of a compaction, in order. Each leaves the files in a state a crash may leave them in. */
+export type CompactionStep =
+  'spare' | 'sealed' | 'switched' | 'dedup-written' | 'document-written' | 'cleaned';
+
+export interface FileStoreInternals {
+  /** Awaited after each step of each compaction (tests copy the files there, as a crash would leave them). */
+  onStep?: (step: CompactionStep) => void | Promise<void>;
+}
+
+/** For tests: a file store that reports the steps of its compactions. */
+export function createObservedFileStore(
+  options: FileStoreOptions,
+  internals: FileStoreInternals,
+): StateStore {
+  return new FileStore(resolveFileStoreOptions(options), internals);
 }
 
 interface Session {
+  /** The active segment: where appends go. */
   journal: JournalWriter;
-  commit: GroupCommit<string>;
+  commit: GroupCommit<JournalLine>;
+}
+
+/** What a compaction writes: the state as of `seq`, and the keys that go to a new de-dup file. */
+interface Fold {
+  seq: number;
+  now: number;
+  document: DocumentSnapshot;
+  spill: DedupEntry[];
 }
 
 class FileStore extends ModelStore {
   protected readonly label: string;
   readonly #files: ResolvedFileStoreOptions;
+  readonly #internals: FileStoreInternals;
+  readonly #segments: SegmentNames;
   readonly #document: DocumentFile;
   readonly #db: Low<unknown>;
+  readonly #dedupFolder: DedupFolder;
   #session: Session | undefined;
   /** The last journal record number given out (applied to memory, maybe not yet on disk). */
   #seq = 0;
   #compactions = 0;
-  #compactionQueued = false;
+  #sealed: SealedSegment[] = [];
+  /** The de-dup files the document names, and those its backup (the previous document) names. */
+  #dedupFiles: DedupFileRef[] = [];
+  #backupDedupFiles: DedupFileRef[] = [];
+  /** The compaction under way, if any (they run one at a time). */
+  #folding: Promise<void> | undefined;
+  /** Set once a compaction failed: the store accepts no more writes. */
+  #failure: StateError | undefined;
+  #fsyncs: FsyncCounter = { fsyncs: 0 };
   /** The document's fsync count when this session opened: stats count from there. */
   #documentFsyncsAtOpen = 0;
 
-  constructor(options: ResolvedFileStoreOptions) {
+  constructor(options: ResolvedFileStoreOptions, internals: FileStoreInternals) {
     super(options);
     this.#files = options;
+    this.#internals = internals;
     this.label = `state store ${options.path}`;
+    this.#segments = new SegmentNames(options.journalPath);
     this.#document = new DocumentFile(options.path, options.backupPath);
     this.#db = createDocumentDb(this.#document);
+    this.#dedupFolder = new DedupFolder(options.path, options.backupPath);
   }
 
   async open(): Promise<void> {
@@ -70,38 +115,53 @@ class FileStore extends ModelStore {
       raw === null
         ? { document: emptyDocument(), migratedFrom: undefined }
         : migrateDocument(raw, path, backupPath);
-    const journal = await readJournal(journalPath, SCHEMA_VERSION);
-    const replay = journal.records.filter((record) => record.seq > document.seq);
-    const first = replay[0];
-    if (first !== undefined && first.seq !== document.seq + 1)
-      throw refuseFile(
-        'mismatch',
-        journalPath,
-        raw === null
-          ? `continues from record ${first.seq - 1} but the document ${path} is missing`
-          : `continues from record ${first.seq - 1} but the document ${path} ends at record ${document.seq} (was one of them restored from a backup?)`,
-        'Restore the document and the journal from the same moment, or move the journal away (losing its changes).',
-      );
-    const model = StateModel.fromDocument(document, this.options);
-    for (const record of replay) model.apply(record.mutation);
+    const segments = await this.#segments.read(SCHEMA_VERSION);
+    const plan = planReplay(segments, { path, seq: document.seq, missing: raw === null });
+    const filed: DedupEntry[] = [];
+    for (const ref of document.dedupFiles) {
+      if (!this.#dedupFolder.owns(ref.file))
+        throw refuseFile(
+          'corrupt',
+          path,
+          `names ${JSON.stringify(ref.file)} as a de-dup file, which is not a name this store gives`,
+          `Restore it from its backup ${backupPath} or move it away to start empty.`,
+        );
+      const read = await readDedupFile(this.#dedupFolder.path(ref.file), ref, path);
+      if (read.emptied)
+        log?.warn(
+          { path: this.#dedupFolder.path(ref.file) },
+          'a de-dup file was emptied by hand: starting without its de-duplication keys',
+        );
+      for (const entry of read.entries) filed.push(entry);
+    }
+    const model = StateModel.fromDocument(document, this.options, filed);
+    for (const record of plan.records) model.apply(record.mutation);
     model.pruneExpired(this.options.now());
 
-    // From here on the files change: drop what an interrupted replacement left, cut a torn tail,
-    // then fold if the files are not current.
+    // From here on the files change: drop what an interrupted replacement left (temp files, de-dup
+    // files no document names), settle the segments, cut a torn tail, then compact if the files
+    // are not current.
     await Promise.all([path, journalPath, backupPath].map((file) => removeStaleTemp(file)));
-    const writer = await JournalWriter.open(journalPath, SCHEMA_VERSION, journal);
-    if (journal.totalBytes > journal.validBytes)
-      log?.warn(
-        { path: journalPath, bytes: journal.totalBytes - journal.validBytes },
-        'cut a torn tail off the state journal (a write the crash interrupted; no caller had been told it was durable)',
-      );
+    this.#backupDedupFiles = await this.#dedupFolder.backupRefs();
+    await this.#dedupFolder.removeUnnamed([...document.dedupFiles, ...this.#backupDedupFiles]);
+    this.#fsyncs = { fsyncs: 0 };
+    const { journal, sealed } = await openSegments(this.#segments, segments, SCHEMA_VERSION, this.#fsyncs);
+    this.#sealed = sealed;
+    for (const { path: segment, contents } of segments)
+      if (contents.totalBytes > contents.validBytes)
+        log?.warn(
+          { path: segment, bytes: contents.totalBytes - contents.validBytes },
+          'cut a torn tail off the state journal (a write the crash interrupted; no caller had been told it was durable)',
+        );
     this.model = model;
     this.#documentFsyncsAtOpen = this.#document.fsyncs;
     this.#compactions = 0;
-    this.#seq = replay.at(-1)?.seq ?? document.seq;
+    this.#failure = undefined;
+    this.#seq = plan.seq;
+    this.#dedupFiles = document.dedupFiles;
     this.#session = {
-      journal: writer,
-      commit: new GroupCommit<string>({
+      journal,
+      commit: new GroupCommit<JournalLine>({
         windowMs: this.#files.groupWindowMs,
         maxBatch: this.#files.maxBatch,
         write: (lines) => this.#append(lines),
@@ -109,21 +169,32 @@ class FileStore extends ModelStore {
     };
     this.isOpen = true;
 
-    const stale = journal.records.length > replay.length;
-    const oldJournal = journal.version !== undefined && journal.version < SCHEMA_VERSION;
+    const oldJournal = segments.some(
+      ({ contents }) => contents.version !== undefined && contents.version < SCHEMA_VERSION,
+    );
+    // Appends must continue the active segment's numbers: if the document holds records past its
+    // end (a crash lost records it had already folded), start a new segment.
+    const behind = journal.lastSeq !== undefined && journal.lastSeq < plan.seq;
     if (migratedFrom !== undefined)
       log?.info(
         { path, from: migratedFrom, to: SCHEMA_VERSION, backup: backupPath },
         'migrating the state document',
       );
-    // A migrated document is written at once (the old one stays as the backup); a journal that is
-    // behind the document, or of an older version, is folded so appends continue a clean sequence.
-    if (migratedFrom !== undefined || stale || oldJournal) await this.compact();
+    // A migrated document is written at once (the old one stays as the backup); segments left by a
+    // crash, records the document already holds, or a journal of an older version are folded now.
+    if (migratedFrom !== undefined || plan.stale || oldJournal || behind || this.#sealed.length > 0)
+      await this.compact();
   }
 
   async compact(): Promise<void> {
     this.assertOpen();
-    await this.#current().commit.exclusive(() => this.#fold());
+    await this.#queueFold();
+  }
+
+  override async flush(): Promise<void> {
+    await super.flush();
+    // A compaction under way is the rest of what "everything issued so far is on disk" covers.
+    await this.#folding;
   }
 
   async close(options: CloseOptions = {}): Promise<void> {
@@ -133,11 +204,9 @@ class FileStore extends ModelStore {
     this.isOpen = false;
     try {
       await session.commit.barrier();
-      // Exclusive even when not compacting: it waits for a compaction already queued to finish.
+      await this.#folding;
       const compact = options.compact ?? true;
-      await session.commit.exclusive(async () => {
-        if (compact && session.journal.records > 0) await this.#fold();
-      });
+      if (compact && (session.journal.records > 0 || this.#sealed.length > 0)) await this.#queueFold();
     } finally {
       this.#session = undefined;
       await session.journal.close();
@@ -146,13 +215,14 @@ class FileStore extends ModelStore {
 
   stats(): StateStats {
     const session = this.#session;
+    const sealed = this.#sealed;
     return {
       ...this.counts(),
-      documentBytes: this.#document.bytes,
-      journalBytes: session?.journal.bytes ?? 0,
-      journalRecords: session?.journal.records ?? 0,
+      documentBytes: this.#document.bytes + this.#dedupFiles.reduce((sum, file) => sum + file.bytes, 0),
+      journalBytes: (session?.journal.bytes ?? 0) + sealed.reduce((sum, s) => sum + s.bytes, 0),
+      journalRecords: (session?.journal.records ?? 0) + sealed.reduce((sum, s) => sum + s.records, 0),
       commits: session?.commit.batches ?? 0,
-      fsyncs: (session?.journal.fsyncs ?? 0) + this.#document.fsyncs - this.#documentFsyncsAtOpen,
+      fsyncs: this.#fsyncs.fsyncs + this.#document.fsyncs - this.#documentFsyncsAtOpen,
       compactions: this.#compactions,
     };
   }
@@ -160,7 +230,7 @@ class FileStore extends ModelStore {
   protected persist(json: string): Promise<void> {
     // Numbers are given out in the order mutations were applied, which is the journal's order.
     this.#seq += 1;
-    return this.#current().commit.submit(encodeRecord(this.#seq, json));
+    return this.#current().commit.submit({ seq: this.#seq, data: encodeLine(this.#seq, json) });
   }
 
   protected settled(): Promise<void> {
@@ -172,43 +242,171 @@ class FileStore extends ModelStore {
     return this.#session;
   }
 
-  /** The group commit's write: one append and one fdatasync, then maybe a compaction. */
-  async #append(lines: string[]): Promise<void> {
-    const { journal, commit } = this.#current();
+  /** The group commit's write: one append and one fdatasync; past a threshold, a compaction starts. */
+  async #append(lines: JournalLine[]): Promise<void> {
+    const { journal } = this.#current();
     await journal.append(lines);
-    const full = journal.bytes > this.#files.compactBytes || journal.records > this.#files.compactRecords;
-    if (full && !this.#compactionQueued) {
-      this.#compactionQueued = true;
-      // Runs after this batch, alone; a failure fails the writes behind it, which report it.
-      commit
-        .exclusive(() => this.#fold())
-        .catch((error: unknown) => {
-          this.#files.log?.warn({ err: error, path: this.#files.path }, 'state compaction failed');
-        });
+    if (this.#folding === undefined && this.#isFull(journal)) this.#foldInBackground();
+  }
+
+  #isFull(journal: JournalWriter): boolean {
+    return journal.bytes > this.#files.compactBytes || journal.records > this.#files.compactRecords;
+  }
+
+  /** Compacts until the active segment is under the thresholds again; writes go on meanwhile. */
+  #foldInBackground(): void {
+    const run = (async () => {
+      do await this.#rotateAndFold();
+      while (
+        this.#failure === undefined &&
+        this.#session !== undefined &&
+        this.#isFull(this.#session.journal)
+      );
+    })();
+    this.#track(run);
+    run.catch((error: unknown) => {
+      this.#files.log?.warn({ err: error, path: this.#files.path }, 'state compaction failed');
+    });
+  }
+
+  /** A compaction after the one under way, if any. */
+  #queueFold(): Promise<void> {
+    const run = (this.#folding ?? Promise.resolve()).then(() => this.#rotateAndFold());
+    this.#track(run);
+    return run;
+  }
+
+  #track(run: Promise<void>): void {
+    const tracked: Promise<void> = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#folding = tracked;
+    void tracked.then(() => {
+      if (this.#folding === tracked) this.#folding = undefined;
+    });
+  }
+
+  /** Seals the active segment, switches appends to a new one, and folds the state into a new document. */
+  async #rotateAndFold(): Promise<void> {
+    if (this.#failure !== undefined) throw this.#failure;
+    const session = this.#current();
+    const old = session.journal;
+    let spare: JournalWriter | undefined;
+    try {
+      if (old.records > 0 && old.firstSeq !== undefined) {
+        // Prepared before the switch, so the switch itself is a rename. Its name becomes durable with
+        // the folder sync below, together with the seal.
+        spare = await JournalWriter.create(this.#segments.spare, SCHEMA_VERSION, this.#fsyncs);
+        await this.#step('spare');
+        const sealedPath = this.#segments.sealed(old.firstSeq);
+        if (await exists(sealedPath)) throw new Error(`${sealedPath} exists already`);
+        // Appends go on into the renamed file. The rename is durable before the switch can replace
+        // the active name: a power cut cannot lose this segment behind the new one.
+        await rename(old.path, sealedPath);
+        old.renamed(sealedPath);
+        this.#fsyncs.fsyncs += await syncFolder(sealedPath);
+        await this.#step('sealed');
+      }
+      const next = spare;
+      // Between two batches, no append is in flight: switch segments and take the snapshot there, so
+      // the document holds every record of the sealed segment (and the queued ones, which go on to
+      // the new segment: replay skips them).
+      const fold = await session.commit.between(async () => {
+        if (next !== undefined) {
+          // Not synced: if a power cut loses this rename, the spare, found with records, comes last.
+          await rename(next.path, this.#segments.active);
+          next.renamed(this.#segments.active);
+          session.journal = next;
+          this.#sealed.push({
+            path: old.path,
+            lastSeq: old.lastSeq ?? 0,
+            bytes: old.bytes,
+            records: old.records,
+          });
+        }
+        return this.#snapshot();
+      });
+      spare = undefined;
+      if (next !== undefined) await old.close();
+      await this.#step('switched');
+      await this.#write(fold);
+    } catch (cause) {
+      await spare?.close().catch(() => undefined);
+      const error =
+        cause instanceof StateError && cause.code === 'io'
+          ? cause
+          : new StateError(
+              'io',
+              `${this.label}: compaction failed (${cause instanceof Error ? cause.message : String(cause)}); no further writes are accepted until the store is reopened`,
+              { path: this.#files.path, cause },
+            );
+      // After a failed rename or fsync the files' state is unknown: refuse further writes, as a
+      // failed append does. Reopening replays what is on disk.
+      this.#failure = error;
+      session.commit.fail(error);
+      throw error;
     }
   }
 
-  /** Writes memory as the new document (backup first), then empties the journal. Runs alone. */
-  async #fold(): Promise<void> {
-    this.#compactionQueued = false;
-    const { journal } = this.#current();
-    this.model.pruneExpired(this.options.now());
-    // The snapshot holds every applied mutation, including queued ones not appended yet: the
-    // group commit resolves those when this succeeds. Its arrays are copies and the model never
-    // modifies a record in place, so mutations applied while it is serialised do not leak in.
-    this.#db.data = this.model.toDocument(this.#seq);
+  /** The state as of the last record given out. Synchronous: runs between two batches. */
+  #snapshot(): Fold {
+    const now = this.options.now();
+    this.model.pruneExpired(now);
+    const live = this.model.liveRecentKeys();
+    // Few new keys stay inline in the document; enough of them go to a de-dup file of their own.
+    const spill = live.length >= this.#files.dedupFileKeys ? live : [];
+    if (spill.length > 0) this.model.recentKeys = [];
+    const inline = spill.length > 0 ? [] : [...live];
+    return { seq: this.#seq, now, document: this.model.toDocument(this.#seq, inline), spill };
+  }
+
+  /** Writes the de-dup file and the document of `fold`, then deletes what they made useless. */
+  async #write(fold: Fold): Promise<void> {
+    let files = this.#dedupFiles;
+    if (fold.spill.length > 0) {
+      const name = this.#dedupFolder.name(fold.seq, [...files, ...this.#backupDedupFiles]);
+      const written = await writeDedupFile(this.#dedupFolder.path(name), name, fold.spill);
+      this.#fsyncs.fsyncs += written.fsyncs;
+      files = [...files, written.ref];
+      await this.#step('dedup-written');
+    }
+    files = keptDedupFiles(files, fold.document.dedup.length, fold.now, this.options.maxDedupKeys);
+    this.#db.data = { ...fold.document, dedupFiles: files };
     try {
       await this.#db.write();
-      await journal.reset();
-    } catch (cause) {
-      throw new StateError(
-        'io',
-        `${this.label}: compaction failed (${cause instanceof Error ? cause.message : String(cause)}); no further writes are accepted until the store is reopened`,
-        { path: this.#files.path, cause },
-      );
     } finally {
       this.#db.data = null;
     }
+    await this.#step('document-written');
+
+    // The new document holds everything the sealed segments hold: they can go. So can the de-dup
+    // files neither it nor its backup names. A deletion a crash undoes is harmless: replay skips
+    // records the document holds, and open removes de-dup files nothing names.
+    const previous = this.#dedupFiles;
+    const named = new Set([...files, ...previous].map((file) => file.file));
+    const unnamed = [...this.#backupDedupFiles, ...previous].filter((file) => !named.has(file.file));
+    this.#dedupFiles = files;
+    this.#backupDedupFiles = previous;
+    const folded = this.#sealed.filter((segment) => segment.lastSeq <= fold.seq);
+    this.#sealed = this.#sealed.filter((segment) => segment.lastSeq > fold.seq);
+    for (const segment of folded) await rm(segment.path, { force: true });
+    for (const file of unnamed) await rm(this.#dedupFolder.path(file.file), { force: true });
     this.#compactions++;
+    await this.#step('cleaned');
+  }
+
+  async #step(step: CompactionStep): Promise<void> {
+    await this.#internals.onStep?.(step);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
   }
 }

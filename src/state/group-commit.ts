@@ -4,8 +4,10 @@
  * write is in flight the next batch gathers, and goes as soon as the disk is free: under load the
  * batch grows with the fsync time instead of the queue.
  *
- * Exclusive tasks (compaction) run between batches, alone, and take over the items queued so far:
- * a task that makes them durable another way (a new document) resolves them when it succeeds.
+ * Exclusive tasks run between batches, alone, and take over the items queued so far: a task that
+ * makes them durable another way resolves them when it succeeds. `between` tasks also run between
+ * batches but leave the queued items to the next write: the file store switches journal segments
+ * there, a step of microseconds, so the writes behind it do not wait for the compaction it starts.
  *
  * A failed write is fatal: its items and every later one are rejected, because after a failed
  * fsync the file's contents are unknown (this is what databases do too; the store must be reopened).
@@ -32,10 +34,16 @@ interface ExclusiveTask<T> {
   reject: (error: unknown) => void;
 }
 
+interface BetweenTask {
+  run: () => Promise<void>;
+  reject: (error: unknown) => void;
+}
+
 export class GroupCommit<T> {
   readonly #options: GroupCommitOptions<T>;
   #queue: Waiter<T>[] = [];
   readonly #exclusive: ExclusiveTask<T>[] = [];
+  readonly #between: BetweenTask[] = [];
   #scheduled = false;
   #running = false;
   #failure: unknown = undefined;
@@ -75,6 +83,24 @@ export class GroupCommit<T> {
     return done;
   }
 
+  /**
+   * Runs `run` after the write in flight and before the next one, leaving the queued items queued;
+   * resolves with its result. A task that throws fails the group commit like a failed write.
+   */
+  between<R>(run: () => Promise<R>): Promise<R> {
+    if (this.#failed) return Promise.reject(this.#failure);
+    const done = new Promise<R>((resolve, reject) =>
+      this.#between.push({ run: async () => resolve(await run()), reject }),
+    );
+    this.#schedule(true);
+    return done;
+  }
+
+  /** Fails the group commit from outside (a failed compaction): queued and later items reject with `error`. */
+  fail(error: unknown): void {
+    if (!this.#failed) this.#fail(error, []);
+  }
+
   #schedule(now: boolean): void {
     if (this.#running || this.#scheduled) return;
     this.#scheduled = true;
@@ -91,6 +117,17 @@ export class GroupCommit<T> {
     this.#running = true;
     try {
       while (!this.#failed) {
+        const between = this.#between.shift();
+        if (between !== undefined) {
+          try {
+            await between.run();
+          } catch (error) {
+            between.reject(error);
+            this.#fail(error, []);
+            break;
+          }
+          continue;
+        }
         const task = this.#exclusive.shift();
         if (task !== undefined) {
           const taken = this.#queue;
@@ -128,5 +165,6 @@ export class GroupCommit<T> {
     for (const w of inFlight) w.reject(error);
     for (const w of this.#queue.splice(0)) w.reject(error);
     for (const task of this.#exclusive.splice(0)) task.reject(error);
+    for (const task of this.#between.splice(0)) task.reject(error);
   }
 }

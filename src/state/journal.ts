@@ -1,7 +1,8 @@
 /**
  * The append-only journal: JSON lines, one mutation each, after a header line naming the schema
- * version. Appends are batched by the group commit into one write and one fdatasync; compaction
- * replaces the file (atomically) with a header-only one.
+ * version. Appends are batched by the group commit into one write and one fdatasync. The journal is
+ * cut in segments (see segments.ts): a compaction switches appends to a new segment and deletes the
+ * old one once the document holds its records.
  *
  * Line format: `{"c":"<crc32 of the rest>","s":<seq>,"m":<mutation>}`. The checksum tells a line
  * damaged on disk from one cut short by a crash, which JSON parsing alone cannot:
@@ -10,6 +11,7 @@
  * - a damaged line with anything after it, a line with a valid checksum but an unknown shape, or
  *   records out of sequence, make the journal refused, naming the file and the line.
  */
+import { writeSync } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { StateError, refuseFile, refuseNewer } from './errors.ts';
@@ -42,8 +44,17 @@ export function headerLine(version: number): string {
 
 /** One journal line for the mutation `json` (already encoded) as record `seq`. */
 export function encodeRecord(seq: number, json: string): string {
-  const checked = `"s":${seq},"m":${json}}`;
-  return `${PREFIX}${checksum(checked)}",${checked}\n`;
+  return encodeLine(seq, json).toString('utf8');
+}
+
+/**
+ * The same line as bytes, ready to append: encoded to UTF-8 once, and checksummed over those bytes
+ * (checksumming the string and then encoding the batch encoded every 4 KB body twice).
+ */
+export function encodeLine(seq: number, json: string): Buffer {
+  const line = Buffer.from(`${PREFIX}00000000","s":${seq},"m":${json}}\n`, 'utf8');
+  line.write(checksum(line.subarray(CHECKED_FROM, line.length - 1)), PREFIX.length, 'latin1');
+  return line;
 }
 
 /** Reads and checks the whole journal; throws a StateError naming the file when it must be refused. */
@@ -134,49 +145,97 @@ function parseHeader(text: string): number | undefined {
   }
 }
 
-function checksum(text: string): string {
+function checksum(text: string | Uint8Array): string {
   return crc32(text).toString(16).padStart(8, '0');
 }
 
-/** The journal open for appending. Single writer: only the group commit calls `append`. */
+/** A line on its way to the journal: the record's number and its encoded line (`encodeLine`). */
+export interface JournalLine {
+  seq: number;
+  data: Buffer;
+}
+
+/** fsync calls, counted across the writers of one store (segments come and go). */
+export interface FsyncCounter {
+  fsyncs: number;
+}
+
+/**
+ * A journal segment open for appending. Single writer: only the group commit calls `append`. The
+ * file may be renamed while open (a segment is sealed under a new name while appends continue):
+ * `path` follows it, for messages.
+ */
 export class JournalWriter {
-  readonly path: string;
-  readonly #version: number;
-  #file: FileHandle;
+  #path: string;
+  readonly #file: FileHandle;
+  readonly #counter: FsyncCounter;
   #bytes: number;
   #records: number;
-  /** fsync calls made so far. */
-  fsyncs = 0;
+  #firstSeq: number | undefined;
+  #lastSeq: number | undefined;
 
-  private constructor(path: string, version: number, file: FileHandle, bytes: number, records: number) {
-    this.path = path;
-    this.#version = version;
+  private constructor(
+    path: string,
+    file: FileHandle,
+    counter: FsyncCounter,
+    bytes: number,
+    records: JournalRecord[],
+  ) {
+    this.#path = path;
     this.#file = file;
+    this.#counter = counter;
     this.#bytes = bytes;
-    this.#records = records;
+    this.#records = records.length;
+    this.#firstSeq = records[0]?.seq;
+    this.#lastSeq = records.at(-1)?.seq;
   }
 
   /**
    * Opens the journal read by `readJournal`, cutting a torn tail off first, or starts a new one.
    * Call only once every check passed: this is the first change made to the files.
    */
-  static async open(path: string, version: number, contents: JournalContents): Promise<JournalWriter> {
+  static async open(
+    path: string,
+    version: number,
+    contents: JournalContents,
+    counter: FsyncCounter,
+  ): Promise<JournalWriter> {
     if (contents.version === undefined) {
       // Empty, absent, or only a torn header: start afresh (atomically, so a crash now is harmless).
       const header = headerLine(version);
-      const fsyncs = await replaceFile(path, header);
-      const writer = new JournalWriter(path, version, await open(path, 'a'), Buffer.byteLength(header), 0);
-      writer.fsyncs += fsyncs;
-      return writer;
+      counter.fsyncs += await replaceFile(path, header);
+      return new JournalWriter(path, await open(path, 'a'), counter, Buffer.byteLength(header), []);
     }
     const file = await open(path, 'a');
-    const writer = new JournalWriter(path, version, file, contents.validBytes, contents.records.length);
+    const writer = new JournalWriter(path, file, counter, contents.validBytes, contents.records);
     if (contents.totalBytes > contents.validBytes) {
       await file.truncate(contents.validBytes);
       await file.sync();
-      writer.fsyncs++;
+      counter.fsyncs++;
     }
     return writer;
+  }
+
+  /**
+   * Creates an empty segment (a header) at `path`, replacing any file there. Neither its content nor
+   * its name is synced here: the first append's fdatasync makes the header durable with the records,
+   * and the caller syncs the folder before any record goes in. Until then a crash leaves at most a
+   * segment without records, which opening drops.
+   */
+  static async create(path: string, version: number, counter: FsyncCounter): Promise<JournalWriter> {
+    const header = headerLine(version);
+    const file = await open(path, 'w');
+    try {
+      await file.writeFile(header);
+    } catch (error) {
+      await file.close();
+      throw error;
+    }
+    return new JournalWriter(path, file, counter, Buffer.byteLength(header), []);
+  }
+
+  get path(): string {
+    return this.#path;
   }
 
   get bytes(): number {
@@ -187,39 +246,48 @@ export class JournalWriter {
     return this.#records;
   }
 
-  /** Appends the lines in one write and makes them durable before resolving. */
-  async append(lines: string[]): Promise<void> {
-    const data = Buffer.from(lines.join(''), 'utf8');
+  /** The first record in the segment, if any. */
+  get firstSeq(): number | undefined {
+    return this.#firstSeq;
+  }
+
+  /** The last record in the segment, if any. */
+  get lastSeq(): number | undefined {
+    return this.#lastSeq;
+  }
+
+  /** The file was renamed (by the caller, atomically): later messages name the new path. */
+  renamed(path: string): void {
+    this.#path = path;
+  }
+
+  /**
+   * Appends the lines in one write and makes them durable before resolving. The write is
+   * synchronous: it only copies into the page cache (0.12 ms for a batch of 64 deliveries of 4 KB),
+   * while the asynchronous one took 2 ms at the median under load, waiting for a thread of the pool
+   * and then for the event loop, on the path of every acknowledgement. The fdatasync, which waits
+   * for the disk, stays asynchronous.
+   */
+  async append(lines: readonly JournalLine[]): Promise<void> {
+    const data =
+      lines.length === 1 ? (lines[0] as JournalLine).data : Buffer.concat(lines.map((line) => line.data));
     try {
-      let written = 0;
-      while (written < data.length) {
-        const { bytesWritten } = await this.#file.write(data, written, data.length - written);
-        written += bytesWritten;
-      }
+      for (let written = 0; written < data.length;)
+        written += writeSync(this.#file.fd, data, written, data.length - written);
       // fdatasync: the data and the new size, without the timestamps a full fsync would also flush.
       await this.#file.datasync();
     } catch (cause) {
       throw new StateError(
         'io',
-        `state journal ${this.path}: append failed (${cause instanceof Error ? cause.message : String(cause)}); no further writes are accepted until the store is reopened`,
-        { path: this.path, cause },
+        `state journal ${this.#path}: append failed (${cause instanceof Error ? cause.message : String(cause)}); no further writes are accepted until the store is reopened`,
+        { path: this.#path, cause },
       );
     }
-    this.fsyncs++;
+    this.#counter.fsyncs++;
     this.#bytes += data.length;
     this.#records += lines.length;
-  }
-
-  /** Replaces the journal with a header-only one, atomically: used once a compaction holds everything. */
-  async reset(): Promise<void> {
-    const header = headerLine(this.#version);
-    // Replace first, then switch handles: if the replacement fails, the old journal stays intact.
-    this.fsyncs += await replaceFile(this.path, header);
-    const old = this.#file;
-    this.#file = await open(this.path, 'a');
-    await old.close();
-    this.#bytes = Buffer.byteLength(header);
-    this.#records = 0;
+    this.#firstSeq ??= lines[0]?.seq;
+    this.#lastSeq = lines.at(-1)?.seq ?? this.#lastSeq;
   }
 
   async close(): Promise<void> {

@@ -5,9 +5,15 @@
  *
  * A write validates and encodes its mutation, applies it to memory synchronously (so the next read
  * and the next duplicate check already see it), then resolves once the backend made it durable.
+ *
+ * The two writes every delivery makes, `accept` and `markProcessed`, take a shorter path than the
+ * others: their fields are checked directly and the body is serialised once, with no parse back
+ * (the held entry parses it only if someone reads it). Profiled with 4 KB bodies, the JSON round
+ * trip and the schema check of the general path were a fifth of the store's CPU time.
  */
 import { randomUUID } from 'node:crypto';
 import { StateError } from './errors.ts';
+import { HeldEntry } from './held-entry.ts';
 import { mutationSchema, type Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import { StateModel } from './state-model.ts';
@@ -90,19 +96,26 @@ export abstract class ModelStore implements StateStore {
       headers: storableHeaders(delivery.headers),
       body: delivery.body,
     };
-    await this.commit({ op: 'accept', entry, expiresAt: now + this.options.dedupTtlMs });
+    const expiresAt = now + this.options.dedupTtlMs;
+    this.checkAccept(entry, expiresAt);
+    // Throws a TypeError, before anything changed, for a body JSON cannot hold (BigInt, cycles).
+    const json = JSON.stringify(entry);
+    this.model.acceptHeld(HeldEntry.fromJson(entry.id, entry.key, json), now, expiresAt);
+    // The same text as JSON.stringify of the whole mutation, without serialising the body twice.
+    await this.persist(`{"op":"accept","entry":${json},"expiresAt":${expiresAt}}`);
     return { id: entry.id, duplicate: false };
   }
 
   pending(): InboxEntry[] {
     this.assertOpen();
-    return [...this.model.inbox.values()];
+    return Array.from(this.model.inbox.values(), (held) => held.entry);
   }
 
   async markProcessed(id: string): Promise<void> {
     this.assertOpen();
-    if (this.model.inbox.has(id)) await this.commit({ op: 'processed', id });
-    else await this.settled();
+    if (!this.model.inbox.has(id)) return this.settled();
+    this.model.apply({ op: 'processed', id });
+    await this.persist(`{"op":"processed","id":${JSON.stringify(id)}}`);
   }
 
   // Outbox
@@ -281,6 +294,22 @@ export abstract class ModelStore implements StateStore {
 
   protected assertOpen(): void {
     if (!this.isOpen) throw new StateError('closed', `${this.label} is not open (call open() first)`);
+  }
+
+  /**
+   * What the mutation schema checks of an accept, checked directly (the values JSON cannot hold
+   * would come back different after a restart). The message names the field as the schema would.
+   */
+  private checkAccept(entry: InboxEntry, expiresAt: number): void {
+    const invalid = (field: string, expected: string) =>
+      new TypeError(`${this.label}: refusing to store an invalid accept (${field}: expected ${expected})`);
+    for (const field of ['key', 'kind'] as const)
+      if (typeof entry[field] !== 'string') throw invalid(`entry.${field}`, 'a string');
+    for (const field of ['receivedAt', 'acceptedAt'] as const)
+      if (!Number.isFinite(entry[field])) throw invalid(`entry.${field}`, 'a finite number');
+    if (!Number.isFinite(expiresAt)) throw invalid('expiresAt', 'a finite number');
+    for (const [name, value] of Object.entries(entry.headers))
+      if (typeof value !== 'string') throw invalid(`entry.headers.${name}`, 'a string');
   }
 
   /**

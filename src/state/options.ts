@@ -41,6 +41,11 @@ export interface FileStoreOptions extends StateOptions {
   compactBytes?: number;
   /** Compact once the journal holds more records than this. Default 20,000. */
   compactRecords?: number;
+  /**
+   * New de-dup keys a compaction writes to a de-dup file of their own; fewer stay inline in the
+   * document until there are this many. Default 1,000.
+   */
+  dedupFileKeys?: number;
 }
 
 export type ResolvedStateOptions = Required<Omit<StateOptions, 'log'>> & Pick<StateOptions, 'log'>;
@@ -62,6 +67,7 @@ export const FILE_STORE_DEFAULTS = {
   maxBatch: 1_000,
   compactBytes: 8 * 1024 * 1024,
   compactRecords: 20_000,
+  dedupFileKeys: 1_000,
 } as const;
 
 export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOptions {
@@ -99,10 +105,11 @@ export function resolveFileStoreOptions(options: FileStoreOptions = {}): Resolve
     maxBatch: options.maxBatch ?? FILE_STORE_DEFAULTS.maxBatch,
     compactBytes: options.compactBytes ?? FILE_STORE_DEFAULTS.compactBytes,
     compactRecords: options.compactRecords ?? FILE_STORE_DEFAULTS.compactRecords,
+    dedupFileKeys: options.dedupFileKeys ?? FILE_STORE_DEFAULTS.dedupFileKeys,
   };
   if (!Number.isFinite(resolved.groupWindowMs) || resolved.groupWindowMs < 0)
     throw new RangeError(`state option groupWindowMs must be 0 or more, got ${resolved.groupWindowMs}`);
-  for (const key of ['maxBatch', 'compactBytes', 'compactRecords'] as const)
+  for (const key of ['maxBatch', 'compactBytes', 'compactRecords', 'dedupFileKeys'] as const)
     requirePositiveInteger(key, resolved[key]);
   const paths = new Set([resolved.path, resolved.journalPath, resolved.backupPath]);
   if (paths.size !== 3)

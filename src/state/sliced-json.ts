@@ -5,9 +5,18 @@
  * each stall to a few milliseconds.
  *
  * Only arrays and plain objects are walked; every other value, and each array element, goes
- * through JSON.stringify as usual. The caller must not modify the value while this runs (the state
+ * through JSON.stringify as usual, except `RawJson`, whose text is already JSON and goes in as it is
+ * (the inbox entries keep the JSON they were journaled as: a compaction does not serialise them again). The caller must not modify the value while this runs (the state
  * model never modifies a record in place, and its snapshot arrays are copies).
  */
+
+/**
+ * A value that knows its JSON: emitted verbatim, asked for it only when its turn comes (so a
+ * value that serialises itself lazily does so in its slice). The text must be valid JSON.
+ */
+export abstract class RawJson {
+  abstract readonly json: string;
+}
 
 /** Array elements serialised between two yields. */
 const SLICE = 1_000;
@@ -22,13 +31,18 @@ export async function stringifyInSlices(value: unknown, slice = SLICE): Promise<
       for (let i = 0; i < node.length; i++) {
         if (i > 0) parts.push(',');
         // An element JSON cannot hold (undefined, a function) is written as null, as JSON.stringify does.
-        parts.push(JSON.stringify(node[i]) ?? 'null');
+        const element: unknown = node[i];
+        parts.push(element instanceof RawJson ? element.json : (JSON.stringify(element) ?? 'null'));
         if (++sinceYield >= slice) {
           sinceYield = 0;
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
       }
       parts.push(']');
+      return;
+    }
+    if (node instanceof RawJson) {
+      parts.push(node.json);
       return;
     }
     if (isPlainObject(node)) {

@@ -7,15 +7,20 @@
  * Records are replaced, never modified in place, so an object a read returned does not change
  * under the caller's feet.
  */
-import { SCHEMA_VERSION, type StateDocument } from './document.ts';
+import { SCHEMA_VERSION, type DedupEntry, type StateDocument } from './document.ts';
+import { HeldEntry } from './held-entry.ts';
 import type { Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
-import type { DecisionRecord, InboxEntry, OutboxAction, PausedRule, WatchEntry } from './store.ts';
+import type { RawJson } from './sliced-json.ts';
+import type { DecisionRecord, OutboxAction, PausedRule, WatchEntry } from './store.ts';
 
 export type ModelBounds = Pick<
   ResolvedStateOptions,
   'maxDedupKeys' | 'maxParked' | 'decisionItems' | 'recentDecisions'
 >;
+
+/** The document as a compaction writes it: inbox entries go as the JSON they were journaled as. */
+export type DocumentSnapshot = Omit<StateDocument, 'inbox'> & { inbox: RawJson[] };
 
 interface ScheduleEntry {
   sweep: string;
@@ -25,9 +30,23 @@ interface ScheduleEntry {
 
 export class StateModel {
   /** Insertion order is acceptance order. */
-  readonly inbox = new Map<string, InboxEntry>();
-  /** Insertion order is expiry order (one TTL for all keys), so expired keys sit at the front. */
-  readonly dedup = new Map<string, { id: string; expiresAt: number }>();
+  readonly inbox = new Map<string, HeldEntry>();
+  /** De-dup key -> the entry in force for it. */
+  readonly dedup = new Map<string, DedupEntry>();
+  /**
+   * Every de-dup entry set, oldest first from `#head` on: the order keys expire in (one TTL for all)
+   * and are pushed out in. An entry no longer in force (its key was set again) is skipped. A queue of
+   * its own because taking the oldest key by iterating the Map walks over the holes deleted keys
+   * leave at its front: at a full window (100,000 keys) that cost 11 µs per accept.
+   */
+  #order: DedupEntry[] = [];
+  #head = 0;
+  /**
+   * De-dup keys added since they were last written to a de-dup file, oldest first (the file store
+   * writes them out at a compaction; see dedup-file.ts). May hold keys that since expired or were
+   * replaced: `liveRecentKeys` filters them.
+   */
+  recentKeys: DedupEntry[] = [];
   readonly outbox = new Map<string, OutboxAction>();
   /** Insertion order is parking order, so the oldest parked goes first past the bound. */
   readonly parked = new Map<string, OutboxAction>();
@@ -46,10 +65,12 @@ export class StateModel {
     this.#bounds = bounds;
   }
 
-  static fromDocument(doc: StateDocument, bounds: ModelBounds): StateModel {
+  /** `filed`: the keys of the document's de-dup files, oldest first (older than its inline ones). */
+  static fromDocument(doc: StateDocument, bounds: ModelBounds, filed: Iterable<DedupEntry> = []): StateModel {
     const model = new StateModel(bounds);
-    for (const entry of doc.inbox) model.inbox.set(entry.id, entry);
-    for (const { key, id, expiresAt } of doc.dedup) model.dedup.set(key, { id, expiresAt });
+    for (const entry of doc.inbox) model.inbox.set(entry.id, HeldEntry.fromEntry(entry));
+    for (const entry of filed) model.#setKey(entry.key, entry.id, entry.expiresAt);
+    for (const entry of doc.dedup) model.recentKeys.push(model.#setKey(entry.key, entry.id, entry.expiresAt));
     for (const action of doc.outbox) model.outbox.set(action.id, action);
     for (const action of doc.parked) model.parked.set(action.id, action);
     for (const entry of doc.watches) model.watches.set(entry.itemKey, entry);
@@ -64,12 +85,17 @@ export class StateModel {
     return model;
   }
 
-  toDocument(seq: number): StateDocument {
+  /**
+   * The document as of record `seq`, with `inline` as its de-dup keys (the file store decides which
+   * go to a file). Arrays are copies and records are never modified in place, so mutations applied
+   * while it is being written do not leak in.
+   */
+  toDocument(seq: number, inline: DedupEntry[]): DocumentSnapshot {
     return {
       version: SCHEMA_VERSION,
       seq,
       inbox: [...this.inbox.values()],
-      dedup: [...this.dedup].map(([key, { id, expiresAt }]) => ({ key, id, expiresAt })),
+      dedup: inline,
       outbox: [...this.outbox.values()],
       parked: [...this.parked.values()],
       watches: [...this.watches.values()],
@@ -79,7 +105,20 @@ export class StateModel {
       },
       pausedRules: [...this.paused.values()],
       decisions: { latest: [...this.latest.values()], recent: [...this.recent] },
+      dedupFiles: [],
     };
+  }
+
+  /** The recent keys still in force (not expired, not replaced, not pushed out), oldest first; keeps only those. */
+  liveRecentKeys(): DedupEntry[] {
+    this.recentKeys = this.recentKeys.filter((entry) => this.dedup.get(entry.key) === entry);
+    return this.recentKeys;
+  }
+
+  /** Accepts an entry whose JSON the store already encoded (the write path: no parse of the body). */
+  acceptHeld(held: HeldEntry, acceptedAt: number, expiresAt: number): void {
+    this.#accept(held, acceptedAt, expiresAt);
+    this.#enforceBounds();
   }
 
   /** The id of the delivery first accepted with `key`, if the key is still within its window at `now`. */
@@ -90,10 +129,13 @@ export class StateModel {
 
   /** Forgets de-dup keys expired at `now`. Safe outside the journal: an expired key changes no answer. */
   pruneExpired(now: number): void {
-    for (const [key, { expiresAt }] of this.dedup) {
-      if (expiresAt > now) break;
-      this.dedup.delete(key);
+    for (; this.#head < this.#order.length; this.#head++) {
+      const entry = this.#order[this.#head] as DedupEntry;
+      if (this.dedup.get(entry.key) !== entry) continue;
+      if (entry.expiresAt > now) break;
+      this.dedup.delete(entry.key);
     }
+    this.#trimOrder();
   }
 
   nextRun(sweep: string, project: string): number | undefined {
@@ -102,14 +144,9 @@ export class StateModel {
 
   apply(m: Mutation): void {
     switch (m.op) {
-      case 'accept': {
-        this.inbox.set(m.entry.id, m.entry);
-        // Re-inserting moves the key to the back, keeping the map in expiry order.
-        this.dedup.delete(m.entry.key);
-        this.dedup.set(m.entry.key, { id: m.entry.id, expiresAt: m.expiresAt });
-        this.pruneExpired(m.entry.acceptedAt);
+      case 'accept':
+        this.#accept(HeldEntry.fromEntry(m.entry), m.entry.acceptedAt, m.expiresAt);
         break;
-      }
       case 'processed':
         this.inbox.delete(m.id);
         break;
@@ -161,6 +198,39 @@ export class StateModel {
     this.#enforceBounds();
   }
 
+  #accept(held: HeldEntry, acceptedAt: number, expiresAt: number): void {
+    this.inbox.set(held.id, held);
+    this.recentKeys.push(this.#setKey(held.key, held.id, expiresAt));
+    this.pruneExpired(acceptedAt);
+    // Without compactions (the in-memory store) nobody takes the recent keys: keep them bounded.
+    if (this.recentKeys.length > 2 * this.#bounds.maxDedupKeys + 1_000) this.liveRecentKeys();
+  }
+
+  /** The key's entry in force from now on; it goes to the back of the order. */
+  #setKey(key: string, id: string, expiresAt: number): DedupEntry {
+    const entry = { key, id, expiresAt };
+    this.dedup.set(key, entry);
+    this.#order.push(entry);
+    return entry;
+  }
+
+  /** Forgets the oldest de-dup keys beyond `max`. */
+  #dropOldestKeys(max: number): void {
+    for (; this.dedup.size > max && this.#head < this.#order.length; this.#head++) {
+      const entry = this.#order[this.#head] as DedupEntry;
+      if (this.dedup.get(entry.key) === entry) this.dedup.delete(entry.key);
+    }
+    this.#trimOrder();
+  }
+
+  /** Drops the consumed front of the order once it is most of it (amortised O(1) per key). */
+  #trimOrder(): void {
+    if (this.#head > 1_024 && this.#head * 2 > this.#order.length) {
+      this.#order = this.#order.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
   #park(action: OutboxAction, reason: string, at: number): void {
     this.outbox.delete(action.id);
     this.parked.delete(action.id);
@@ -168,7 +238,7 @@ export class StateModel {
   }
 
   #enforceBounds(): void {
-    dropOldest(this.dedup, this.#bounds.maxDedupKeys);
+    this.#dropOldestKeys(this.#bounds.maxDedupKeys);
     dropOldest(this.parked, this.#bounds.maxParked);
     dropOldest(this.latest, this.#bounds.decisionItems);
     const excess = this.recent.length - this.#bounds.recentDecisions;

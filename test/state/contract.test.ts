@@ -146,6 +146,24 @@ const cases: Case[] = [
     },
   ],
   [
+    'a key accepted again after it expired takes its new place in the order keys are pushed out in',
+    { maxDedupKeys: 2, dedupTtlMs: 60_000 },
+    async ({ store, clock }) => {
+      await store.accept(delivery('a'));
+      clock.now += 60_000;
+      const again = await store.accept(delivery('a'));
+      await store.accept(delivery('b'));
+      await store.accept(delivery('c'));
+      // 'a' is the oldest again now: it went first when 'c' came.
+      expect(store.stats().dedupKeys).toBe(2);
+      expect((await store.accept(delivery('b'))).duplicate).toBe(true);
+      expect((await store.accept(delivery('c'))).duplicate).toBe(true);
+      const third = await store.accept(delivery('a'));
+      expect(third.duplicate).toBe(false);
+      expect(third.id).not.toBe(again.id);
+    },
+  ],
+  [
     'values are kept as JSON: a Date becomes its string, undefined fields vanish',
     {},
     async ({ store }) => {
@@ -183,6 +201,36 @@ const cases: Case[] = [
       expect(store.pending()).toEqual([]);
       expect(store.nextRun('stale')).toBeUndefined();
       expect((await store.accept(delivery('a'))).duplicate).toBe(false);
+    },
+  ],
+  [
+    'accept refuses fields a restart would not give back the same, and changes nothing',
+    {},
+    async ({ store }) => {
+      await expect(store.accept({ ...delivery('a'), receivedAt: Number.NaN })).rejects.toThrow(
+        /invalid accept \(entry\.receivedAt: expected a finite number\)/,
+      );
+      await expect(
+        store.accept({ ...delivery('a'), headers: { 'x-gitlab-event': 7 as unknown as string } }),
+      ).rejects.toThrow(/invalid accept \(entry\.headers\.x-gitlab-event: expected a string\)/);
+      await expect(store.accept({ ...delivery('a'), kind: undefined as unknown as string })).rejects.toThrow(
+        TypeError,
+      );
+      expect(store.pending()).toEqual([]);
+      expect(store.stats().dedupKeys).toBe(0);
+      expect((await store.accept(delivery('a'))).duplicate).toBe(false);
+    },
+  ],
+  [
+    'pending hands out the same entry objects on every call, equal to what was accepted',
+    {},
+    async ({ store, clock }) => {
+      const a = await store.accept(delivery('a', { nested: { list: [1, 'two', null] } }));
+      const first = store.pending();
+      expect(store.pending()[0]).toBe(first[0]);
+      expect(first).toEqual([
+        { ...delivery('a', { nested: { list: [1, 'two', null] } }), id: a.id, acceptedAt: clock.now },
+      ]);
     },
   ],
   [

@@ -2,13 +2,15 @@
  * Run by crash.test.ts in a child process: accepts deliveries in bursts for ever, printing each
  * id only after its accept resolved (`A <key> <id>`), and marks every even-numbered one processed
  * (`P <id>` once that resolved). The parent kills it with SIGKILL mid-burst. A small compaction
- * threshold makes the kill land inside compactions too.
+ * threshold makes the kill land inside compactions too; options given as JSON (a small
+ * `dedupFileKeys`) make them write de-dup files as well.
  */
-import { createFileStore } from '../../src/state/index.ts';
+import { createFileStore, type FileStoreOptions } from '../../src/state/index.ts';
 
 const path = process.argv[2];
-if (path === undefined) throw new Error('usage: crash-child.ts <state file>');
-const store = createFileStore({ path, compactRecords: 300 });
+if (path === undefined) throw new Error('usage: crash-child.ts <state file> [options as JSON]');
+const options = JSON.parse(process.argv[3] ?? '{}') as FileStoreOptions;
+const store = createFileStore({ path, compactRecords: 300, ...options });
 await store.open();
 
 // Pipes to the parent are synchronous on POSIX: a printed line is out before the next statement.

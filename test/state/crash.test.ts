@@ -6,16 +6,17 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { createFileStore } from '../../src/state/index.ts';
+import { readdir } from 'node:fs/promises';
+import { createFileStore, type FileStoreOptions } from '../../src/state/index.ts';
 import { useTempDir } from './temp-dir.ts';
 
 const dir = useTempDir();
 const child = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
 
 /** Runs the child until it printed `accepted` accept lines, then kills it; returns its complete lines. */
-function runAndKill(path: string, accepted: number): Promise<string[]> {
+function runAndKill(path: string, accepted: number, options: FileStoreOptions = {}): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child, path], {
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, path, JSON.stringify(options)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -38,30 +39,39 @@ function runAndKill(path: string, accepted: number): Promise<string[]> {
   });
 }
 
-it('every accept and processed mark that resolved before a SIGKILL is there after reopening', async () => {
-  const path = join(dir.path, 'hookbot.json');
-  const lines = await runAndKill(path, 1_500);
-  const accepted = lines
-    .filter((l) => l.startsWith('A '))
-    .map((l) => l.split(' ').slice(1) as [string, string]);
-  const processed = new Set(lines.filter((l) => l.startsWith('P ')).map((l) => l.slice(2)));
-  expect(accepted.length).toBeGreaterThanOrEqual(1_500);
+it.each([
+  ['with the de-dup keys inline in the document', {}],
+  // Small de-dup files: compactions write one each time, so the kill lands in those writes too.
+  ['with the de-dup keys in de-dup files', { dedupFileKeys: 40 }],
+] as [string, FileStoreOptions][])(
+  'every accept and processed mark that resolved before a SIGKILL is there after reopening, %s',
+  async (_name, options) => {
+    const path = join(dir.path, 'hookbot.json');
+    const lines = await runAndKill(path, 1_500, options);
+    const accepted = lines
+      .filter((l) => l.startsWith('A '))
+      .map((l) => l.split(' ').slice(1) as [string, string]);
+    const processed = new Set(lines.filter((l) => l.startsWith('P ')).map((l) => l.slice(2)));
+    expect(accepted.length).toBeGreaterThanOrEqual(1_500);
 
-  const store = createFileStore({ path });
-  await store.open();
-  const pending = new Set(store.pending().map((e) => e.id));
-  const missing: string[] = [];
-  const wrong: string[] = [];
-  for (const [key, id] of accepted) {
-    const again = await store.accept({ key, kind: 'Issue Hook', receivedAt: 0, headers: {}, body: null });
-    if (!again.duplicate || again.id !== id) missing.push(key);
-    const i = Number(key.slice('key-'.length));
-    // Odd ones were never marked processed: they must still be pending.
-    if (i % 2 === 1 && !pending.has(id)) missing.push(key);
-    if (processed.has(id) && pending.has(id)) wrong.push(key);
-  }
-  expect(missing).toEqual([]);
-  expect(wrong).toEqual([]);
-  expect(processed.size).toBeGreaterThan(0);
-  await store.close();
-});
+    const store = createFileStore({ path, ...options });
+    await store.open();
+    const pending = new Set(store.pending().map((e) => e.id));
+    const missing: string[] = [];
+    const wrong: string[] = [];
+    for (const [key, id] of accepted) {
+      const again = await store.accept({ key, kind: 'Issue Hook', receivedAt: 0, headers: {}, body: null });
+      if (!again.duplicate || again.id !== id) missing.push(key);
+      const i = Number(key.slice('key-'.length));
+      // Odd ones were never marked processed: they must still be pending.
+      if (i % 2 === 1 && !pending.has(id)) missing.push(key);
+      if (processed.has(id) && pending.has(id)) wrong.push(key);
+    }
+    expect(missing).toEqual([]);
+    expect(wrong).toEqual([]);
+    expect(processed.size).toBeGreaterThan(0);
+    if (options.dedupFileKeys !== undefined)
+      expect((await readdir(dir.path)).some((name) => name.startsWith('hookbot.dedup.'))).toBe(true);
+    await store.close();
+  },
+);

@@ -147,4 +147,61 @@ describe('group commit', () => {
     await expect(queued).rejects.toBe(failure);
     await expect(commit.submit(2)).rejects.toBe(failure);
   });
+
+  it('a between task runs after the write in flight, leaves the queued items to the next write, and returns its result', async () => {
+    const { calls, write } = manualWriter();
+    const commit = new GroupCommit<number>({ windowMs: 0, maxBatch: 100, write });
+    const order: string[] = [];
+    const inFlight = track(commit.submit(1));
+    await turn();
+    const queued = [2, 3].map((n) => track(commit.submit(n)));
+    const between = commit.between(async () => {
+      order.push(`between ran with ${calls.length} write(s) started`);
+      return 'switched';
+    });
+    await turn();
+    expect(order).toEqual([]);
+    calls[0]?.finish();
+    await expect(between).resolves.toBe('switched');
+    await turn();
+    expect(inFlight.settled).toBe('resolved');
+    expect(order).toEqual(['between ran with 1 write(s) started']);
+    // The queued items were not taken: they go in the next write, after the task.
+    expect(calls.map((c) => c.items)).toEqual([[1], [2, 3]]);
+    expect(queued.map((s) => s.settled)).toEqual(['pending', 'pending']);
+    calls[1]?.finish();
+    await turn();
+    expect(queued.map((s) => s.settled)).toEqual(['resolved', 'resolved']);
+  });
+
+  it('a failing between task fails the queued items and every later submit', async () => {
+    const commit = new GroupCommit<number>({ windowMs: 5, maxBatch: 100, write: async () => {} });
+    const queued = commit.submit(1);
+    const failure = new Error('rename failed');
+    await expect(
+      commit.between(async () => {
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    await expect(queued).rejects.toBe(failure);
+    await expect(commit.submit(2)).rejects.toBe(failure);
+  });
+
+  it('fail() from outside rejects the queued items, later submits, barriers and tasks with the error', async () => {
+    const { calls, write } = manualWriter();
+    const commit = new GroupCommit<number>({ windowMs: 0, maxBatch: 1, write });
+    const inFlight = commit.submit(1);
+    const queued = commit.submit(2);
+    await turn();
+    const failure = new Error('compaction failed');
+    commit.fail(failure);
+    await expect(queued).rejects.toBe(failure);
+    await expect(commit.submit(3)).rejects.toBe(failure);
+    await expect(commit.barrier()).rejects.toBe(failure);
+    await expect(commit.between(async () => 1)).rejects.toBe(failure);
+    // The write in flight still settles as the disk answers; nothing more is written.
+    calls[0]?.finish();
+    await expect(inFlight).resolves.toBeUndefined();
+    expect(calls).toHaveLength(1);
+  });
 });

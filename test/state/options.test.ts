@@ -16,6 +16,7 @@ describe('state store options', () => {
       recentDecisions: 200,
       compactBytes: 8 * 1024 * 1024,
       compactRecords: 20_000,
+      dedupFileKeys: 1_000,
     });
     expect(resolveFileStoreOptions({ path: '/var/lib/hookbot/state.json' })).toMatchObject({
       journalPath: '/var/lib/hookbot/state.journal',
@@ -28,6 +29,7 @@ describe('state store options', () => {
     [{ dedupTtlMs: 1.5 }, /dedupTtlMs must be a positive integer/],
     [{ groupWindowMs: -1 }, /groupWindowMs must be 0 or more/],
     [{ compactRecords: Number.NaN }, /compactRecords must be a positive integer/],
+    [{ dedupFileKeys: 0 }, /dedupFileKeys must be a positive integer, got 0/],
     [{ path: 'a/state.journal' }, /three different files/],
   ])('refuses %j', (options, message) => {
     expect(() => resolveFileStoreOptions(options)).toThrow(message);

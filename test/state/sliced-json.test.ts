@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stringifyInSlices } from '../../src/state/sliced-json.ts';
+import { RawJson, stringifyInSlices } from '../../src/state/sliced-json.ts';
 
 describe('stringifyInSlices', () => {
   it.each([
@@ -41,5 +41,27 @@ describe('stringifyInSlices', () => {
     setImmediate(() => interleaved++);
     await stringifyInSlices({ items: [1, 2, 3] }, 10);
     expect(interleaved).toBe(0);
+  });
+
+  it('emits RawJson values verbatim, asking each for its text only when its turn comes', async () => {
+    const asked: string[] = [];
+    class Lazy extends RawJson {
+      readonly #name: string;
+      constructor(name: string) {
+        super();
+        this.#name = name;
+      }
+      get json(): string {
+        asked.push(this.#name);
+        return JSON.stringify({ name: this.#name, body: 'é\n' });
+      }
+    }
+    const value = { inbox: [new Lazy('a'), 1, new Lazy('b')], top: new Lazy('c') };
+    const expected = JSON.stringify({
+      inbox: [{ name: 'a', body: 'é\n' }, 1, { name: 'b', body: 'é\n' }],
+      top: { name: 'c', body: 'é\n' },
+    });
+    expect(await stringifyInSlices(value, 1)).toBe(expected);
+    expect(asked).toEqual(['a', 'b', 'c']);
   });
 });
