@@ -178,9 +178,12 @@ export function createHttp(options: HttpOptions): Http {
       let response: Response<string> | undefined;
       let failure: ApiError | undefined;
       try {
-        response = (await limit(() =>
-          url.startsWith('http') ? client(url, { ...init, prefixUrl: '' }) : client(url, init),
-        )) as Response<string>;
+        // got's overloads infer a union here (stream or promise); this call is always the promise of text.
+        const call = () =>
+          (url.startsWith('http')
+            ? client(url, { ...init, prefixUrl: '' })
+            : client(url, init)) as unknown as Promise<Response<string>>;
+        response = await limit(call);
       } catch (error) {
         failure = toApiError(error, spec, path, idempotent);
         response = error instanceof HTTPError ? (error.response as Response<string>) : undefined;
