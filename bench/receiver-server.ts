@@ -1,7 +1,9 @@
 /**
  * A receiver for the benchmark, run in its own process so the load generator does not share its
- * core: `hookbot` (the real hook handler and server) or `bare` (node:http doing the same token check,
- * JSON parse and durable persist by hand: the baseline). Prints `PORT <n>` once listening.
+ * core: `hookbot` (the real hook handler and server), `bare` (node:http doing the same token check,
+ * JSON parse and durable persist by hand: the baseline) or `probot` (a minimal Probot 14 app behind
+ * `createNodeMiddleware`, verifying `X-Hub-Signature-256` with the same secret, its handler doing
+ * nothing: the framework most bots are built on). Prints `PORT <n>` once listening.
  */
 import { createServer } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
@@ -16,12 +18,18 @@ const SECRET = 'bench-secret';
 // keeps up would, so the inbox stays small in both servers alike.
 const store = createFileStore({ path: `${dir}/hookbot.json` });
 await store.open();
+// Set on SIGTERM: deliveries still in flight then must not touch the store being closed.
+let stopping = false;
 
-if (mode === 'hookbot') {
+if (mode === 'probot') {
+  await startProbot();
+} else if (mode === 'hookbot') {
   const handler = createHookHandler({
     verify: { token: SECRET },
     inbox: store,
-    onAccepted: (delivery) => void store.markProcessed(delivery.id),
+    onAccepted: (delivery) => {
+      if (!stopping) void store.markProcessed(delivery.id);
+    },
   });
   const server = createReceiverServer({ hookPath: '/hooks', hookHandler: handler, app: express() });
   const { port } = await listen(server, 0, '127.0.0.1');
@@ -51,7 +59,7 @@ if (mode === 'hookbot') {
           res
             .writeHead(202, { 'content-type': 'application/json' })
             .end(JSON.stringify({ message: 'accepted', id: r.id }));
-          void store.markProcessed(r.id);
+          if (!stopping) void store.markProcessed(r.id);
         },
         () => res.writeHead(503).end(),
       );
@@ -62,6 +70,38 @@ if (mode === 'hookbot') {
     console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
   });
 }
+/**
+ * Probot needs an app id and a private key to construct, though receiving a webhook never uses them
+ * (no installation in the payload: no token is fetched). Its log level is `warn`, so it logs nothing
+ * per delivery, as hookbot at `info` logs nothing per delivery either.
+ */
+async function startProbot(): Promise<void> {
+  const { generateKeyPairSync } = await import('node:crypto');
+  const { Probot, createNodeMiddleware } = await import('probot');
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  });
+  const probot = new Probot({ appId: 1, privateKey, secret: SECRET, logLevel: 'warn' });
+  const middleware = await createNodeMiddleware(
+    (app) => {
+      app.on('pull_request', async () => undefined);
+    },
+    { probot, webhooksPath: '/hooks' },
+  );
+  const server = createServer((req, res) => {
+    void middleware(req, res, () => {
+      res.writeHead(404).end();
+    });
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
+  });
+}
+
 process.on('SIGTERM', () => {
+  stopping = true;
   void store.close({ compact: false }).finally(() => process.exit(0));
 });

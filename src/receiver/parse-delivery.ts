@@ -30,6 +30,10 @@ export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDel
   } catch {
     return { ok: false, message: 'body is not valid UTF-8' };
   }
+  // Real payloads nest a few levels; a body nested deeper cannot be stored (serialising it again would
+  // exhaust the stack), so it is refused here as bad input rather than failing later as a 503.
+  if (nestingDepth(text) > MAX_DEPTH)
+    return { ok: false, message: `body is nested more than ${MAX_DEPTH} levels deep` };
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -58,4 +62,27 @@ export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDel
  */
 export function deliveryKey(event: string, text: string): string {
   return createHash('sha256').update(event).update('\0').update(text).digest('hex');
+}
+
+export const MAX_DEPTH = 64;
+
+/** The deepest nesting of `[` and `{` outside strings, stopping as soon as it passes the limit. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth++;
+      if (depth > max) max = depth;
+      if (max > MAX_DEPTH) return max;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
 }
