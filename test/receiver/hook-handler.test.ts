@@ -119,6 +119,12 @@ describe('POST /hooks intake', () => {
     ['no X-Gitlab-Event', '{"object_kind":"issue"}', {}, 'missing X-Gitlab-Event header'],
     ['no object_kind', '{"object_attributes":{}}', { 'x-gitlab-event': 'Issue Hook' }, 'missing object_kind'],
     [
+      'a body nested too deeply to store',
+      `{"object_kind":"issue","x":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+      { 'x-gitlab-event': 'Issue Hook' },
+      'body is nested more than 64 levels deep',
+    ],
+    [
       'invalid UTF-8',
       Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
       { 'x-gitlab-event': 'Issue Hook' },
