@@ -98,6 +98,26 @@ rules:
     );
     expect(sweep.rules.find((r) => r.rule === 'on open')?.why).toBe('the rule has no schedule');
   });
+
+  it('decides applicability once per kind of event: records of idle rules are shared and frozen', () => {
+    const first = evaluate(set, issue('issue-open', { trigger: opened }), { now: NOW });
+    const again = evaluate(set, issue('issue-open', { trigger: opened, title: 'another' }), { now: NOW });
+    const idle = (evaluation: typeof first) => evaluation.rules.filter((rule) => !rule.applies);
+    expect(idle(first).map((rule) => rule.rule)).toEqual(idle(again).map((rule) => rule.rule));
+    idle(first).forEach((record, index) => {
+      expect(record).toBe(idle(again)[index]);
+      expect(Object.isFrozen(record)).toBe(true);
+    });
+    // Applying rules get fresh records: each evaluation sees its own item.
+    expect(first.rules.find((rule) => rule.applies)).not.toBe(again.rules.find((rule) => rule.applies));
+    // Another event of the same item kind is another combination, decided afresh.
+    const note = issue('issue-open', { trigger: { kind: 'note', note: 'hi', byBot: false } });
+    expect(
+      evaluate(set, note, { now: NOW })
+        .rules.filter((rule) => rule.applies)
+        .map((rule) => rule.rule),
+    ).toEqual(['bots welcome', 'notes']);
+  });
 });
 
 describe('evaluate: conditions and plan', () => {

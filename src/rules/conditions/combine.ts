@@ -16,8 +16,11 @@ export function evaluateChildren(
   children: readonly CompiledCondition[],
   input: EvalInput,
 ): ConditionResult[] {
-  const results: ConditionResult[] = [];
-  for (const child of children) results.push(resultOf(child.describe, child.evaluate(input)));
+  const results = new Array<ConditionResult>(children.length);
+  for (let i = 0; i < children.length; i++) {
+    const child = children[i]!;
+    results[i] = resultOf(child.describe, child.evaluate(input));
+  }
   return results;
 }
 
@@ -26,12 +29,9 @@ export function allOf(results: ConditionResult[]): Verdict {
   const held = results.filter((r) => r.ok).length;
   const ok = held === results.length;
   const unknown = !ok && !results.some((r) => !r.ok && !r.unknown);
-  return {
-    value: `${held} of ${results.length} hold`,
-    ok,
-    ...(unknown ? { unknown } : {}),
-    children: results,
-  };
+  // `unknown: undefined` rather than a spread: one object per verdict, not two (the record's JSON
+  // is the same, undefined keys are not written).
+  return { value: `${held} of ${results.length} hold`, ok, unknown: unknown || undefined, children: results };
 }
 
 /** Some child holds: true if one holds, else unknown if one is unknown. */
@@ -39,10 +39,5 @@ export function anyOf(results: ConditionResult[]): Verdict {
   const held = results.filter((r) => r.ok).length;
   const ok = held > 0;
   const unknown = !ok && results.some((r) => r.unknown);
-  return {
-    value: `${held} of ${results.length} hold`,
-    ok,
-    ...(unknown ? { unknown } : {}),
-    children: results,
-  };
+  return { value: `${held} of ${results.length} hold`, ok, unknown: unknown || undefined, children: results };
 }

@@ -17,12 +17,9 @@ export const not = defineCondition({
     return (input) => {
       const inner = allOf(evaluateChildren(children, input));
       const unknown = inner.unknown === true;
-      return {
-        value: inner.value,
-        ok: !inner.ok && !unknown,
-        ...(unknown ? { unknown } : {}),
-        children: inner.children ?? [],
-      };
+      // allOf's verdict is fresh and ours alone: flipped in place rather than copied.
+      inner.ok = !inner.ok && !unknown;
+      return inner;
     };
   },
 });
