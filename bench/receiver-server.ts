@@ -1,7 +1,8 @@
 /**
  * A receiver for the benchmark, run in its own process so the load generator does not share its
  * core: `hookbot` (the real hook handler and server), `bare` (node:http doing the same token check,
- * JSON parse and durable persist by hand: the baseline) or `probot` (a minimal Probot 14 app behind
+ * JSON parse and durable persist by hand: the baseline), `noop` (reads the body and answers: the
+ * ceiling of this machine and load generator) or `probot` (a minimal Probot 14 app behind
  * `createNodeMiddleware`, verifying `X-Hub-Signature-256` with the same secret, its handler doing
  * nothing: the framework most bots are built on). Prints `PORT <n>` once listening.
  */
@@ -16,13 +17,29 @@ const [mode, dir] = process.argv.slice(2);
 const SECRET = 'bench-secret';
 // Default bounds; each delivery is marked processed right after it is accepted, as a pipeline that
 // keeps up would, so the inbox stays small in both servers alike.
-const store = createFileStore({ path: `${dir}/hookbot.json` });
+const store = createFileStore({
+  path: `${dir}/hookbot.json`,
+  ...(process.env.BENCH_GROUP_WINDOW_MS ? { groupWindowMs: Number(process.env.BENCH_GROUP_WINDOW_MS) } : {}),
+});
 await store.open();
 // Set on SIGTERM: deliveries still in flight then must not touch the store being closed.
 let stopping = false;
 
 if (mode === 'probot') {
   await startProbot();
+} else if (mode === 'noop') {
+  // The ceiling: reads the body and answers 202, nothing else. What autocannon and node:http reach
+  // on this machine with no work at all; no server that does work can answer faster.
+  const server = createServer((req, res) => {
+    req.on('data', () => undefined);
+    req.on('end', () =>
+      res.writeHead(202, { 'content-type': 'application/json' }).end('{"message":"accepted"}'),
+    );
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
+  });
 } else if (mode === 'hookbot') {
   const handler = createHookHandler({
     verify: { token: SECRET },
@@ -54,15 +71,18 @@ if (mode === 'probot') {
         .update('\0')
         .update(text)
         .digest('hex');
-      store.accept({ key, kind: body.object_kind, receivedAt: Date.now(), headers: {}, body }).then(
-        (r) => {
-          res
-            .writeHead(202, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ message: 'accepted', id: r.id }));
-          if (!stopping) void store.markProcessed(r.id);
-        },
-        () => res.writeHead(503).end(),
-      );
+      // The received text too, as the hook route passes it: the same persist work in both.
+      store
+        .accept({ key, kind: body.object_kind, receivedAt: Date.now(), headers: {}, body, bodyText: text })
+        .then(
+          (r) => {
+            res
+              .writeHead(202, { 'content-type': 'application/json' })
+              .end(JSON.stringify({ message: 'accepted', id: r.id }));
+            if (!stopping) void store.markProcessed(r.id);
+          },
+          () => res.writeHead(503).end(),
+        );
     });
   });
   server.listen(0, '127.0.0.1', () => {

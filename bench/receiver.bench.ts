@@ -3,6 +3,8 @@
  * side by side with a bare node:http server doing the same token check, JSON parse and durable
  * persist (issue 4). Each server runs in its own process; autocannon runs here. Every request body
  * is distinct (a counter in the payload), so every delivery is persisted, none is a duplicate.
+ * A third server that does nothing but answer (`noop`) runs in the same rounds: the ceiling the
+ * load generator and node:http reach on this machine, so the p99 target can be read against it.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,10 +23,9 @@ function payloadTemplate(): string {
   return JSON.stringify(base);
 }
 
-async function startServer(
-  mode: 'hookbot' | 'bare',
-  dir: string,
-): Promise<{ child: ChildProcess; port: number }> {
+type Mode = 'hookbot' | 'bare' | 'noop';
+
+async function startServer(mode: Mode, dir: string): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/receiver-server.ts', mode, dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -65,7 +66,7 @@ async function load(port: number, durationS: number) {
   };
 }
 
-async function measure(mode: 'hookbot' | 'bare') {
+async function measure(mode: Mode) {
   const dir = mkdtempSync(path.join(tmpdir(), `hookbot-bench-${mode}-`));
   const { child, port } = await startServer(mode, dir);
   try {
@@ -83,10 +84,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function run(): Promise<Record<string, number | string>> {
   const ours: Awaited<ReturnType<typeof load>>[] = [];
   const bare: Awaited<ReturnType<typeof load>>[] = [];
-  // Interleaved rounds, so drift on a shared machine hits both alike.
+  const noop: Awaited<ReturnType<typeof load>>[] = [];
+  // Interleaved rounds, so drift on a shared machine hits all alike.
   for (let i = 0; i < ROUNDS; i++) {
     bare.push(await measure('bare'));
     ours.push(await measure('hookbot'));
+    noop.push(await measure('noop'));
   }
   const rps = median(ours.map((r) => r.rps));
   const baselineRps = median(bare.map((r) => r.rps));
@@ -97,6 +100,11 @@ export async function run(): Promise<Record<string, number | string>> {
     p50_ms: median(ours.map((r) => r.p50)),
     p99_ms: median(ours.map((r) => r.p99)),
     baseline_p99_ms: median(bare.map((r) => r.p99)),
+    // The ceiling: a server that only reads the body and answers, under the same load. Its p99 is
+    // the latency floor of 64 connections on this machine (load generator and server share 2 cores).
+    noop_rps: Math.round(median(noop.map((r) => r.rps))),
+    noop_p99_ms: median(noop.map((r) => r.p99)),
+    ratio_to_noop: Number((rps / median(noop.map((r) => r.rps))).toFixed(2)),
     non_2xx: ours.reduce((sum, r) => sum + r.non2xx, 0) + bare.reduce((sum, r) => sum + r.non2xx, 0),
     connections: 64,
     payload_bytes: payloadTemplate().length,

@@ -17,6 +17,8 @@ export interface Inbox {
     receivedAt: number;
     headers: Record<string, string>;
     body: unknown;
+    /** The body's text as received (it parses to `body`): stored as is, not serialised again. */
+    bodyText?: string;
   }): Promise<{ id: string; duplicate: boolean }>;
 }
 
@@ -109,7 +111,9 @@ export function createHookHandler(options: HookHandlerOptions) {
         return Array.isArray(value) ? value[0] : value;
       };
       // Verify before parsing: an unauthenticated caller learns nothing about what we accept.
-      if (!(await verifyDelivery(header, raw.toString('utf8'), options.verify))) {
+      // The body as text only when a signature is checked (the token check does not read it).
+      const rawText = () => raw.toString('utf8');
+      if (!(await verifyDelivery(header, rawText, options.verify))) {
         return answer(401, 'unauthorized', { message: 'unauthorized' });
       }
       const event = header('x-gitlab-event');
@@ -126,6 +130,7 @@ export function createHookHandler(options: HookHandlerOptions) {
           receivedAt: now(),
           headers: { 'x-gitlab-event': parsed.event },
           body: parsed.body,
+          bodyText: parsed.text,
         });
       } catch (error) {
         // Not persisted means not accepted: say so, so nobody believes it will be processed.

@@ -25,7 +25,7 @@ export function sameSecret(given: string, expected: string): boolean {
 
 export async function verifyDelivery(
   header: (name: string) => string | undefined,
-  rawBody: string,
+  rawBody: string | (() => string),
   options: VerifyOptions,
 ): Promise<boolean> {
   let ok = true;
@@ -37,7 +37,8 @@ export async function verifyDelivery(
     let valid = false;
     if (given && /^sha256=[0-9a-f]{64}$/i.test(given)) {
       try {
-        valid = await verifyHmac(options.signature.secret, rawBody, given);
+        const text = typeof rawBody === 'string' ? rawBody : rawBody();
+        valid = await verifyHmac(options.signature.secret, text, given);
       } catch {
         valid = false;
       }

@@ -99,7 +99,8 @@ export abstract class ModelStore implements StateStore {
     const expiresAt = now + this.options.dedupTtlMs;
     this.checkAccept(entry, expiresAt);
     // Throws a TypeError, before anything changed, for a body JSON cannot hold (BigInt, cycles).
-    const json = JSON.stringify(entry);
+    const json =
+      delivery.bodyText === undefined ? JSON.stringify(entry) : entryJson(entry, delivery.bodyText);
     this.model.acceptHeld(HeldEntry.fromJson(entry.id, entry.key, json), now, expiresAt);
     // The same text as JSON.stringify of the whole mutation, without serialising the body twice.
     await this.persist(`{"op":"accept","entry":${json},"expiresAt":${expiresAt}}`);
@@ -329,4 +330,16 @@ export abstract class ModelStore implements StateStore {
     this.model.apply(checked.data);
     await this.persist(json);
   }
+}
+
+/**
+ * The entry's JSON with the body's received text spliced in, rather than the parsed body serialised
+ * again. The text is valid JSON (the caller parsed it), so a line break can only be whitespace
+ * between tokens (JSON strings cannot hold one unescaped): it becomes a space, and the journal's one
+ * line per record holds. Read back, the text parses to the same body the caller had.
+ */
+export function entryJson(entry: InboxEntry, bodyText: string): string {
+  const head = JSON.stringify({ ...entry, body: undefined });
+  const text = /[\r\n]/.test(bodyText) ? bodyText.replace(/[\r\n]/g, ' ') : bodyText;
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"body":${text}}`;
 }

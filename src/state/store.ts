@@ -22,6 +22,12 @@ export interface Delivery {
   /** Credentials (X-Gitlab-Token, Authorization, PRIVATE-TOKEN, Cookie) are dropped, never stored. */
   headers: Record<string, string>;
   body: unknown;
+  /**
+   * The body's JSON text as received, when the caller has it and has checked that it parses to
+   * `body`: the file store then keeps this text instead of serialising `body` again (on the hook
+   * route that is a 4 KB JSON.stringify per delivery saved).
+   */
+  bodyText?: string;
 }
 
 /** An accepted delivery that is not processed yet. */

@@ -9,12 +9,17 @@ import { HOOK_FIXTURES, fixtureText } from '../events/fixtures.ts';
 const SECRET = 'hook-secret-for-tests';
 
 /** An inbox that keeps deliveries in memory and knows duplicates by key, like the store does. */
-function memoryInbox(): Inbox & {
-  entries: { id: string; key: string; kind: string; body: unknown; headers: Record<string, string> }[];
-  fail: boolean;
-} {
-  const entries: { id: string; key: string; kind: string; body: unknown; headers: Record<string, string> }[] =
-    [];
+interface Kept {
+  id: string;
+  key: string;
+  kind: string;
+  body: unknown;
+  bodyText?: string;
+  headers: Record<string, string>;
+}
+
+function memoryInbox(): Inbox & { entries: Kept[]; fail: boolean } {
+  const entries: Kept[] = [];
   return {
     entries,
     fail: false,
@@ -28,6 +33,7 @@ function memoryInbox(): Inbox & {
         key: delivery.key,
         kind: delivery.kind,
         body: delivery.body,
+        bodyText: delivery.bodyText,
         headers: delivery.headers,
       });
       return { id, duplicate: false };
@@ -134,6 +140,19 @@ describe('POST /hooks intake', () => {
     const res = await post(body, headers);
     expect(res).toEqual({ status: 400, body: { message } });
     expect(s.inbox.entries).toHaveLength(0);
+  });
+
+  it('accepts a body with many brackets that nests shallowly (the depth limit counts nesting, not brackets)', async () => {
+    const body = JSON.stringify({
+      object_kind: 'issue',
+      commits: Array.from({ length: 300 }, (_, i) => ({ id: i, tags: [] })),
+    });
+    const res = await post(body, { 'x-gitlab-event': 'Issue Hook' });
+    expect(res.status).toBe(202);
+    expect(s.inbox.entries).toHaveLength(1);
+    // The received text goes to the store as is (it keeps it rather than serialising the body again).
+    expect(s.inbox.entries[0]?.bodyText).toBe(body);
+    expect(s.inbox.entries[0]?.body).toEqual(JSON.parse(body));
   });
 
   it('answers a body over the limit with 413', async () => {
