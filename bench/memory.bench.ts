@@ -2,9 +2,10 @@
  * Memory and state size after 100,000 deliveries, against after 10,000 (issue 8: RSS under 150 MB,
  * state file bounded by its pruning settings, not by the number of deliveries).
  *
- * What is measured: `hookbot serve` as a process, fed over HTTP with autocannon (64 connections),
- * every delivery a distinct `Issue Hook` body, all accepted (202, persisted) and processed (the inbox
- * drained) before each figure is read. The rules match nothing: 19 deliveries in 20 are for a project
+ * What is measured: `hookbot serve` as a process, as the Docker image runs it (the compiled build
+ * with the image's V8 heap limits; `BENCH_MEMORY_ENTRY=source` runs it from the sources through
+ * tsx), fed over HTTP with autocannon (64 connections), every delivery a distinct `Issue Hook`
+ * body, all accepted (202, persisted) and processed (the inbox drained) before each figure is read. The rules match nothing: 19 deliveries in 20 are for a project
  * with no rules (parsed, resolved to their item, dropped without an API call), 1 in 20 for a project
  * whose one rule reads the issue from the sandbox and does not match (a decision is recorded), so the
  * inbox, de-dup keys, journal, compaction and the decisions all take part; the decisions kept reach
@@ -22,7 +23,7 @@
  * (`default_window_*`), which doubles the time (about 2 minutes here), so it is off in `npm run bench`.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -38,6 +39,19 @@ const SECRET = 'bench-memory-secret';
 const CHUNK = 5_000;
 const SHORT_WINDOW_MS = 1_000;
 const TOKEN = 'bench-memory-token';
+
+/**
+ * How the bot runs: as the Docker image runs it (the compiled build, `node dist/cli/run.js`, with
+ * the image's NODE_OPTIONS, read from the Dockerfile so the two cannot drift), or
+ * `BENCH_MEMORY_ENTRY=source` from the sources through tsx, as `npm start` does.
+ */
+const SOURCE = process.env.BENCH_MEMORY_ENTRY === 'source';
+const IMAGE_NODE_OPTIONS =
+  /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8'))?.[1] ??
+  '';
+const ENTRY = SOURCE
+  ? ['bin/hookbot.js']
+  : [...IMAGE_NODE_OPTIONS.split(' ').filter(Boolean), 'dist/cli/run.js'];
 
 const FIXTURE = readFileSync(new URL('../test/fixtures/hooks/issue.json', import.meta.url), 'utf8');
 
@@ -117,7 +131,7 @@ async function startBot(world: World, dir: string, dedupTtlMs: number | undefine
       '',
     ].join('\n'),
   );
-  const child: ChildProcess = spawn(process.execPath, ['bin/hookbot.js', 'serve'], {
+  const child: ChildProcess = spawn(process.execPath, [...ENTRY, 'serve'], {
     env: {
       PATH: process.env.PATH ?? '',
       HOOKBOT_IN_DOCKER: '0',
@@ -208,6 +222,22 @@ async function memory(base: string): Promise<{ rss: number; heap: number }> {
   return { rss: mb('process_resident_memory_bytes'), heap: mb('nodejs_heap_size_used_bytes') };
 }
 
+const SETTLE_S = Number(process.env.BENCH_MEMORY_SETTLE_SECONDS ?? 30);
+
+/**
+ * The same figures after the bot has been idle for SETTLE_S seconds: V8 collects the old generation
+ * and gives memory back once the allocation rate drops (its memory reducer), so this is what the
+ * sidecar holds between bursts, where the reading right after the last delivery is near its peak.
+ */
+async function settle(base: string): Promise<{ rss: number; heap: number; trace: string }> {
+  const trace: number[] = [];
+  for (let s = 0; s < SETTLE_S; s += 5) {
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    trace.push((await memory(base)).rss);
+  }
+  return { ...(await memory(base)), trace: trace.join('/') };
+}
+
 /** The state folder's files: the backup (a copy of the previous document) apart from the rest. */
 function folderBytes(dir: string): { state: number; backup: number } {
   let state = 0;
@@ -235,15 +265,19 @@ async function measure(world: World, dedupTtlMs: number | undefined) {
     failed += await feed(world, second.base, FIRST, TOTAL - FIRST);
     const keys100 = (await pendingBelow(second.base, 0)).dedupKeys;
     const at100 = await memory(second.base);
+    const settled = await settle(second.base);
     await second.stop();
     const files100 = folderBytes(path.join(dir, 'state'));
-    return { idle, at10, at100, files10, files100, keys10, keys100, failed };
+    return { idle, at10, at100, settled, files10, files100, keys10, keys100, failed };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 export async function run(): Promise<Record<string, number | string>> {
+  // The compiled build, fresh from the sources (tsc, about 15 s).
+  if (!SOURCE)
+    execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json']);
   const world = await createWorld();
   try {
     const short = await measure(world, SHORT_WINDOW_MS);
@@ -254,6 +288,10 @@ export async function run(): Promise<Record<string, number | string>> {
       rss_mb_100k: short.at100.rss,
       heap_mb_10k: short.at10.heap,
       heap_mb_100k: short.at100.heap,
+      rss_mb_100k_settled: short.settled.rss,
+      heap_mb_100k_settled: short.settled.heap,
+      rss_mb_settling_every_5s: short.settled.trace,
+      settle_seconds: SETTLE_S,
       state_bytes_10k: short.files10.state,
       state_bytes_100k: short.files100.state,
       ratio: ratio(short.files100.state, short.files10.state),
@@ -262,6 +300,7 @@ export async function run(): Promise<Record<string, number | string>> {
       dedup_keys_100k: short.keys100,
       not_accepted: short.failed,
       deliveries: TOTAL,
+      runtime: `node ${ENTRY.join(' ')}`,
       dedup_window_ms: SHORT_WINDOW_MS,
     };
     if (process.env.BENCH_MEMORY_DEFAULT_WINDOW === '1') {

@@ -83,7 +83,13 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     onAccepted: (delivery) => pipeline.wake(delivery),
     onOutcome: (outcome, info) => {
       options.onDelivery?.(outcome, info);
-      if (outcome === 'error') options.log.error({ err: info.error }, 'delivery not accepted');
+      // The delivery id where there is one (accepted, duplicate): the same id then marks every line
+      // of its processing (the pipeline's log context), so one filter follows it from the door on.
+      // Logged after the answer went out; debug lines cost a level check when off.
+      if (outcome === 'error')
+        options.log.error({ delivery: info.id, kind: info.kind, err: info.error }, 'delivery not accepted');
+      else if (outcome === 'accepted' || outcome === 'duplicate')
+        options.log.debug({ delivery: info.id, kind: info.kind, ackMs: info.ackMs }, `delivery ${outcome}`);
     },
   });
 

@@ -2,6 +2,8 @@
  * The one logger factory: pino, JSON lines by default (for collectors), readable lines on a
  * terminal, and secrets redacted on every line whatever path they take into it (see redact.ts).
  * Child loggers (`log.child({ delivery: id })`, `{ job: id }`) share the parent's secrets.
+ * Lines also carry the ids of the work under way (delivery, deliveries, item, job) from the async
+ * context (log-context.ts), with no logger passed around for it.
  */
 import {
   pino,
@@ -12,6 +14,7 @@ import {
   type LoggerOptions,
 } from 'pino';
 import { prettyFactory } from 'pino-pretty';
+import { currentLogContext } from './log-context.ts';
 import { redactText, redactValue, REDACTED, secretMatcher } from './redact.ts';
 
 export type LogFormat = 'auto' | 'json' | 'pretty';
@@ -84,12 +87,23 @@ export function createLogger(options: CreateLoggerOptions = {}): HookbotLogger {
   };
   for (const secret of options.secrets ?? []) addSecret(secret);
 
+  // Keys each logger already writes from its bindings: a context field of the same name is left
+  // out, or the line would hold the key twice (pino writes bindings and the object side by side).
+  const boundKeys = new WeakMap<object, ReadonlySet<string>>();
   const isTty = options.isTty ?? (options.destination === undefined && process.stdout.isTTY === true);
   const pretty = selectFormat(options.format ?? 'auto', isTty) === 'pretty';
   const pinoOptions: LoggerOptions = {
     level: options.level ?? 'info',
     ...(options.base ? { base: options.base } : {}),
     timestamp: pino.stdTimeFunctions.isoTime,
+    // The work's ids from the async context. What the call passes, then what a child bound, win
+    // over it: an explicit id is the more precise one. Runs before the formatters, so the fields
+    // are redacted like any other.
+    mixin: (object, _level, logger) => contextFields(object, boundKeys.get(logger)),
+    // pino's default merge writes the call's fields into the mixin's object: that would change the
+    // shared empty object. Without context the call's object goes on untouched, as with no mixin.
+    // The context's fields go last: contextFields kept only those the call left out or undefined.
+    mixinMergeStrategy: (object, fields) => (fields === NO_FIELDS ? object : { ...object, ...fields }),
     redact: { paths: [...REDACT_PATHS], censor: REDACTED },
     serializers: { err: (error: unknown) => redactValue(error, matcher) },
     formatters: {
@@ -103,7 +117,8 @@ export function createLogger(options: CreateLoggerOptions = {}): HookbotLogger {
   };
   const destination = pretty ? prettyDestination(options.destination, isTty) : options.destination;
   const logger = destination ? pino(pinoOptions, destination) : pino(pinoOptions);
-  scrubChildBindings(logger, () => matcher);
+  if (options.base) boundKeys.set(logger, new Set(Object.keys(options.base)));
+  scrubChildBindings(logger, () => matcher, boundKeys);
   // Children are created from the parent's prototype chain, so they see addSecret and the same set.
   return Object.assign(logger, { addSecret });
 }
@@ -113,11 +128,38 @@ export function createLogger(options: CreateLoggerOptions = {}): HookbotLogger {
  * them there, at any depth. Children inherit this `child` through their prototype, so
  * grandchildren are covered too.
  */
-function scrubChildBindings(logger: Logger, matcher: () => RegExp | undefined): void {
+function scrubChildBindings(
+  logger: Logger,
+  matcher: () => RegExp | undefined,
+  boundKeys: WeakMap<object, ReadonlySet<string>>,
+): void {
   const child = logger.child;
   logger.child = function (this: Logger, bindings, options) {
-    return child.call(this, redactValue(bindings, matcher()) as typeof bindings, options);
+    const made = child.call(this, redactValue(bindings, matcher()) as typeof bindings, options);
+    // Only the context's keys matter here (see contextFields); bindings rarely hold them.
+    const keys = new Set(boundKeys.get(this));
+    for (const [key, value] of Object.entries(bindings)) if (value !== undefined) keys.add(key);
+    boundKeys.set(made, keys);
+    return made;
   } as typeof logger.child;
+}
+
+/** What the mixin gives when there is nothing to add: shared, never written to (see the merge). */
+const NO_FIELDS: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/**
+ * The context's fields this line does not already carry, from the call or from the logger's
+ * bindings. A call field set to undefined counts as absent (pino leaves it out of the line).
+ */
+function contextFields(object: object, bound: ReadonlySet<string> | undefined): object {
+  const context = currentLogContext();
+  if (context === undefined) return NO_FIELDS;
+  let fields: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(context)) {
+    if ((object as Record<string, unknown>)[key] !== undefined || bound?.has(key)) continue;
+    (fields ??= {})[key] = value;
+  }
+  return fields ?? NO_FIELDS;
 }
 
 /**

@@ -11,9 +11,13 @@
  *   that means it is processed again after the restart, which the level-triggered design makes safe.
  * - A run that fails with a transient error (the server is down) is retried with backoff; the
  *   delivery stays in the inbox meanwhile.
+ * - Every line logged while a delivery is taken or an item run goes on carries the ids (issue 7):
+ *   each opens a log context (ops/log-context.ts) that the processor, the executor and the API
+ *   client's call log inherit.
  */
 import { parseHookEvent } from '../events/schemas.ts';
 import { hintsOf, itemKey, type Hint, type ItemRef, type Trigger as HookTrigger } from '../events/hints.ts';
+import { runInNewLogContext } from '../ops/log-context.ts';
 import type { InboxEntry } from '../state/store.ts';
 import type { Trigger } from '../rules/snapshot.ts';
 
@@ -137,7 +141,15 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
   }
 
-  async function take(entry: Delivery, attempt = 1): Promise<void> {
+  /**
+   * Takes a delivery in its own log context. A new one: `take` is also reached from the end of an
+   * item run (pump, resume) and must not carry that run's ids.
+   */
+  function take(entry: Delivery, attempt = 1): Promise<void> {
+    return runInNewLogContext({ delivery: entry.id }, () => takeNow(entry, attempt));
+  }
+
+  async function takeNow(entry: Delivery, attempt: number): Promise<void> {
     pendingWork++;
     try {
       const parsed = parseHookEvent(entry.kind, entry.body);
@@ -240,7 +252,19 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     checkIdle();
   }
 
-  async function run(state: ItemState): Promise<void> {
+  /**
+   * One item run, in a log context naming the item and every delivery it serves (coalesced events
+   * bring several). A new context: a run is started from wherever work finished (another run, a
+   * timer set while some delivery was taken) and owes nothing to it.
+   */
+  function run(state: ItemState): Promise<void> {
+    const deliveries = [...state.deliveries];
+    return runInNewLogContext({ delivery: deliveries[0], deliveries, item: itemKey(state.item) }, () =>
+      runNow(state),
+    );
+  }
+
+  async function runNow(state: ItemState): Promise<void> {
     running++;
     state.running = true;
     const triggers = coalesce(state.triggers);

@@ -43,9 +43,14 @@ export interface CompiledRule {
   summaryStatus: string | null;
 }
 
-/** What the rules read beyond the item itself: whoever builds snapshots reads only that. */
+/**
+ * What the rules read beyond the item itself: whoever builds snapshots reads only that (the one
+ * definition: read-snapshot.ts takes it, each field optional there, as what to read).
+ */
 export interface SnapshotNeeds {
+  /** The MR's changed paths (one more call: `GET .../changes`). */
   changedFiles: boolean;
+  /** The markers of the bot's earlier comments (one more call per page of notes). */
   commentMarkers: boolean;
 }
 

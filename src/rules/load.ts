@@ -7,13 +7,17 @@
  * Every file is validated and compiled once; a project's set shares the compiled rules of the
  * files it extends. Problems come back with `file:line:column`; when there are any, the caller
  * keeps its previous rules (a set that includes a broken file holds only its valid files' rules).
+ * The problems are all of `hookbot check`'s (check.ts reports these very ones): a file the check
+ * refuses is never taken by a running bot, and a file it passes always is.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isMap, parseDocument } from 'yaml';
 import { compileRule, ruleSet, type CompiledRule, type CompiledRuleSet } from './compile.ts';
 import { closest } from './did-you-mean.ts';
 import { parseRuleFile, type ParsedRuleFile } from './parse-file.ts';
 import { sortProblems, type Problem } from './problem.ts';
+import { ruleProblems, setProblems, type PlacedRule } from './rule-problems.ts';
 
 export interface RuleFolder {
   dir: string;
@@ -46,6 +50,27 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
 
 const display = (dir: string, rel: string): string => path.join(dir, rel);
 
+/**
+ * A file that defines no rules at all (empty, only comments, or no `rules:` key) is refused rather
+ * than read as "no rules": it is almost always a mistake (a save cut short, the wrong file, the
+ * rules commented out), and read silently it would leave every project it covers unattended while
+ * `check` passed. `rules: []` says "none" on purpose and stays valid. A file with `extends` and no
+ * `rules:` is fine too: it gathers the rules of the files it extends.
+ */
+function noRules(parsed: ParsedRuleFile, text: string): Problem | undefined {
+  if (!parsed.spec || parsed.spec.rules.length > 0 || parsed.spec.extends !== undefined) return undefined;
+  // Only a valid file with an empty list gets here: parse again to tell `rules: []` from no key.
+  const contents = parseDocument(text).contents;
+  if (isMap(contents) && contents.has('rules')) return undefined;
+  return {
+    file: parsed.file,
+    line: 1,
+    column: 1,
+    message: 'no rules: the file defines no `rules:` list',
+    hint: 'write `rules: []` to mean none on purpose',
+  };
+}
+
 export async function readRuleFolder(dir: string): Promise<RuleFolder> {
   const problems: Problem[] = [];
   let names: string[];
@@ -65,9 +90,12 @@ export async function readRuleFolder(dir: string): Promise<RuleFolder> {
 
   const files = new Map<string, ParsedRuleFile>();
   for (const rel of names) {
-    const parsed = parseRuleFile(await readFile(path.join(dir, rel), 'utf8'), display(dir, rel));
+    const text = await readFile(path.join(dir, rel), 'utf8');
+    const parsed = parseRuleFile(text, display(dir, rel));
     files.set(rel, parsed);
     problems.push(...parsed.problems);
+    const empty = noRules(parsed, text);
+    if (empty) problems.push(empty);
   }
 
   let defaultFile: string | undefined;
@@ -180,32 +208,51 @@ export function effectiveFiles(folder: RuleFolder, rel: string): string[] {
   return order;
 }
 
-/** Compiles every valid file once. */
+/** Compiles every valid file once; each rule stays with its place (for the problems of sets). */
 export function compileFolder(folder: RuleFolder): {
-  byFile: Map<string, CompiledRule[]>;
+  byFile: Map<string, PlacedRule[]>;
   problems: Problem[];
 } {
-  const byFile = new Map<string, CompiledRule[]>();
+  const byFile = new Map<string, PlacedRule[]>();
   const problems: Problem[] = [];
   for (const [rel, parsed] of folder.files) {
     if (!parsed.spec) continue;
-    const rules: CompiledRule[] = [];
-    parsed.spec.rules.forEach((spec, index) => {
-      const at = parsed.locate(['rules', index]);
-      try {
-        rules.push(compileRule(spec, { file: parsed.file, ...at }));
-      } catch (error) {
-        // Validation should have caught it; say so rather than crash the reload.
-        problems.push({
-          file: parsed.file,
-          ...at,
-          message: `cannot compile rule "${spec.name}": ${(error as Error).message}`,
-        });
-      }
-    });
-    byFile.set(rel, rules);
+    byFile.set(
+      rel,
+      parsed.spec.rules.map((spec, index) => {
+        const at = parsed.locate(['rules', index]);
+        let compiled: CompiledRule | undefined;
+        try {
+          compiled = compileRule(spec, { file: parsed.file, ...at });
+        } catch (error) {
+          // Validation should have caught it; say so rather than crash the reload.
+          problems.push({
+            file: parsed.file,
+            ...at,
+            message: `cannot compile rule "${spec.name}": ${(error as Error).message}`,
+          });
+        }
+        return { parsed, index, spec, compiled };
+      }),
+    );
   }
   return { byFile, problems };
+}
+
+/**
+ * Every problem of the folder, sorted: the files' own, then each rule's meaning, then each set as
+ * a project would get it, with every file as the root of a set (the default, each project's, and
+ * fragments on their own: a fragment is checked even before a project extends it).
+ */
+function folderProblems(
+  folder: RuleFolder,
+  compiled: ReturnType<typeof compileFolder>,
+  placedOf: (rel: string) => PlacedRule[],
+): Problem[] {
+  const problems = [...folder.problems, ...compiled.problems];
+  for (const rules of compiled.byFile.values()) problems.push(...rules.flatMap(ruleProblems));
+  for (const rel of folder.files.keys()) problems.push(...setProblems(placedOf(rel)));
+  return sortProblems(problems);
 }
 
 export interface LoadedRules {
@@ -220,14 +267,16 @@ export interface LoadedRules {
 export async function loadRules(dir: string): Promise<LoadedRules> {
   const folder = await readRuleFolder(dir);
   const compiled = compileFolder(folder);
+  const placedOf = (rel: string): PlacedRule[] =>
+    effectiveFiles(folder, rel).flatMap((file) => compiled.byFile.get(file) ?? []);
   const setOf = (rel: string): CompiledRuleSet =>
-    ruleSet(effectiveFiles(folder, rel).flatMap((file) => compiled.byFile.get(file) ?? []));
+    ruleSet(placedOf(rel).flatMap((placed) => (placed.compiled ? [placed.compiled] : [])));
   const empty = ruleSet([]);
   const fallback = folder.defaultFile === undefined ? empty : setOf(folder.defaultFile);
   const projects = new Map([...folder.projectFiles].map(([key, rel]) => [key, setOf(rel)]));
   return {
     byProject: (pathWithNamespace) => projects.get(pathWithNamespace.toLowerCase()) ?? fallback,
-    problems: sortProblems([...folder.problems, ...compiled.problems]),
+    problems: folderProblems(folder, compiled, placedOf),
     files: [...folder.files.keys()],
   };
 }

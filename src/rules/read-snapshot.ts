@@ -9,6 +9,7 @@ import type { MergeRequest } from '../api/merge-requests.ts';
 import type { Issue } from '../api/issues.ts';
 import { latestByName } from '../api/statuses.ts';
 import { extractMarkers } from './comment-marker.ts';
+import type { SnapshotNeeds } from './compile.ts';
 import type { ItemKind, ItemSnapshot, ProjectRef, Trigger, UserRef } from './snapshot.ts';
 
 export interface ItemAddress {
@@ -18,13 +19,12 @@ export interface ItemAddress {
   id: number;
 }
 
-/** What to read besides the item itself; the rule set knows what its conditions and actions use. */
-export interface SnapshotNeeds {
-  /** The MR's changed paths (one more call: `GET .../changes`). */
-  changedFiles?: boolean;
-  /** The markers of the bot's earlier comments (one more call per page of notes). */
-  commentMarkers?: boolean;
-}
+/**
+ * What to read besides the item itself; the rule set knows what its conditions and actions use
+ * (`CompiledRuleSet.needs`). Defined with the rule set, re-exported for the readers' callers; a
+ * field left out here reads nothing extra.
+ */
+export type { SnapshotNeeds };
 
 export type SnapshotClient = Pick<
   Client,
@@ -33,10 +33,14 @@ export type SnapshotClient = Pick<
 
 export interface SnapshotReader {
   /** The item's snapshot, or undefined when it is gone (deleted, moved out of sight: 404). */
-  read(item: ItemAddress, trigger: Trigger, needs?: SnapshotNeeds): Promise<ItemSnapshot | undefined>;
+  read(
+    item: ItemAddress,
+    trigger: Trigger,
+    needs?: Partial<SnapshotNeeds>,
+  ): Promise<ItemSnapshot | undefined>;
   /** Snapshot from an item already read (sweeps list items page by page and need not read each again). */
-  fromIssue(issue: Issue, trigger: Trigger, needs?: SnapshotNeeds): Promise<ItemSnapshot>;
-  fromMergeRequest(mr: MergeRequest, trigger: Trigger, needs?: SnapshotNeeds): Promise<ItemSnapshot>;
+  fromIssue(issue: Issue, trigger: Trigger, needs?: Partial<SnapshotNeeds>): Promise<ItemSnapshot>;
+  fromMergeRequest(mr: MergeRequest, trigger: Trigger, needs?: Partial<SnapshotNeeds>): Promise<ItemSnapshot>;
   /** A project's `path_with_namespace` by id (cached: paths rarely change, and rules are keyed by them). */
   projectOf(projectId: number): Promise<ProjectRef>;
 }
@@ -68,7 +72,11 @@ export function createSnapshotReader(
     return found;
   }
 
-  async function fromIssue(issue: Issue, trigger: Trigger, needs: SnapshotNeeds = {}): Promise<ItemSnapshot> {
+  async function fromIssue(
+    issue: Issue,
+    trigger: Trigger,
+    needs: Partial<SnapshotNeeds> = {},
+  ): Promise<ItemSnapshot> {
     const snapshot: ItemSnapshot = {
       kind: 'issue',
       id: issue.id,
@@ -93,7 +101,7 @@ export function createSnapshotReader(
   async function fromMergeRequest(
     mr: MergeRequest,
     trigger: Trigger,
-    needs: SnapshotNeeds = {},
+    needs: Partial<SnapshotNeeds> = {},
   ): Promise<ItemSnapshot> {
     const projectId = mr.project_id;
     const sha = mr.sha ?? (await headOf(mr));

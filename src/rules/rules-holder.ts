@@ -1,7 +1,8 @@
 /**
  * The rules in force, reloaded when a file of the folder changes (and on demand, e.g. SIGHUP). A
- * folder that fails validation is refused with every problem logged, and the last good rules stay in
- * force: a typo in production never leaves the bot without rules, nor with half of them.
+ * folder with any problem `hookbot check` reports (the loader's problems are the check's) is refused
+ * with every problem logged, and the last good rules stay in force: a typo in production never
+ * leaves the bot without rules, nor with half of them.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import type { CompiledRuleSet } from './compile.ts';

@@ -18,9 +18,16 @@
  * once, not once per missed interval, and then keeps its period. A tick that comes while the
  * same sweep still runs is skipped (a sweep never overlaps itself); different sweeps may run at
  * the same time (the executor serialises calls per item).
+ *
+ * Each run has a job id (sweepJobId), set as the log context of everything the run does: its
+ * lines, the sweep's, the item processor's, the executor's and the API client's all carry `job`.
  */
 import Bree from 'bree';
+import { runInNewLogContext } from '../ops/log-context.ts';
 import type { StateStore } from '../state/store.ts';
+import { sweepJobId } from './job-id.ts';
+
+export { sweepJobId } from './job-id.ts';
 import { describeTiming, nextRunAfter, type Timing } from './timing.ts';
 import { quietLog, type SweepLog, type SweepRunOptions } from './types.ts';
 
@@ -68,8 +75,24 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let bree: Bree | undefined;
   let stopping = false;
 
-  async function runSweep(sweep: ScheduledSweep, controller: AbortController): Promise<void> {
+  /** Runs started by this scheduler: the run number in job ids. */
+  let runCount = 0;
+
+  /**
+   * One run, in its own log context: a new one, since a run may be started from anywhere (a test,
+   * a command) and its lines belong to the job alone.
+   */
+  function runSweep(sweep: ScheduledSweep, controller: AbortController): Promise<void> {
     const startedAt = now();
+    const job = sweepJobId(sweep.name, startedAt, ++runCount);
+    return runInNewLogContext({ job }, () => runSweepNow(sweep, controller, startedAt));
+  }
+
+  async function runSweepNow(
+    sweep: ScheduledSweep,
+    controller: AbortController,
+    startedAt: number,
+  ): Promise<void> {
     try {
       log.info({ sweep: sweep.name }, 'sweep started');
       const report = await sweep.run({ signal: controller.signal });

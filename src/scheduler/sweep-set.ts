@@ -9,8 +9,10 @@ import { eventMatches } from '../rules/event-names.ts';
 import type { Executor } from '../rules/executor.ts';
 import { createItemProcessor, type ItemProcessorFn, type ProjectRules } from '../rules/process-item.ts';
 import { createSnapshotReader, type SnapshotReader } from '../rules/read-snapshot.ts';
+import { currentLogContext, runInNewLogContext } from '../ops/log-context.ts';
 import type { StateStore } from '../state/store.ts';
 import type { BreakerLimits } from './breaker.ts';
+import { sweepJobId } from './job-id.ts';
 import { runHookCheck, type HookCheckReport } from './sweeps/hook-check.ts';
 import { createListedSnapshots } from './sweeps/listed-snapshot.ts';
 import { runMergeWatch, type MergeWatchReport } from './sweeps/merge-watch.ts';
@@ -105,47 +107,57 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
     );
   }
 
+  // Runs started here rather than by the scheduler (`hookbot sweep --once`, the demo) get a job id
+  // of their own, so their lines carry one too; the scheduler's runs already have theirs.
+  let directRuns = 0;
+
   return {
     projects,
-    async run(name, filter = {}) {
-      const base: SweepRunOptions = {
-        ...(filter.signal ? { signal: filter.signal } : {}),
-        ...(filter.onProgress ? { onProgress: filter.onProgress } : {}),
-      };
-      switch (name) {
-        case 'rules':
-          return runRuleSweep(
-            { client, snapshots, store, rules, executor, now, log },
-            {
-              ...base,
-              projects: await projects(filter),
-              budget: settings.budget,
-              breaker: settings.breaker,
-              ...(filter.rule !== undefined ? { rule: filter.rule } : {}),
-              ...(filter.force ? { force: true } : {}),
-              ...(filter.assumeApproved ? { assumeApproved: filter.assumeApproved } : {}),
-            },
-          );
-        case 'merge_watch':
-          return runMergeWatch(
-            { client, store, executor, processItem, now, log },
-            { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
-          );
-        case 'retries':
-          return runRetries({ store, executor, now, log }, base);
-        case 'reconcile':
-          return runReconcile(
-            { client, store, processItem, now, log },
-            { ...base, projects: await projects(filter), lookbackMs: settings.reconcileLookbackMs, dryRun },
-          );
-        case 'hook_check': {
-          const paths = await projects(filter);
-          return runHookCheck(
-            { client, log },
-            { ...base, projects: paths, ...settings.hooks, statusEvents: statusEvents(paths), dryRun },
-          );
-        }
-      }
+    run(name, filter = {}) {
+      if (currentLogContext()?.job !== undefined) return runSweep(name, filter);
+      const job = sweepJobId(name, now(), ++directRuns);
+      return runInNewLogContext({ job }, () => runSweep(name, filter));
     },
   };
+
+  async function runSweep(name: SweepName, filter: SweepFilter): Promise<SweepReport> {
+    const base: SweepRunOptions = {
+      ...(filter.signal ? { signal: filter.signal } : {}),
+      ...(filter.onProgress ? { onProgress: filter.onProgress } : {}),
+    };
+    switch (name) {
+      case 'rules':
+        return runRuleSweep(
+          { client, snapshots, store, rules, executor, now, log },
+          {
+            ...base,
+            projects: await projects(filter),
+            budget: settings.budget,
+            breaker: settings.breaker,
+            ...(filter.rule !== undefined ? { rule: filter.rule } : {}),
+            ...(filter.force ? { force: true } : {}),
+            ...(filter.assumeApproved ? { assumeApproved: filter.assumeApproved } : {}),
+          },
+        );
+      case 'merge_watch':
+        return runMergeWatch(
+          { client, store, executor, processItem, now, log },
+          { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
+        );
+      case 'retries':
+        return runRetries({ store, executor, now, log }, base);
+      case 'reconcile':
+        return runReconcile(
+          { client, store, processItem, now, log },
+          { ...base, projects: await projects(filter), lookbackMs: settings.reconcileLookbackMs, dryRun },
+        );
+      case 'hook_check': {
+        const paths = await projects(filter);
+        return runHookCheck(
+          { client, log },
+          { ...base, projects: paths, ...settings.hooks, statusEvents: statusEvents(paths), dryRun },
+        );
+      }
+    }
+  }
 }

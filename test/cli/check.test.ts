@@ -128,6 +128,25 @@ describe('hookbot check', () => {
       lines: ['b.yml:1:11: extends cycle: a.yml -> b.yml -> a.yml'],
     },
     {
+      name: 'an empty default file',
+      files: { 'default.yml': '' },
+      lines: [
+        'default.yml:1:1: no rules: the file defines no `rules:` list (write `rules: []` to mean none on purpose)',
+      ],
+    },
+    {
+      name: 'a project file of comments only, and a duplicate name in the default',
+      files: {
+        'default.yml':
+          'rules:\n  - name: a\n    on: [push]\n    do: [close]\n  - name: a\n    on: [push]\n    do: [close]\n',
+        'acme/web.yml': '# rules:\n#   - name: web\n',
+      },
+      lines: [
+        'acme/web.yml:1:1: no rules: the file defines no `rules:` list (write `rules: []` to mean none on purpose)',
+        'default.yml:5:11: duplicate rule name "a" (first defined at DIR/default.yml:2:5) (rule names must be unique in the rules a project gets)',
+      ],
+    },
+    {
       name: 'a regular expression that could backtrack catastrophically',
       files: {
         'default.yml': [
@@ -148,6 +167,12 @@ describe('hookbot check', () => {
     const result = await run([dir]);
     expect(result.code).toBe(1);
     expect(result.out).toBe(lines.map((line) => `${dir}/${line.replaceAll('DIR', dir)}\n`).join(''));
+  });
+
+  it('exits 0 on a default file that says rules: [] on purpose', async () => {
+    const dir = folder('none-on-purpose', { 'default.yml': '# nothing yet\nrules: []\n' });
+    const result = await run([dir]);
+    expect(result).toEqual({ code: 0, out: `${dir}: 1 file (the default), 0 rules: no problems\n`, err: '' });
   });
 
   it('exits 1 when the folder does not exist', async () => {

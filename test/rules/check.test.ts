@@ -49,6 +49,20 @@ describe('checkRules', () => {
     ]);
   });
 
+  it('reports duplicate rule names within a file and across a file and the one it extends', async () => {
+    expect(formatProblems(await checkRules(dir('duplicates'))).split('\n')).toEqual([
+      'test/fixtures/rules/duplicates/acme/web.yml:6:11: duplicate rule name "close stale" (first defined at test/fixtures/rules/duplicates/default.yml:5:5) (rule names must be unique in the rules a project gets)',
+      'test/fixtures/rules/duplicates/default.yml:9:11: duplicate rule name "triage" (first defined at test/fixtures/rules/duplicates/default.yml:2:5) (rule names must be unique in the rules a project gets)',
+    ]);
+  });
+
+  it('reports files that define no rules (empty, comments only), not those with rules: [] or extends', async () => {
+    expect(formatProblems(await checkRules(dir('no-rules'))).split('\n')).toEqual([
+      'test/fixtures/rules/no-rules/acme/api.yml:1:1: no rules: the file defines no `rules:` list (write `rules: []` to mean none on purpose)',
+      'test/fixtures/rules/no-rules/default.yml:1:1: no rules: the file defines no `rules:` list (write `rules: []` to mean none on purpose)',
+    ]);
+  });
+
   it('reports a missing folder', async () => {
     expect(formatProblems(await checkRules(dir('absent')))).toBe(
       'test/fixtures/rules/absent:1:1: rules folder not found',

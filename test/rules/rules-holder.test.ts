@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +51,61 @@ describe('rules in force, reloaded', () => {
     expect(holder.state().refused).toBe(true);
     expect(holder.state().problems.join('\n')).toMatch(/default\.yml:4:\d+: .*coment/);
     expect(errors).toHaveLength(1);
+  });
+
+  it.each([
+    {
+      name: 'a file that repeats a rule name',
+      text: `${rule('good')}  - name: good\n    on: [issue.close]\n    do: [ reopen ]\n`,
+      problem: /^.*default\.yml:6:11: duplicate rule name "good" \(first defined at .*default\.yml:2:5\)/,
+    },
+    {
+      name: 'an empty file',
+      text: '',
+      problem:
+        /^.*default\.yml:1:1: no rules: the file defines no `rules:` list \(write `rules: \[\]` to mean none on purpose\)$/,
+    },
+    {
+      name: 'a file of comments only',
+      text: '# rules:\n#   - name: good\n',
+      problem: /^.*default\.yml:1:1: no rules: the file defines no `rules:` list/,
+    },
+  ])('keeps the last good rules when $name is dropped in', async ({ text, problem }) => {
+    const dir = folder(rule('good'));
+    const errors: unknown[] = [];
+    const holder = await createRulesHolder(dir, {
+      log: { info: () => undefined, warn: () => undefined, error: (obj) => errors.push(obj) },
+    });
+    writeFileSync(path.join(dir, 'default.yml'), text);
+    const problems = await holder.reload();
+    expect(problems).toHaveLength(1);
+    expect(names(holder)).toEqual(['good']);
+    expect(holder.state().refused).toBe(true);
+    expect(holder.state().problems).toHaveLength(1);
+    expect(holder.state().problems[0]).toMatch(problem);
+    expect(errors).toHaveLength(1);
+  });
+
+  it('keeps the last good rules when a project file repeats a name of the default it extends', async () => {
+    const dir = folder(rule('good'));
+    const holder = await createRulesHolder(dir);
+    mkdirSync(path.join(dir, 'acme'));
+    writeFileSync(path.join(dir, 'acme/web.yml'), `extends: [../default.yml]\n${rule('good')}`);
+    const problems = await holder.reload();
+    expect(problems.map((p) => `${path.relative(dir, p.file)}:${p.line}:${p.column}: ${p.message}`)).toEqual([
+      `acme/web.yml:3:11: duplicate rule name "good" (first defined at ${path.join(dir, 'default.yml')}:2:5)`,
+    ]);
+    expect(holder.state()).toMatchObject({ refused: true, files: ['default.yml'] });
+    expect(names(holder)).toEqual(['good']);
+  });
+
+  it('takes rules: [] written on purpose: no rules, nothing refused', async () => {
+    const dir = folder(rule('good'));
+    const holder = await createRulesHolder(dir);
+    writeFileSync(path.join(dir, 'default.yml'), '# none on purpose while we migrate\nrules: []\n');
+    expect(await holder.reload()).toEqual([]);
+    expect(names(holder)).toEqual([]);
+    expect(holder.state()).toMatchObject({ refused: false, problems: [] });
   });
 
   it('reloads by itself when a file of the folder changes', async () => {
