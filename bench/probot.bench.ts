@@ -31,12 +31,15 @@ function payloadTemplate(): string {
   return JSON.stringify(base);
 }
 
-async function startServer(mode: Mode, dir: string): Promise<{ child: ChildProcess; port: number }> {
+async function startServer(
+  mode: Mode,
+  dir: string,
+): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/receiver-server.ts', mode, dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  let text = '';
   const port = await new Promise<number>((resolve, reject) => {
-    let text = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       text += chunk.toString();
       const match = /PORT (\d+)/.exec(text);
@@ -44,7 +47,7 @@ async function startServer(mode: Mode, dir: string): Promise<{ child: ChildProce
     });
     child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
   });
-  return { child, port };
+  return { child, port, output: () => text };
 }
 
 async function load(port: number, durationS: number) {
@@ -77,6 +80,7 @@ async function load(port: number, durationS: number) {
   });
   return {
     rps: result.requests.average,
+    answered: result['2xx'],
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
@@ -85,13 +89,17 @@ async function load(port: number, durationS: number) {
 
 async function measure(mode: Mode) {
   const dir = mkdtempSync(path.join(tmpdir(), `hookbot-bench-${mode}-`));
-  const { child, port } = await startServer(mode, dir);
+  const { child, port, output } = await startServer(mode, dir);
   try {
     await load(port, 2); // warm-up: JIT, file handles, journal
-    return await load(port, DURATION_S);
-  } finally {
+    child.kill('SIGUSR2'); // the server's CPU count starts afresh
+    const result = await load(port, DURATION_S);
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
+    const cpuUs = Number(/CPU_US (\d+)/.exec(output())?.[1] ?? NaN);
+    return { ...result, cpuUsPerRequest: cpuUs / result.answered };
+  } finally {
+    if (child.exitCode === null) child.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -99,8 +107,9 @@ async function measure(mode: Mode) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function run(): Promise<Record<string, number | string>> {
-  const ours: Awaited<ReturnType<typeof load>>[] = [];
-  const probot: Awaited<ReturnType<typeof load>>[] = [];
+  type Round = Awaited<ReturnType<typeof measure>>;
+  const ours: Round[] = [];
+  const probot: Round[] = [];
   // Interleaved rounds, so drift on a shared machine hits both alike.
   for (let i = 0; i < ROUNDS; i++) {
     probot.push(await measure('probot'));
@@ -115,6 +124,13 @@ export async function run(): Promise<Record<string, number | string>> {
     hookbot_rps_rounds: ours.map((r) => Math.round(r.rps)).join('/'),
     probot_rps_rounds: probot.map((r) => Math.round(r.rps)).join('/'),
     hookbot_p99_ms: median(ours.map((r) => r.p99)),
+    // Server CPU per answered request (user + system, the server process alone): what each costs
+    // the machine, whatever bounds the request rate (hookbot's rate is bound by its durable write).
+    hookbot_cpu_us_per_request: Math.round(median(ours.map((r) => r.cpuUsPerRequest))),
+    probot_cpu_us_per_request: Math.round(median(probot.map((r) => r.cpuUsPerRequest))),
+    cpu_ratio: Number(
+      (median(probot.map((r) => r.cpuUsPerRequest)) / median(ours.map((r) => r.cpuUsPerRequest))).toFixed(2),
+    ),
     probot_p99_ms: median(probot.map((r) => r.p99)),
     non_2xx: ours.reduce((sum, r) => sum + r.non2xx, 0) + probot.reduce((sum, r) => sum + r.non2xx, 0),
     connections: 64,

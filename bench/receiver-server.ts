@@ -17,9 +17,18 @@ const [mode, dir] = process.argv.slice(2);
 const SECRET = 'bench-secret';
 // Default bounds; each delivery is marked processed right after it is accepted, as a pipeline that
 // keeps up would, so the inbox stays small in both servers alike.
+// The duration of each group commit (write + fdatasync): the disk's share of every ack, and the
+// process's CPU time. SIGUSR2 starts both afresh (after the warm-up); SIGTERM prints
+// `COMMIT_MS <p50> <p99> <count>` and `CPU_US <user + system>`.
+let commitMs: number[] = [];
+let cpuFrom = process.cpuUsage();
 const store = createFileStore({
   path: `${dir}/hookbot.json`,
-  ...(process.env.BENCH_GROUP_WINDOW_MS ? { groupWindowMs: Number(process.env.BENCH_GROUP_WINDOW_MS) } : {}),
+  onCommit: ({ ms }) => void commitMs.push(ms),
+});
+process.on('SIGUSR2', () => {
+  commitMs = [];
+  cpuFrom = process.cpuUsage();
 });
 await store.open();
 // Set on SIGTERM: deliveries still in flight then must not touch the store being closed.
@@ -123,5 +132,11 @@ async function startProbot(): Promise<void> {
 
 process.on('SIGTERM', () => {
   stopping = true;
+  const sorted = [...commitMs].sort((a, b) => a - b);
+  const at = (q: number) =>
+    (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0).toFixed(2);
+  console.log(`COMMIT_MS ${at(0.5)} ${at(0.99)} ${sorted.length}`);
+  const cpu = process.cpuUsage(cpuFrom);
+  console.log(`CPU_US ${cpu.user + cpu.system}`);
   void store.close({ compact: false }).finally(() => process.exit(0));
 });

@@ -62,6 +62,7 @@ export async function startRuntime(
     path: config.state.path,
     dedupTtlMs: config.state.dedup_ttl_ms,
     decisionItems: config.state.decisions,
+    onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
     log: log.child({ part: 'state' }),
   });
   await store.open();

@@ -87,13 +87,14 @@ class FileStore extends ModelStore {
   #folding: Promise<void> | undefined;
   /** Set once a compaction failed: the store accepts no more writes. */
   #failure: StateError | undefined;
-  #fsyncs: FsyncCounter = { fsyncs: 0 };
+  #fsyncs: FsyncCounter;
   /** The document's fsync count when this session opened: stats count from there. */
   #documentFsyncsAtOpen = 0;
 
   constructor(options: ResolvedFileStoreOptions, internals: FileStoreInternals) {
     super(options);
     this.#files = options;
+    this.#fsyncs = { fsyncs: 0, onCommit: options.onCommit };
     this.#internals = internals;
     this.label = `state store ${options.path}`;
     this.#segments = new SegmentNames(options.journalPath);
@@ -144,7 +145,7 @@ class FileStore extends ModelStore {
     await Promise.all([path, journalPath, backupPath].map((file) => removeStaleTemp(file)));
     this.#backupDedupFiles = await this.#dedupFolder.backupRefs();
     await this.#dedupFolder.removeUnnamed([...document.dedupFiles, ...this.#backupDedupFiles]);
-    this.#fsyncs = { fsyncs: 0 };
+    this.#fsyncs = { fsyncs: 0, onCommit: this.#files.onCommit };
     const { journal, sealed } = await openSegments(this.#segments, segments, SCHEMA_VERSION, this.#fsyncs);
     this.#sealed = sealed;
     for (const { path: segment, contents } of segments)

@@ -158,6 +158,8 @@ export interface JournalLine {
 /** fsync calls, counted across the writers of one store (segments come and go). */
 export interface FsyncCounter {
   fsyncs: number;
+  /** Told the duration of each append (write and fdatasync). */
+  onCommit?: (sample: { ms: number; records: number; bytes: number }) => void;
 }
 
 /**
@@ -271,6 +273,7 @@ export class JournalWriter {
   async append(lines: readonly JournalLine[]): Promise<void> {
     const data =
       lines.length === 1 ? (lines[0] as JournalLine).data : Buffer.concat(lines.map((line) => line.data));
+    const started = performance.now();
     try {
       for (let written = 0; written < data.length;)
         written += writeSync(this.#file.fd, data, written, data.length - written);
@@ -284,6 +287,7 @@ export class JournalWriter {
       );
     }
     this.#counter.fsyncs++;
+    this.#counter.onCommit?.({ ms: performance.now() - started, records: lines.length, bytes: data.length });
     this.#bytes += data.length;
     this.#records += lines.length;
     this.#firstSeq ??= lines[0]?.seq;

@@ -101,6 +101,8 @@ describe('hookbot serve', () => {
       });
       expect(metrics).toMatch(/hookbot_deliveries_total\{kind="issue",outcome="accepted"\} [1-9]/);
       expect(metrics).toMatch(/hookbot_rule_matches_total\{rule="triage bugs"\} 1/);
+      // The delivery was made durable by a group commit of the store, timed.
+      expect(metrics).toMatch(/hookbot_state_commit_seconds_count [1-9]/);
       expect(metrics).toMatch(
         /hookbot_api_calls_total\{method="PUT",route="\/projects\/:id\/issues\/:issue_id",status="200"\} 1/,
       );

@@ -18,6 +18,7 @@ describe('createMetrics', () => {
     metrics.ack(0.002);
     metrics.evaluationTime(0.03);
     metrics.hookToAction(1.5);
+    metrics.stateCommit(0.003);
     metrics.sweepRun('merge_watch', 'ok');
     metrics.breakerTrip('close-stale');
 
@@ -36,6 +37,8 @@ describe('createMetrics', () => {
       'hookbot_api_call_duration_seconds_sum{method="GET",route="/projects/:id/issues"} 0.12',
       'hookbot_ack_seconds_bucket{le="0.0025"} 1',
       'hookbot_ack_seconds_count 1',
+      'hookbot_state_commit_seconds_bucket{le="0.0025"} 0',
+      'hookbot_state_commit_seconds_bucket{le="0.005"} 1',
       'hookbot_evaluation_seconds_count 1',
       'hookbot_hook_to_action_seconds_bucket{le="1"} 0',
       'hookbot_hook_to_action_seconds_bucket{le="2.5"} 1',

@@ -63,7 +63,8 @@ async function snapshot(paths: string[]): Promise<Record<string, string | null>>
 
 describe('file store durability', () => {
   it('resolves each accept only once its record is in the journal, with one append and fsync per batch', async () => {
-    const s = await opened({ maxBatch: 100 });
+    const commits: { records: number; bytes: number; ms: number }[] = [];
+    const s = await opened({ maxBatch: 100, onCommit: (sample) => commits.push(sample) });
     const before = s.stats();
     const onDiskAtResolve: boolean[] = [];
     await Promise.all(
@@ -80,6 +81,9 @@ describe('file store durability', () => {
     expect(after.commits - before.commits).toBe(5);
     expect(after.fsyncs - before.fsyncs).toBe(5);
     expect(after.journalRecords).toBe(450);
+    // Each group commit is reported with its size and duration (the runtime's commit latency metric).
+    expect(commits.slice(-5).map((c) => c.records)).toEqual([100, 100, 100, 100, 50]);
+    expect(commits.every((c) => c.bytes > 0 && c.ms >= 0)).toBe(true);
     await s.close();
   });
 
