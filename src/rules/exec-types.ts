@@ -22,7 +22,14 @@ export interface ExecutorClient {
 
 export type ExecutorStore = Pick<
   StateStore,
-  'putAction' | 'getAction' | 'completeAction' | 'failAction' | 'parkAction' | 'watch' | 'unwatch'
+  | 'putAction'
+  | 'getAction'
+  | 'dueActions'
+  | 'completeAction'
+  | 'failAction'
+  | 'parkAction'
+  | 'watch'
+  | 'unwatch'
 >;
 
 export interface ExecutorLog {

@@ -115,6 +115,11 @@ export interface Executor {
    * `store.dueActions(now)`). Parks it, with a visible reason, once `maxAttempts` tries failed.
    */
   retryAction(action: OutboxAction): Promise<CallReport>;
+  /**
+   * The actions to run again at `now`: those due, and those a previous process leased and died
+   * holding (see below): the retry sweep's list.
+   */
+  dueActions(now: number): OutboxAction[];
 }
 
 const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -240,6 +245,11 @@ export function createExecutor(options: ExecutorOptions): Executor {
     random: options.random ?? Math.random,
   };
   const lock = createKeyedLock();
+  // An action is leased (made due only `leaseMs` later) while its first try runs, so the retry
+  // sweep leaves it alone. A lease taken before this executor existed belongs to a process that is
+  // gone (one bot per state file): nothing will finish that try, so the action is due at once
+  // rather than a minute later. Retrying it is safe: every retry re-checks what already took effect.
+  const startedAt = now();
 
   function reportOf(id: string, stored: StoredCall, result: CallResult): CallReport {
     const { planned } = stored;
@@ -320,6 +330,20 @@ export function createExecutor(options: ExecutorOptions): Executor {
 
   return {
     dryRun,
+
+    dueActions(at) {
+      const due = store.dueActions(at);
+      const orphaned = store
+        .dueActions(at + leaseMs)
+        .filter(
+          (action) =>
+            action.nextTryAt > at &&
+            action.attempts === 0 &&
+            action.lastError === undefined &&
+            action.nextTryAt - leaseMs < startedAt,
+        );
+      return orphaned.length === 0 ? due : [...due, ...orphaned];
+    },
 
     async execute(evaluation, snapshot, executeOptions = {}) {
       const itemKey = itemKeyOf(snapshot.kind, snapshot.project.id, snapshot.id);

@@ -21,6 +21,7 @@ import {
   type ExecWorld,
 } from '../helpers/exec-world.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 import { rulesFrom } from './support.ts';
 
 const ctx = useSandbox();
@@ -457,6 +458,56 @@ describe('outbox retries', () => {
     expect(store.listParked()).toEqual([]);
     expect(faulty.forwarded(method, path)).toBe(1);
     expect(await check(project.id, issue.id)).toBe(true);
+  });
+
+  it('an action a previous process leased and died holding is due at once after a restart, and done once', async () => {
+    const project = await world.newProject('retry-orphan');
+    const issue = await world.admin.issues.create(project.id, { title: 'Crash mid-call' });
+    const rules = rulesFrom(
+      `rules:\n  - name: helper\n    on: [issue.open]\n    do: [ { comment: "Orphaned." } ]\n`,
+    );
+    const faulty = await proxy();
+    // The previous process: its comment reaches the server, then it "dies" before the answer.
+    const previous = world.botClient({ baseUrl: faulty.url, retries: 0, timeoutMs: 60_000 });
+    const { snapshot, evaluation } = await evaluateItem(previous, rules, 'issue', project.id, issue.id);
+    faulty.fail({ method: 'POST', path: NOTES_PATH, mode: 'forward-then-hang' });
+    let clock = Date.now();
+    const store = await openStore();
+    const dying = executorFor(previous, store, { now: () => clock });
+    const abandoned = dying.execute(evaluation, snapshot).catch(() => undefined);
+    const postedBy = async () => {
+      let count = 0;
+      for await (const note of world.admin.notes.listIssueNotes(project.id, issue.id))
+        if (note.body.startsWith('Orphaned.')) count++;
+      return count;
+    };
+    await waitFor(async () => ((await postedBy()) === 1 ? true : undefined));
+    const [leased] = store.dueActions(clock + 60_000);
+    expect(leased).toMatchObject({ attempts: 0 });
+    expect(store.dueActions(clock)).toEqual([]); // leased: the retry sweep of that process leaves it alone
+
+    // The restarted process: a new executor, five seconds later, on the same state.
+    clock += 5_000;
+    const restarted = executorFor(world.botClient(), store, { now: () => clock });
+    expect(restarted.dueActions(clock).map((action) => action.id)).toEqual([leased!.id]);
+    // The retry finds the comment the dead process posted and completes without a second one.
+    expect(await restarted.retryAction(leased!)).toMatchObject({ status: 'skipped' });
+    expect(restarted.dueActions(clock + 3_600_000)).toEqual([]);
+    expect(await postedBy()).toBe(1);
+    // A lease this executor takes itself is not due before it runs out.
+    await store.putAction({
+      id: 'own-lease',
+      itemKey: 'issue:1:1',
+      rule: 'r',
+      call: {},
+      nextTryAt: clock + 60_000,
+    });
+    expect(restarted.dueActions(clock).map((action) => action.id)).toEqual([]);
+    // The dead process's call ends when its connection does; it changes nothing any more.
+    proxies = proxies.filter((open) => open !== faulty);
+    await faulty.close();
+    await abandoned;
+    expect(await postedBy()).toBe(1);
   });
 
   it('an action that keeps failing is parked after maxAttempts with a visible reason', async () => {

@@ -17,7 +17,7 @@ import type { StateStore } from '../../state/store.ts';
 import type { SweepLog, SweepRunOptions } from '../types.ts';
 
 export interface RetryDeps {
-  store: Pick<StateStore, 'dueActions' | 'listParked'>;
+  store: Pick<StateStore, 'listParked'>;
   executor: Executor;
   now: () => number;
   log: SweepLog;
@@ -54,7 +54,7 @@ export async function runRetries(deps: RetryDeps, options: RetryOptions = {}): P
   const { store, executor, log } = deps;
   const limit = options.limit ?? 500;
   const stopAfter = options.stopAfterFailures ?? 3;
-  const due = store.dueActions(deps.now());
+  const due = executor.dueActions(deps.now());
   const report: RetryReport = {
     sweep: 'retries',
     dryRun: executor.dryRun,
