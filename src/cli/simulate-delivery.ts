@@ -4,10 +4,8 @@
  * routes on `object_kind` (receiver/parse-delivery.ts); the header only has to agree with it.
  */
 import { readFile } from 'node:fs/promises';
-import type { Trigger as HookTrigger } from '../events/hints.ts';
 import { parseHookEvent, type HookEvent } from '../events/schemas.ts';
 import { KNOWN_KINDS } from '../receiver/parse-delivery.ts';
-import type { Trigger, TriggerAction } from '../rules/snapshot.ts';
 
 /** `X-Gitlab-Event` headers of that era and the `object_kind` their bodies carry (server-facts.md). */
 export const EVENT_KINDS: Readonly<Record<string, string>> = {
@@ -80,26 +78,5 @@ export async function readDelivery(file: string, kind: string | undefined): Prom
   return { ok: true, header: kind ?? HEADER_OF[resolved] ?? resolved, event: parsed.event };
 }
 
-/** Who the bot is, for loop prevention: its own events are flagged like the pipeline flags them. */
-export interface BotUser {
-  id?: number;
-  username?: string;
-}
-
-/**
- * The engine's trigger for a hook's hint, as the receiver's pipeline builds it (receiver/pipeline.ts,
- * where the same conversion is private to the pipeline).
- */
-export function triggerOf(hook: HookTrigger, bot: BotUser | undefined): Trigger {
-  const actor = hook.actor;
-  const byBot =
-    bot !== undefined &&
-    ((bot.id !== undefined && actor.id === bot.id) ||
-      (bot.username !== undefined && actor.username === bot.username));
-  const trigger: Trigger = { kind: hook.kind, byBot };
-  if (hook.action && (hook.kind === 'issue' || hook.kind === 'merge_request'))
-    trigger.action = hook.action as TriggerAction;
-  if (hook.note !== undefined) trigger.note = hook.note;
-  if (actor.username !== undefined) trigger.actor = { id: actor.id ?? 0, username: actor.username };
-  return trigger;
-}
+// The pipeline's own conversion, so a simulated delivery triggers what a real one would.
+export { triggerOf, type BotIdentity as BotUser } from '../receiver/trigger.ts';

@@ -16,18 +16,16 @@
  *   client's call log inherit.
  */
 import { parseHookEvent } from '../events/schemas.ts';
-import { hintsOf, itemKey, type Hint, type ItemRef, type Trigger as HookTrigger } from '../events/hints.ts';
+import { hintsOf, itemKey, type Hint, type ItemRef } from '../events/hints.ts';
 import { runInNewLogContext } from '../ops/log-context.ts';
 import type { InboxEntry } from '../state/store.ts';
 import type { Trigger } from '../rules/snapshot.ts';
+import { triggerOf, type BotIdentity } from './trigger.ts';
 
 /** An accepted delivery: its inbox id, its `object_kind` and its body. */
 export type Delivery = Pick<InboxEntry, 'id' | 'kind' | 'body'>;
 
-export interface BotIdentity {
-  id?: number;
-  username?: string;
-}
+export type { BotIdentity } from './trigger.ts';
 
 /** Turns branch and commit hints into the open merge requests they concern (needs the API). */
 export interface HintResolver {
@@ -161,7 +159,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       }
       const targets: [ItemRef, Trigger][] = [];
       for (const hint of hintsOf(parsed.event)) {
-        for (const ref of await resolve(hint)) targets.push([ref, toTrigger(hint.trigger)]);
+        for (const ref of await resolve(hint)) targets.push([ref, triggerOf(hint.trigger, options.bot)]);
       }
       if (targets.length === 0) {
         await finishDelivery(entry.id);
@@ -193,22 +191,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     if (hint.target === 'item') return Promise.resolve([hint.item]);
     if (hint.target === 'branch') return options.resolver.mergeRequestsForBranch(hint.projectId, hint.branch);
     return options.resolver.mergeRequestsForCommit(hint.project, hint.sha, hint.ref);
-  }
-
-  function toTrigger(hook: HookTrigger): Trigger {
-    const actor = hook.actor;
-    const byBot =
-      (options.bot.id !== undefined && actor.id === options.bot.id) ||
-      (options.bot.username !== undefined && actor.username === options.bot.username);
-    const trigger: Trigger = { kind: hook.kind, byBot };
-    if (hook.action && (hook.kind === 'issue' || hook.kind === 'merge_request')) {
-      trigger.action = hook.action as Trigger['action'];
-    }
-    if (hook.note !== undefined) trigger.note = hook.note;
-    if (actor.id !== undefined && actor.username !== undefined)
-      trigger.actor = { id: actor.id, username: actor.username };
-    else if (actor.username !== undefined) trigger.actor = { id: 0, username: actor.username };
-    return trigger;
   }
 
   function enqueue(item: ItemRef, trigger: Trigger, deliveryId: string): void {
