@@ -17,9 +17,9 @@ const [mode, dir] = process.argv.slice(2);
 const SECRET = 'bench-secret';
 // Default bounds; each delivery is marked processed right after it is accepted, as a pipeline that
 // keeps up would, so the inbox stays small in both servers alike.
-// The duration of each group commit (write + fdatasync): the disk's share of every ack, and the
-// process's CPU time. SIGUSR2 starts both afresh (after the warm-up); SIGTERM prints
-// `COMMIT_MS <p50> <p99> <count>` and `CPU_US <user + system>`.
+// The duration of each group commit (from its write until the fdatasync is seen done: what every ack
+// waits for) and the process's CPU time. SIGUSR2 starts both afresh (after the warm-up); SIGTERM
+// prints `COMMIT_MS <p50> <p99> <count>` and `CPU_US <user + system>`.
 let commitMs: number[] = [];
 let cpuFrom = process.cpuUsage();
 const store = createFileStore({

@@ -113,8 +113,8 @@ export async function run(): Promise<Record<string, number | string>> {
     noop_rps: Math.round(median(noop.map((r) => r.rps))),
     noop_p99_ms: median(noop.map((r) => r.p99)),
     ratio_to_noop: Number((rps / median(noop.map((r) => r.rps))).toFixed(2)),
-    // The state store's group commits (write + fdatasync) during hookbot's rounds: every ack waits
-    // for one, so their tail bounds the ack's p99 from below whatever the code does.
+    // The state store's group commits during hookbot's rounds, from the write until the event loop
+    // sees the fdatasync done: every ack waits for one (and, under load, for the one before it).
     commit_p50_ms: median(ours.map((r) => r.commitP50)),
     commit_p99_ms: median(ours.map((r) => r.commitP99)),
     non_2xx: ours.reduce((sum, r) => sum + r.non2xx, 0) + bare.reduce((sum, r) => sum + r.non2xx, 0),

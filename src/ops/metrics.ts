@@ -45,7 +45,7 @@ export interface Metrics {
   apiCall(call: ApiCallSample): void;
   /** From a delivery's arrival to its answer. */
   ack(seconds: number): void;
-  /** One group commit of the state store: its write and fdatasync (every answer waits for one). */
+  /** One group commit of the state store, until its fdatasync is seen done (every answer waits for one). */
   stateCommit(seconds: number): void;
   /** One evaluation of the rules for one item. */
   evaluationTime(seconds: number): void;
@@ -113,7 +113,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   // The disk's share of the ack: under load its tail, not the CPU, sets the ack's p99.
   const stateCommit = new Histogram({
     name: 'hookbot_state_commit_seconds',
-    help: 'One group commit of the state store: the write and the fdatasync that make accepted deliveries durable.',
+    help: 'One group commit of the state store: from its write until the fdatasync that makes accepted deliveries durable is seen done.',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers,
   });

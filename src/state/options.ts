@@ -38,8 +38,9 @@ export interface FileStoreOptions extends StateOptions {
   /** Most mutations in one group commit. Default 1,000. */
   maxBatch?: number;
   /**
-   * Called after each group commit's write and fdatasync, with how long they took: the latency
-   * every acknowledgement waits for (the runtime turns it into a metric). Default: nothing.
+   * Called after each group commit, with how long it took from its write until the event loop saw
+   * the fdatasync done: what every acknowledgement waits for (the runtime turns it into a metric).
+   * Default: nothing.
    */
   onCommit?: (sample: CommitSample) => void;
   /** Compact once the journal holds more bytes than this. Default 8 MiB. */
@@ -54,7 +55,7 @@ export interface FileStoreOptions extends StateOptions {
 }
 
 export interface CommitSample {
-  /** The write and the fdatasync, in ms. */
+  /** From the write until the fdatasync is seen done, in ms. */
   ms: number;
   records: number;
   bytes: number;
