@@ -35,6 +35,9 @@ const textOf = (value: unknown): string | undefined => (typeof value === 'string
 const intOf = (value: unknown): number | undefined =>
   typeof value === 'number' && Number.isInteger(value) ? value : undefined;
 const objectOf = (value: unknown): Loose | undefined => (isObject(value) ? value : undefined);
+/** An id, as a number or (some 8.x payloads, e.g. `source_project_id`) as a string of digits. */
+const idOf = (value: unknown): number | undefined =>
+  intOf(value) ?? (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : undefined);
 
 interface PayloadParts {
   /** The item's own attributes. */
@@ -186,6 +189,9 @@ export function snapshotFromPayload(
     snapshot: {
       kind: 'merge_request',
       ...base,
+      ...(idOf(attrs.source_project_id) !== undefined
+        ? { source_project_id: idOf(attrs.source_project_id) }
+        : {}),
       source_branch: sourceBranch ?? '',
       target_branch: targetBranch ?? '',
       work_in_progress: wip ?? WIP_PATTERN.test(title ?? ''),

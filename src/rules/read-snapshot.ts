@@ -121,6 +121,7 @@ export function createSnapshotReader(
       milestone: mr.milestone?.title ?? null,
       created_at: mr.created_at,
       updated_at: mr.updated_at,
+      source_project_id: mr.source_project_id,
       source_branch: mr.source_branch,
       target_branch: mr.target_branch,
       work_in_progress: mr.work_in_progress,

@@ -83,6 +83,11 @@ export interface IssueSnapshot extends ItemSnapshotBase {
 
 export interface MergeRequestSnapshot extends ItemSnapshotBase {
   kind: 'merge_request';
+  /**
+   * The project the source branch lives in: a fork's, for a merge request from a fork. Its head
+   * commit, and so the commit statuses read and posted, belong there. Absent: the item's project.
+   */
+  source_project_id?: number;
   source_branch: string;
   target_branch: string;
   work_in_progress: boolean;

@@ -636,6 +636,45 @@ describe('composite calls', () => {
   });
 });
 
+describe('merge requests from forks', () => {
+  it("posts the summary status on the fork's head commit, where it is read back: the next evaluation plans nothing", async () => {
+    const upstream = await world.newProject('fork-up');
+    const fork = await world.admin.projects.fork(upstream.id);
+    // The bot may write to the fork (without access the post fails and the action is parked, visibly).
+    await world.admin.members.add(fork.id, world.botUser.id, 30);
+    await world.admin.branches.create(fork.id, { branch_name: 'feature', ref: 'master' });
+    await world.admin.files.create(fork.id, {
+      file_path: 'feature.txt',
+      branch_name: 'feature',
+      content: 'feature\n',
+      commit_message: 'Add feature',
+    });
+    const created = await world.admin.mergeRequests.create(fork.id, {
+      source_branch: 'feature',
+      target_branch: 'master',
+      title: 'From a fork',
+      target_project_id: upstream.id,
+    });
+    const rules = rulesFrom(
+      `rules:\n  - name: policy\n    on: [merge_request.open]\n    summary_status: true\n    if: [ { labels: { any: [ready] } } ]\n    do: [subscribe]\n`,
+    );
+    const bot = world.botClient();
+    const first = await evaluateItem(bot, rules, 'merge_request', upstream.id, created.id);
+    expect(first.snapshot).toMatchObject({ project: { id: upstream.id }, source_project_id: fork.id });
+    const store = await openStore();
+    const report = await executorFor(bot, store).execute(first.evaluation, first.snapshot);
+    expect(report.calls.map((call) => [call.op, call.status])).toEqual([['statuses.create', 'done']]);
+    const sha = (await world.admin.branches.get(fork.id, 'feature')).commit.id;
+    const onFork: string[] = [];
+    for await (const status of world.admin.statuses.list(fork.id, sha))
+      onFork.push(`${status.name}=${status.status}`);
+    expect(onFork).toEqual(['hookbot/rules=pending']);
+    // Read back from the fork: the same status stands, so nothing is posted again.
+    const again = await evaluateItem(bot, rules, 'merge_request', upstream.id, created.id);
+    expect(again.evaluation.plan).toEqual([]);
+  });
+});
+
 describe('dry-run', () => {
   it('describes every call, makes none and leaves the outbox alone', async () => {
     const project = await world.newProject('dry-run');

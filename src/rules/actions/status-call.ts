@@ -30,7 +30,9 @@ export function planStatus(mr: MergeRequestSnapshot, wanted: WantedStatus, reaso
       call: {
         op: 'statuses.create',
         args: {
-          project: mr.project.id,
+          // The head commit's project: a fork's for a merge request from a fork (statuses are read
+          // there too, so what is posted is what the next evaluation sees).
+          project: mr.source_project_id ?? mr.project.id,
           sha: mr.sha,
           state: wanted.state,
           name: wanted.name,

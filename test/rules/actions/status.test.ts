@@ -36,6 +36,17 @@ describe('status action', () => {
     ]);
   });
 
+  it("posts on the fork's project for a merge request from a fork (where its head commit and statuses live)", () => {
+    const fromFork = mergeRequest('mr-green', { source_project_id: 21 });
+    const planned = runAction({ status: { name: 'hookbot/x', state: 'success' } }, fromFork);
+    expect(planned).toMatchObject([{ call: { op: 'statuses.create', args: { project: 21, sha: SHA } } }]);
+    // Same project as the merge request: posted there, as before.
+    const local = mergeRequest('mr-green', { source_project_id: 8 });
+    expect(runAction({ status: { name: 'hookbot/x', state: 'success' } }, local)).toMatchObject([
+      { call: { args: { project: 8 } } },
+    ]);
+  });
+
   it.each([
     {
       name: 'the head commit is unknown',
