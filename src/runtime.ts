@@ -66,10 +66,17 @@ export async function startRuntime(
     log: log.child({ part: 'state' }),
   });
   await store.open();
+  // A rules folder with problems stops the start (RulesProblemsError lists them): the store is
+  // closed again, untouched.
+  const rules = await createRulesHolder(config.rules.dir, { log: log.child({ part: 'rules' }) }).catch(
+    async (error: unknown) => {
+      await store.close({ compact: false });
+      throw error;
+    },
+  );
 
   // Every decision recorded (hooks and sweeps) also counts into the metrics.
   const observed = withDecisionMetrics(store, metrics);
-  const rules = await createRulesHolder(config.rules.dir, { log: log.child({ part: 'rules' }) });
   if (config.rules.watch) rules.watch();
 
   const deliveries = createDeliveryLog();

@@ -147,7 +147,7 @@ export function renderRulesDoc(): string {
     '- Other files (deeper folders, other names at the top) are only read through `extends`, for rules shared by several projects.',
     '- A file defines its rules under `rules:`. A file with neither `rules:` nor `extends:` (empty, only comments) is refused as a mistake rather than read as "no rules"; write `rules: []` to mean none on purpose.',
     '- Rule names must be unique within the rules a project gets. `hookbot check` reports every problem as `file:line:column: message (hint)`; `hookbot schema` prints the JSON Schema for editors.',
-    '- The running bot refuses exactly what `hookbot check` reports: a reload with any problem keeps the last good rules in force.',
+    '- The running bot refuses exactly what `hookbot check` reports: a reload with any problem keeps the last good rules in force, and at start (no rules in force yet) `hookbot serve` exits 1 with every problem listed rather than load the valid files alone (a broken guard rule must not leave the rules it holds back acting).',
     '',
     '```yaml',
     'extends: [../default.yml]',

@@ -2,7 +2,10 @@
  * The rules in force, reloaded when a file of the folder changes (and on demand, e.g. SIGHUP). A
  * folder with any problem `hookbot check` reports (the loader's problems are the check's) is refused
  * with every problem logged, and the last good rules stay in force: a typo in production never
- * leaves the bot without rules, nor with half of them.
+ * leaves the bot without rules, nor with half of them. At start there are no last good rules, so a
+ * folder with problems is refused outright (RulesProblemsError, every problem listed) rather than
+ * half-loaded: the rules of the valid files alone could act where a broken file held them back (an
+ * automerge rule without the broken file's do-not-merge guard).
  */
 import { watch, type FSWatcher } from 'node:fs';
 import type { CompiledRuleSet } from './compile.ts';
@@ -23,6 +26,18 @@ export interface RulesState {
   problems: string[];
   /** Whether the last attempt was refused (and older rules are in force). */
   refused: boolean;
+}
+
+/** The rules folder has problems at start: nothing is loaded. */
+export class RulesProblemsError extends Error {
+  readonly problems: string[];
+  constructor(dir: string, problems: string[]) {
+    super(
+      `the rules in ${dir} have problems (nothing is loaded until they are fixed; \`hookbot check ${dir}\` lists them too):\n${problems.map((p) => `  ${p}`).join('\n')}`,
+    );
+    this.name = 'RulesProblemsError';
+    this.problems = problems;
+  }
 }
 
 export interface RulesHolder {
@@ -49,23 +64,20 @@ export async function createRulesHolder(
   async function reload(): Promise<Problem[]> {
     const next = await loadRules(dir);
     state.problems = next.problems.map(formatProblem);
-    if (next.problems.length > 0 && current !== undefined) {
+    if (next.problems.length > 0) {
       state.refused = true;
-      log?.error(
-        { rules: dir, problems: state.problems },
-        'rules refused: the last good rules stay in force',
-      );
+      if (current !== undefined)
+        log?.error(
+          { rules: dir, problems: state.problems },
+          'rules refused: the last good rules stay in force',
+        );
       return next.problems;
     }
-    // The first load is taken even with problems (the valid rules of valid files): a bot that cannot
-    // start because of one typo helps nobody; `hookbot check` and the status page show the problems.
     current = next;
     state.refused = false;
     state.loadedAt = Date.now();
     state.files = next.files;
-    if (next.problems.length > 0)
-      log?.warn({ rules: dir, problems: state.problems }, 'rules loaded with problems');
-    else log?.info({ rules: dir, files: next.files.length }, 'rules loaded');
+    log?.info({ rules: dir, files: next.files.length }, 'rules loaded');
     return next.problems;
   }
 
@@ -82,6 +94,7 @@ export async function createRulesHolder(
   }
 
   await reload();
+  if (current === undefined) throw new RulesProblemsError(dir, state.problems);
   return {
     forProject: (path) => current!.byProject(path),
     reload: () => {

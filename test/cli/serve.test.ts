@@ -115,6 +115,27 @@ describe('hookbot serve', () => {
     expect(await serve.exited).toBe(0);
   });
 
+  it('refuses to start on rules with problems, listing them', async () => {
+    const rules = mkdtempSync(path.join(tmpdir(), 'hookbot-serve-rules-'));
+    writeFileSync(
+      path.join(rules, 'default.yml'),
+      'rules:\n  - name: typo\n    on: [issue.opne]\n    do: [close]\n',
+    );
+    const state = path.join(rules, 'state', 'hookbot.json');
+    const serve = runServe([], {
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: rules,
+      HOOKBOT_STATE: state,
+      HOOKBOT_LOG_LEVEL: 'warn',
+    });
+    expect(await serve.exited).toBe(1);
+    expect(serve.output()).toMatch(/could not start: the rules in .* have problems/);
+    expect(serve.output()).toMatch(/default\.yml:3:\d+: .*issue\.opne/);
+  });
+
   it('refuses a bad configuration with every problem listed', async () => {
     const file = path.join(dir, 'bad.yml');
     writeFileSync(file, ['api:', '  url: not a url', 'server:', '  port: 99999', 'sever: {}', ''].join('\n'));

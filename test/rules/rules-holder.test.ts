@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createRulesHolder } from '../../src/rules/rules-holder.ts';
+import { createRulesHolder, RulesProblemsError } from '../../src/rules/rules-holder.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const rule = (name: string) =>
@@ -25,6 +25,23 @@ const names = (holder: Awaited<ReturnType<typeof createRulesHolder>>) =>
   holder.forProject('acme/web').rules.map((r) => r.name);
 
 describe('rules in force, reloaded', () => {
+  it('refuses to start on a folder with problems, listing them all, rather than load half of it', async () => {
+    const dir = folder(rule('automerge'));
+    mkdirSync(path.join(dir, 'acme'));
+    // The guard of one project is broken: loading the rest alone would merge what it holds back.
+    writeFileSync(
+      path.join(dir, 'acme/web.yml'),
+      'extends: [../default.yml]\nrules:\n  - name: guard\n    on: [merge_request.update]\n    do: [ cancel_merge ]\n    iff: []\n',
+    );
+    const failure = await createRulesHolder(dir).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(RulesProblemsError);
+    const { problems, message } = failure as RulesProblemsError;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/acme\/web\.yml:6:5: .*iff/);
+    expect(message).toContain('nothing is loaded until they are fixed');
+    expect(message).toContain(problems[0]);
+  });
+
   it('takes new valid rules on reload', async () => {
     const dir = folder(rule('first'));
     const holder = await createRulesHolder(dir);
