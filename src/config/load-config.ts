@@ -4,6 +4,7 @@
  * and lists every problem at once, each as `key: problem` with its place.
  */
 import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
 import { resolve } from 'node:path';
 import { fileErrorReason } from './file-error.ts';
 import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
@@ -76,7 +77,10 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
   dropEmptyValues(raw, keys);
   const sources: ConfigSources = {};
   if (yaml) recordFileSources(raw, [], yaml, sources);
+  const fileOnly = structuredClone(raw);
+  const overridden: { name: string; path: readonly string[] }[] = [];
   for (const { name, path, value } of envValues(options.env, keys)) {
+    if (sources[keyName(path)]?.from === 'file') overridden.push({ name, path });
     if (setIn(raw, path, value)) sources[keyName(path)] = { from: 'env', name };
   }
 
@@ -86,7 +90,8 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
   const fileSource = (position: { line: number; column: number } | undefined): ConfigSource | undefined =>
     position && yaml ? { from: 'file', file: yaml.file, ...position } : undefined;
   const inDocker = options.inDocker ?? detectDocker(options.env);
-  const result = createConfigSchema({ inDocker }).safeParse(raw);
+  const schema = createConfigSchema({ inDocker });
+  const result = schema.safeParse(raw);
   if (!result.success)
     problems.push(
       ...schemaProblems(result.error.issues, keys, {
@@ -104,7 +109,10 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
     mode: modeOf(raw),
     file,
     sources,
-    warnings: warningsOf(sources, keys, raw),
+    warnings: [
+      ...warningsOf(sources, keys, raw),
+      ...overriddenProblems(schema.safeParse(fileOnly), overridden, keys, fileSource, yaml),
+    ],
   };
 }
 
@@ -164,4 +172,31 @@ function warningsOf(sources: ConfigSources, keys: readonly ConfigKey[], raw: unk
       'webhook.allow_open is true: anyone who can reach the server can send deliveries that trigger rules',
     );
   return warnings;
+}
+
+/**
+ * A file value that is wrong but overridden by an environment variable: the configuration in force
+ * is valid, so it is a warning, not a refusal; but the file would fail the day the variable goes,
+ * so it is said now, with its place in the file.
+ */
+function overriddenProblems(
+  fileResult: { success: true } | { success: false; error: { issues: z.core.$ZodIssue[] } },
+  overridden: readonly { name: string; path: readonly string[] }[],
+  keys: readonly ConfigKey[],
+  fileSource: (position: { line: number; column: number } | undefined) => ConfigSource | undefined,
+  yaml: YamlSource | undefined,
+): string[] {
+  if (fileResult.success || overridden.length === 0) return [];
+  const within = (issuePath: readonly PropertyKey[], path: readonly string[]) =>
+    path.every((part, i) => String(issuePath[i]) === part);
+  const issues = fileResult.error.issues.filter((issue) =>
+    overridden.some(({ path }) => within(issue.path, path)),
+  );
+  return schemaProblems(issues, keys, {
+    valueSource: (path) => fileSource(yaml?.valueAt(path)),
+    keySource: (path) => fileSource(yaml?.keyAt(path)),
+  }).map((problem) => {
+    const by = overridden.find(({ path }) => keyName(path) === problem.key)?.name;
+    return `${formatProblem(problem)} (not in force: ${by ?? 'an environment variable'} overrides it)`;
+  });
 }

@@ -365,6 +365,20 @@ describe('loadConfig: values and where they come from', () => {
     ]);
   });
 
+  it('a wrong file value that an environment variable overrides is a warning, with its place', () => {
+    const result = expectOk(
+      loadIn(tempDir(), {
+        yaml: `${SERVER}server:\n  port: 99999\n  host: 127.0.0.1\n`,
+        env: { ...SECRETS, HOOKBOT_PORT: '3100' },
+      }),
+    );
+    expect(result.config.server.port).toBe(3100);
+    expect(result.warnings).toHaveLength(1);
+    expect(result.warnings[0]).toMatch(
+      /^config\.yml:4:9: server\.port: .* \(not in force: HOOKBOT_PORT overrides it\)$/,
+    );
+  });
+
   it('a secret written in the file works, with a warning that points at it', () => {
     const yaml = `${SERVER}  token: file-token-0001\nwebhook:\n  secret: file-secret-01\n`;
     const result = expectOk(loadIn(tempDir(), { yaml }));
