@@ -1,6 +1,6 @@
 /** What conditions and actions read during one evaluation: the snapshot plus facts derived once. */
 import { triggerEventName } from './event-names.ts';
-import { parseTimestamp } from './duration.ts';
+import { parseTimestamp } from '../time/duration.ts';
 import type { ItemSnapshot } from './snapshot.ts';
 
 export interface EvalInput {

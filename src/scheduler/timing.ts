@@ -1,11 +1,11 @@
 /**
  * When something periodic runs: every so long, or on a cron line. Both the sweeps (config
  * `scheduler.sweeps.<name>.every|cron`) and the rules (`schedule: daily`, `every 6h`, a cron
- * line; rules/schedule.ts says what is well formed) come down to a Timing, and the next run
+ * line; time/cron.ts says what is well formed) come down to a Timing, and the next run
  * after a run is computed from it and kept in the state store.
  */
-import { parseDuration } from '../rules/duration.ts';
-import { nextCronTime, parseCron, type CronSchedule } from './cron.ts';
+import { parseDuration } from '../time/duration.ts';
+import { nextCronTime, parseCron, type CronSchedule } from '../time/cron.ts';
 
 export type Timing =
   { kind: 'every'; ms: number; text: string } | { kind: 'cron'; line: string; cron: CronSchedule };

@@ -1,6 +1,6 @@
 /** When sweeps and rule schedules run next: intervals, named schedules and cron lines (local time). */
 import { describe, expect, it } from 'vitest';
-import { nextCronTime, parseCron } from '../../src/scheduler/cron.ts';
+import { nextCronTime, parseCron } from '../../src/time/cron.ts';
 import { describeTiming, nextRunAfter, timingOfSchedule, timingOfSweep } from '../../src/scheduler/timing.ts';
 
 /** Local time, as cron reads it. */

@@ -4,8 +4,10 @@
  * cron line, in the machine's local time"). The scheduler needs it to store the next run of a
  * cron-timed sweep or rule schedule, so that a restart can tell an overdue run from an early one.
  *
- * Lines are validated where they are read (config schema, rules/schedule.ts `cronProblem`); this
- * parses the same grammar: `*`, numbers, ranges, steps, lists, month and weekday names, 7 = Sunday.
+ * `cronProblem` says why a line is wrong, in words for `hookbot check` and the config's problems
+ * (it is called where lines are read: config schema, rules/schedule.ts); `parseCron` reads a line
+ * known to be good. One grammar: `*`, numbers, ranges, steps, lists, month and weekday names,
+ * 7 = Sunday.
  */
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
@@ -115,6 +117,39 @@ export function nextCronTime(schedule: CronSchedule, after: number): number | un
       date.setMinutes(date.getMinutes() + 1, 0, 0);
     } else {
       return date.getTime();
+    }
+  }
+  return undefined;
+}
+
+/** The fields as `cronProblem` checks them, for its messages. */
+const CHECKED_FIELDS = [
+  { name: 'minute', min: 0, max: 59 },
+  { name: 'hour', min: 0, max: 23 },
+  { name: 'day of month', min: 1, max: 31 },
+  { name: 'month', min: 1, max: 12, names: 'jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec' },
+  { name: 'day of week', min: 0, max: 7, names: 'sun|mon|tue|wed|thu|fri|sat' },
+] as const;
+
+/** Why a cron line is wrong, or undefined. */
+export function cronProblem(line: string): string | undefined {
+  const fields = line.trim().split(/\s+/);
+  if (fields.length !== CHECKED_FIELDS.length)
+    return `a cron line has 5 fields, this one has ${fields.length}`;
+  for (const [index, field] of fields.entries()) {
+    const spec = CHECKED_FIELDS[index];
+    if (!spec) break;
+    const names = 'names' in spec ? spec.names : '';
+    const atom = names ? `(?:\\*|\\d+|${names})` : '(?:\\*|\\d+)';
+    const item = new RegExp(`^${atom}(?:-${atom})?(?:/\\d+)?$`, 'i');
+    for (const part of field.split(',')) {
+      if (!item.test(part)) return `invalid ${spec.name} "${part}"`;
+      for (const number of part.match(/\d+/g) ?? []) {
+        const value = Number(number);
+        if (part.includes(`/${number}`)) continue;
+        if (value < spec.min || value > spec.max)
+          return `${spec.name} ${value} is out of range ${spec.min}-${spec.max}`;
+      }
     }
   }
   return undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { didYouMean, editDistance } from '../../src/rules/did-you-mean.ts';
+import { didYouMean, editDistance } from '../../src/text/did-you-mean.ts';
 
 describe('did you mean', () => {
   it.each([

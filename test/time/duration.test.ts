@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DURATION_PATTERN, formatDuration, parseDuration, parseTimestamp } from '../../src/rules/duration.ts';
+import { DURATION_PATTERN, formatDuration, parseDuration, parseTimestamp } from '../../src/time/duration.ts';
 
 describe('durations and timestamps', () => {
   it.each([
