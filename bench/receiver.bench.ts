@@ -7,44 +7,12 @@
  * load generator and node:http reach on this machine, so the p99 target can be read against it.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { loadOf, measureRound, median, payloadTemplate, type Load } from './receiver-driver.ts';
 
 const DURATION_S = Number(process.env.BENCH_RECEIVER_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_RECEIVER_ROUNDS ?? 3);
 
-function payloadTemplate(): string {
-  const base = JSON.parse(
-    readFileSync(new URL('../test/fixtures/hooks/merge_request.json', import.meta.url), 'utf8'),
-  );
-  base.object_attributes.description = 'x'.repeat(4096 - JSON.stringify(base).length - 40);
-  return JSON.stringify(base);
-}
-
-type Mode = 'hookbot' | 'bare' | 'noop';
-
-async function startServer(
-  mode: Mode,
-  dir: string,
-): Promise<{ child: ChildProcess; port: number; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/receiver-server.ts', mode, dir], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let text = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      const match = /PORT (\d+)/.exec(text);
-      if (match) resolve(Number(match[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
-  });
-  return { child, port, output: () => text };
-}
-
-async function load(port: number, durationS: number) {
+async function load(port: number, durationS: number): Promise<Load> {
   const template = payloadTemplate();
   let n = 0;
   const result = await autocannon({
@@ -59,34 +27,16 @@ async function load(port: number, durationS: number) {
     },
     requests: [{ setupRequest: (req) => ({ ...req, body: template.replace('"iid":1', `"iid":${++n}`) }) }],
   });
-  const accepted = result['2xx'];
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    accepted,
-  };
+  return loadOf(result);
 }
+
+type Mode = 'hookbot' | 'bare' | 'noop';
 
 async function measure(mode: Mode) {
-  const dir = mkdtempSync(path.join(tmpdir(), `hookbot-bench-${mode}-`));
-  const { child, port, output } = await startServer(mode, dir);
-  try {
-    await load(port, 2); // warm-up: JIT, file handles, journal
-    child.kill('SIGUSR2'); // the server's commit timings start afresh
-    const result = await load(port, DURATION_S);
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    const commits = /COMMIT_MS (\S+) (\S+)/.exec(output());
-    return { ...result, commitP50: Number(commits?.[1] ?? NaN), commitP99: Number(commits?.[2] ?? NaN) };
-  } finally {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const { load: result, output } = await measureRound(mode, load, DURATION_S);
+  const commits = /COMMIT_MS (\S+) (\S+)/.exec(output);
+  return { ...result, commitP50: Number(commits?.[1] ?? NaN), commitP99: Number(commits?.[2] ?? NaN) };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function run(): Promise<Record<string, number | string>> {
   type Round = Awaited<ReturnType<typeof measure>>;

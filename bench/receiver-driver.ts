@@ -1,0 +1,79 @@
+/**
+ * What the receiver and Probot benchmarks share: the ~4 KB merge request payload, a server of
+ * bench/receiver-server.ts in its own process, and one measured round against it (a warm-up, then
+ * the load, then the server's own figures, printed as it stops).
+ */
+import type autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export type ServerMode = 'hookbot' | 'bare' | 'noop' | 'probot';
+
+/** The merge request fixture padded to about 4 KB; `"iid":1` is the counter each request replaces. */
+export function payloadTemplate(): string {
+  const base = JSON.parse(
+    readFileSync(new URL('../test/fixtures/hooks/merge_request.json', import.meta.url), 'utf8'),
+  );
+  base.object_attributes.description = 'x'.repeat(4096 - JSON.stringify(base).length - 40);
+  return JSON.stringify(base);
+}
+
+/** autocannon's figures of one load, as the benchmarks report them. */
+export interface Load {
+  rps: number;
+  answered: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+export function loadOf(result: autocannon.Result): Load {
+  return {
+    rps: result.requests.average,
+    answered: result['2xx'],
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+  };
+}
+
+/**
+ * One round: starts the server, warms it up for 2 s, has it start its own counts afresh (SIGUSR2),
+ * runs `load` for `seconds`, stops it (SIGTERM) and returns the load's figures with everything the
+ * server printed (its commit timings and CPU time: receiver-server.ts).
+ */
+export async function measureRound(
+  mode: ServerMode,
+  load: (port: number, seconds: number) => Promise<Load>,
+  seconds: number,
+): Promise<{ load: Load; output: string }> {
+  const dir = mkdtempSync(path.join(tmpdir(), `hookbot-bench-${mode}-`));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/receiver-server.ts', mode, dir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let text = '';
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const match = /PORT (\d+)/.exec(text);
+        if (match) resolve(Number(match[1]));
+      });
+      child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
+    });
+    await load(port, 2); // warm-up: JIT, file handles, journal
+    child.kill('SIGUSR2');
+    const result = await load(port, seconds);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+    return { load: result, output: text };
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
