@@ -18,9 +18,20 @@ export const DEFAULT_SIGNATURE_HEADER = 'x-hookbot-signature-256';
 
 /** Compares in constant time whatever the lengths (hashing first hides the length too). */
 export function sameSecret(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
+  return timingSafeEqual(sha256(given), digestOfExpected(expected));
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+// The expected secret is the same on every delivery: its digest is computed once, not per request.
+let cachedSecret: string | undefined;
+let cachedDigest: Buffer = Buffer.alloc(0);
+function digestOfExpected(expected: string): Buffer {
+  if (expected !== cachedSecret) {
+    cachedDigest = sha256(expected);
+    cachedSecret = expected;
+  }
+  return cachedDigest;
 }
 
 export async function verifyDelivery(
