@@ -16,7 +16,7 @@ import { readFileSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IssueRec } from '../src/sandbox/db.ts';
-import { addGroup, addProject, addUser } from '../src/sandbox/factories.ts';
+import { addGroup, addIssueRecord, addProject, addUser } from '../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 
 const SAMPLES = Number(process.env.BENCH_HOOK_SAMPLES ?? 150);
@@ -67,32 +67,11 @@ async function createWorld(): Promise<World> {
       }
     changed();
   };
-  let iid = 0;
   return {
     sandbox,
     projectId: project.id,
-    newIssue() {
-      const now = db.now();
-      const issue: IssueRec = {
-        id: db.nextId('issues'),
-        iid: ++iid,
-        project_id: project.id,
-        title: `Issue ${iid}`,
-        description: null,
-        state: 'opened',
-        author_id: 1,
-        assignee_id: null,
-        milestone_id: null,
-        labels: [],
-        confidential: false,
-        moved_to_id: null,
-        deleted: false,
-        created_at: now,
-        updated_at: now,
-      };
-      db.data.issues.push(issue);
-      return issue;
-    },
+    newIssue: () =>
+      addIssueRecord(db, { project_id: project.id, title: `Issue ${db.data.issues.length + 1}` }),
     labelled: (issue) => new Promise((resolve) => waiting.set(issue, resolve)),
   };
 }

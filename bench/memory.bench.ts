@@ -27,7 +27,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { addGroup, addProject, addUser } from '../src/sandbox/factories.ts';
+import { addGroup, addIssueRecord, addProject, addUser } from '../src/sandbox/factories.ts';
 import type { IssueRec } from '../src/sandbox/db.ts';
 import { startSandbox, type Sandbox } from '../src/sandbox/server.ts';
 
@@ -70,28 +70,8 @@ async function createWorld(): Promise<World> {
   const quiet = await addProject(sandbox.ctx, { name: 'quiet', namespace_id: group.id, creator_id: 1 });
   const ruled = await addProject(sandbox.ctx, { name: 'web', namespace_id: group.id, creator_id: 1 });
   const ruledIssues: IssueRec[] = [];
-  for (let iid = 1; iid <= TOTAL / RULED_EVERY; iid++) {
-    const now = db.now();
-    const issue: IssueRec = {
-      id: db.nextId('issues'),
-      iid,
-      project_id: ruled.id,
-      title: `Issue ${iid}`,
-      description: null,
-      state: 'opened',
-      author_id: 1,
-      assignee_id: null,
-      milestone_id: null,
-      labels: [],
-      confidential: false,
-      moved_to_id: null,
-      deleted: false,
-      created_at: now,
-      updated_at: now,
-    };
-    db.data.issues.push(issue);
-    ruledIssues.push(issue);
-  }
+  for (let n = 1; n <= TOTAL / RULED_EVERY; n++)
+    ruledIssues.push(addIssueRecord(db, { project_id: ruled.id, title: `Issue ${n}` }));
   return { sandbox, quietProject: quiet.id, ruledProject: ruled.id, ruledIssues };
 }
 

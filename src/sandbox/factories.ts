@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { SandboxContext } from './context.ts';
-import type { Db, NamespaceRec, ProjectRec, UserRec } from './db.ts';
+import type { Db, IssueRec, NamespaceRec, ProjectRec, UserRec } from './db.ts';
 
 export function newToken(): string {
   return randomBytes(10).toString('hex');
@@ -188,4 +188,35 @@ export async function addProject(ctx: SandboxContext, input: NewProject): Promis
     });
   db.changed();
   return project;
+}
+
+/**
+ * An open issue written straight into the data: the record POST /projects/:id/issues makes, without
+ * its hook delivery and event. For worlds of thousands of issues (benchmarks, the reliability
+ * suite), where going through the API would measure the setup. Call `db.changed()` after a batch.
+ */
+export function addIssueRecord(
+  db: Db,
+  input: { project_id: number; title: string; author_id?: number },
+): IssueRec {
+  const now = db.now();
+  const issue: IssueRec = {
+    id: db.nextId('issues'),
+    iid: db.nextIid('issues', input.project_id),
+    project_id: input.project_id,
+    title: input.title,
+    description: null,
+    state: 'opened',
+    author_id: input.author_id ?? 1,
+    assignee_id: null,
+    milestone_id: null,
+    labels: [],
+    confidential: false,
+    moved_to_id: null,
+    deleted: false,
+    created_at: now,
+    updated_at: now,
+  };
+  db.data.issues.push(issue);
+  return issue;
 }

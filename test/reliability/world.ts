@@ -7,8 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { IssueRec } from '../../src/sandbox/db.ts';
-import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
+import { addGroup, addIssueRecord, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 
 export const BOT_USERNAME = 'hookbot';
@@ -44,7 +43,6 @@ export async function createWorld(options: { botToken: string; label: string }):
     initialFiles: { 'README.md': 'reliability\n' },
   });
   const dir = mkdtempSync(path.join(tmpdir(), `hookbot-reliability-${options.label}-`));
-  let iid = 0;
 
   return {
     sandbox,
@@ -54,29 +52,8 @@ export async function createWorld(options: { botToken: string; label: string }):
     dir,
     addIssues(count, title = (n) => `Reliability issue ${n}`) {
       const ids: number[] = [];
-      const now = db.now();
-      for (let n = 0; n < count; n++) {
-        // The record routes/issues.ts `createIssue` makes, minus its hook and event.
-        const issue: IssueRec = {
-          id: db.nextId('issues'),
-          iid: ++iid,
-          project_id: project.id,
-          title: title(n),
-          description: null,
-          state: 'opened',
-          author_id: 1,
-          assignee_id: null,
-          milestone_id: null,
-          labels: [],
-          confidential: false,
-          moved_to_id: null,
-          deleted: false,
-          created_at: now,
-          updated_at: now,
-        };
-        db.data.issues.push(issue);
-        ids.push(issue.id);
-      }
+      for (let n = 0; n < count; n++)
+        ids.push(addIssueRecord(db, { project_id: project.id, title: title(n) }).id);
       db.changed();
       return ids;
     },
