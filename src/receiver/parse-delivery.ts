@@ -25,7 +25,9 @@ export type ParsedDelivery =
 export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDelivery {
   // Checked natively, then decoded: cheaper than a fatal TextDecoder on the hook route.
   if (!isUtf8(raw)) return { ok: false, message: 'body is not valid UTF-8' };
-  const text = raw.toString('utf8');
+  // A byte order mark is dropped, as a decoder does by default (it is not part of the JSON).
+  const decoded = raw.toString('utf8');
+  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
   // Real payloads nest a few levels; a body nested deeper cannot be stored (serialising it again would
   // exhaust the stack), so it is refused here as bad input rather than failing later as a 503.
   if (nestedTooDeep(text)) return { ok: false, message: `body is nested more than ${MAX_DEPTH} levels deep` };

@@ -155,6 +155,16 @@ describe('POST /hooks intake', () => {
     expect(s.inbox.entries[0]?.body).toEqual(JSON.parse(body));
   });
 
+  it('accepts a body that starts with a UTF-8 byte order mark (dropped, as decoders do)', async () => {
+    const body = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('{"object_kind":"issue","x":1}'),
+    ]);
+    const res = await post(body, { 'x-gitlab-event': 'Issue Hook' });
+    expect(res.status).toBe(202);
+    expect(s.inbox.entries.at(-1)?.bodyText).toBe('{"object_kind":"issue","x":1}');
+  });
+
   it('answers a body over the limit with 413', async () => {
     const big = JSON.stringify({ object_kind: 'issue', pad: 'x'.repeat(70 * 1024) });
     const res = await post(big, { 'x-gitlab-event': 'Issue Hook' });
