@@ -43,6 +43,11 @@ export interface SnapshotReader {
   fromMergeRequest(mr: MergeRequest, trigger: Trigger, needs?: Partial<SnapshotNeeds>): Promise<ItemSnapshot>;
   /** A project's `path_with_namespace` by id (cached: paths rarely change, and rules are keyed by them). */
   projectOf(projectId: number): Promise<ProjectRef>;
+  /**
+   * Caches a project the server itself described (a project listing): its items then need no read
+   * of the project. Only for the server's own answers: a path as a user wrote it may differ in case.
+   */
+  rememberProject(project: ProjectRef): void;
 }
 
 export function createSnapshotReader(
@@ -60,6 +65,11 @@ export function createSnapshotReader(
     const ref = { id: project.id, path_with_namespace: project.path_with_namespace };
     projects.set(projectId, { ref, until: now() + ttl });
     return ref;
+  }
+
+  function rememberProject(project: ProjectRef): void {
+    const ref = { id: project.id, path_with_namespace: project.path_with_namespace };
+    projects.set(project.id, { ref, until: now() + ttl });
   }
 
   async function markers(type: ItemKind, projectId: number, id: number): Promise<string[]> {
@@ -172,6 +182,7 @@ export function createSnapshotReader(
 
   return {
     projectOf,
+    rememberProject,
     fromIssue,
     fromMergeRequest,
     async read(item, trigger, needs = {}) {

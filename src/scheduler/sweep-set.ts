@@ -93,8 +93,11 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
     if (filter.project !== undefined) return [filter.project];
     if (settings.projects.length > 0) return [...settings.projects];
     const visible: string[] = [];
-    for await (const project of client.projects.list({ archived: false }))
+    for await (const project of client.projects.list({ archived: false })) {
       visible.push(project.path_with_namespace);
+      // The server's own description: the sweep's snapshots need not read each project again.
+      snapshots.rememberProject(project);
+    }
     return visible;
   }
 

@@ -10,6 +10,7 @@ import { approve, definitionHash, pauseOf } from '../../src/scheduler/breaker.ts
 import type { RuleSweepReport } from '../../src/scheduler/sweeps/rule-sweep.ts';
 import { scheduleKey } from '../../src/scheduler/sweeps/rule-sweep.ts';
 import { createFileStore } from '../../src/state/file-store.ts';
+import { createClient } from '../../src/api/client.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import {
   DAY,
@@ -129,6 +130,27 @@ describe('rule sweep: close stale issues', () => {
     expect(world.sb.ctx.db.data.notes.length).toBe(callsBefore);
     expect(world.store.nextRun(scheduleKey('daily'), world.path)).toBeUndefined();
     expect(world.store.stats()).toMatchObject({ outbox: 0, recentDecisions: 0 });
+  });
+});
+
+describe('rule sweep: API calls', () => {
+  it('walking the projects the server lists, reads none of them again for its items', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'listed', rules: STALE_RULE });
+    await seed(world, { stale: 2, fresh: 2 });
+    const routes: string[] = [];
+    const client = createClient({
+      baseUrl: sandbox().sb.url,
+      token: world.bot.private_token,
+      retry: { limit: 0 },
+      onCall: (call) => routes.push(`${call.method} ${call.route}`),
+    });
+    // No projects configured: the sweep walks what the server lists for the bot.
+    const { sweeps } = wire({ ...world, client, settings: { ...world.settings, projects: [] } });
+    const report = (await sweeps.run('rules')) as RuleSweepReport;
+    expect(report.projects.map((project) => project.project)).toEqual([world.path]);
+    expect(ruleReport(report)).toMatchObject({ lookedAt: 4, acted: 2 });
+    expect(routes).toContain('GET /projects');
+    expect(routes.filter((route) => route === 'GET /projects/:id')).toEqual([]);
   });
 });
 

@@ -14,7 +14,7 @@ import type { MergeRequest } from '../../api/merge-requests.ts';
 import type { Issue } from '../../api/issues.ts';
 import type { CompiledRule } from '../../rules/compile.ts';
 import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/read-snapshot.ts';
-import type { ItemSnapshot, Trigger } from '../../rules/snapshot.ts';
+import type { ItemSnapshot, ProjectRef, Trigger } from '../../rules/snapshot.ts';
 
 export interface SweepNeeds {
   head: boolean;
@@ -41,6 +41,8 @@ export type ListedItem = { kind: 'issue'; item: Issue } | { kind: 'merge_request
 
 export interface ListedSnapshots {
   of(listed: ListedItem, trigger: Trigger, needs: SweepNeeds): Promise<ItemSnapshot>;
+  /** A project as the server listed it: its items' snapshots need no read of it (read-snapshot.ts). */
+  rememberProject(project: ProjectRef): void;
 }
 
 async function* nothing(): AsyncIterable<never> {}
@@ -57,6 +59,10 @@ export function createListedSnapshots(client: SnapshotClient, reader: SnapshotRe
     statuses: { ...client.statuses, list: () => nothing() },
   });
   return {
+    rememberProject(project) {
+      reader.rememberProject(project);
+      headFree.rememberProject(project);
+    },
     async of(listed, trigger, needs) {
       const wanted = { changedFiles: needs.changedFiles, commentMarkers: needs.commentMarkers };
       // One reader per kind of needs, so a run reads each project's path once (the readers cache it).
