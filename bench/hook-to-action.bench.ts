@@ -11,7 +11,7 @@
  * this process (GET the issue, PUT the labels). `ratio` is hookbot's p50 over the baseline's p50: the
  * factor the bot's durability and checks cost on the way (lower is better).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startServeProcess, type ServeProcess } from './serve-process.ts';
 import { readFileSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -76,51 +76,20 @@ async function createWorld(): Promise<World> {
   };
 }
 
-async function startBot(world: World, dir: string): Promise<{ child: ChildProcess; hookUrl: string }> {
+async function startBot(world: World, dir: string): Promise<ServeProcess> {
   mkdirSync(path.join(dir, 'rules'), { recursive: true });
   writeFileSync(
     path.join(dir, 'rules', 'default.yml'),
     'rules:\n  - name: mark\n    on: [issue.open]\n    do: [ { label: { add: [seen] } } ]\n',
   );
-  writeFileSync(
-    path.join(dir, 'config.yml'),
-    [
-      'pipeline:',
-      '  debounce_ms: 0',
-      'scheduler:',
-      '  sweeps:',
-      '    reconcile: { enabled: false }',
-      '    rules: { enabled: false }',
-      '    merge_watch: { enabled: false }',
-      '    hook_check: { enabled: false }',
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(process.execPath, ['bin/hookbot.js', 'serve'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOOKBOT_IN_DOCKER: '0',
-      HOOKBOT_CONFIG: path.join(dir, 'config.yml'),
-      HOOKBOT_API_URL: world.sandbox.url,
-      HOOKBOT_API_TOKEN: TOKEN,
-      HOOKBOT_WEBHOOK_SECRET: SECRET,
-      HOOKBOT_PORT: '0',
-      HOOKBOT_RULES: path.join(dir, 'rules'),
-      HOOKBOT_STATE: path.join(dir, 'state', 'hookbot.json'),
-      HOOKBOT_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  return startServeProcess({
+    entry: ['bin/hookbot.js'],
+    dir,
+    rulesDir: path.join(dir, 'rules'),
+    apiUrl: world.sandbox.url,
+    token: TOKEN,
+    secret: SECRET,
   });
-  const hookUrl = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      const match = /(http:\/\/127\.0\.0\.1:\d+\/hooks)/.exec(text);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`hookbot serve exited with ${code}`)));
-  });
-  return { child, hookUrl };
 }
 
 /** One delivery's path, in ms: to the ack, and to the label write at the server. */
@@ -204,8 +173,7 @@ export async function run(): Promise<Record<string, number | string>> {
       rounds: ROUNDS,
     };
   } finally {
-    bot.child.kill('SIGTERM');
-    await new Promise((r) => bot.child.once('exit', r));
+    await bot.stop();
     await world.sandbox.close();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -23,7 +23,8 @@
  * (`default_window_*`), which doubles the time (about 2 minutes here), so it is off in `npm run bench`.
  */
 import autocannon from 'autocannon';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { startServeProcess, type ServeProcess } from './serve-process.ts';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -89,60 +90,22 @@ function delivery(world: World, n: number): string {
   return JSON.stringify(body);
 }
 
-async function startBot(world: World, dir: string, dedupTtlMs: number | undefined) {
+async function startBot(world: World, dir: string, dedupTtlMs: number | undefined): Promise<ServeProcess> {
   const rules = path.join(dir, 'rules');
   mkdirSync(path.join(rules, 'acme'), { recursive: true });
   writeFileSync(
     path.join(rules, 'acme', 'web.yml'),
     "rules:\n  - name: never\n    on: [issue.open]\n    if: [ { title: { equals: 'no issue is called this' } } ]\n    do: [close]\n",
   );
-  writeFileSync(
-    path.join(dir, 'config.yml'),
-    [
-      'pipeline:',
-      '  debounce_ms: 0',
-      ...(dedupTtlMs === undefined ? [] : ['state:', `  dedup_ttl_ms: ${dedupTtlMs}`]),
-      'scheduler:',
-      '  sweeps:',
-      '    reconcile: { enabled: false }',
-      '    rules: { enabled: false }',
-      '    merge_watch: { enabled: false }',
-      '    hook_check: { enabled: false }',
-      '',
-    ].join('\n'),
-  );
-  const child: ChildProcess = spawn(process.execPath, [...ENTRY, 'serve'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOOKBOT_IN_DOCKER: '0',
-      HOOKBOT_CONFIG: path.join(dir, 'config.yml'),
-      HOOKBOT_API_URL: world.sandbox.url,
-      HOOKBOT_API_TOKEN: TOKEN,
-      HOOKBOT_WEBHOOK_SECRET: SECRET,
-      HOOKBOT_PORT: '0',
-      HOOKBOT_RULES: rules,
-      HOOKBOT_STATE: path.join(dir, 'state', 'hookbot.json'),
-      HOOKBOT_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  return startServeProcess({
+    entry: ENTRY,
+    dir,
+    rulesDir: rules,
+    apiUrl: world.sandbox.url,
+    token: TOKEN,
+    secret: SECRET,
+    ...(dedupTtlMs === undefined ? {} : { stateLines: [`dedup_ttl_ms: ${dedupTtlMs}`] }),
   });
-  const hookUrl = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      const match = /(http:\/\/127\.0\.0\.1:\d+\/hooks)/.exec(text);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`hookbot serve exited with ${code}`)));
-  });
-  return {
-    hookUrl,
-    base: hookUrl.slice(0, -'/hooks'.length),
-    async stop() {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    },
-  };
 }
 
 /**

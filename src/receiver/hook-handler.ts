@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseDelivery, KNOWN_KINDS } from './parse-delivery.ts';
-import { verifyDelivery, type VerifyOptions } from './verify.ts';
+import { createDeliveryVerifier, type VerifyOptions } from './verify.ts';
 
 /** What the receiver needs of the state store: durable before it resolves. */
 export interface Inbox {
@@ -56,6 +56,7 @@ export function createHookHandler(options: HookHandlerOptions) {
   const limit = options.limitBytes ?? DEFAULT_LIMIT_BYTES;
   const handled = new Set(options.handledKinds ?? DEFAULT_HANDLED_KINDS);
   const now = options.now ?? Date.now;
+  const verifyDelivery = createDeliveryVerifier(options.verify);
 
   return function handleHook(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
@@ -113,7 +114,7 @@ export function createHookHandler(options: HookHandlerOptions) {
       // Verify before parsing: an unauthenticated caller learns nothing about what we accept.
       // The body as text only when a signature is checked (the token check does not read it).
       const rawText = () => raw.toString('utf8');
-      if (!(await verifyDelivery(header, rawText, options.verify))) {
+      if (!(await verifyDelivery(header, rawText))) {
         return answer(401, 'unauthorized', { message: 'unauthorized' });
       }
       const event = header('x-gitlab-event');

@@ -16,45 +16,39 @@ export interface VerifyOptions {
 
 export const DEFAULT_SIGNATURE_HEADER = 'x-hookbot-signature-256';
 
-/** Compares in constant time whatever the lengths (hashing first hides the length too). */
-export function sameSecret(given: string, expected: string): boolean {
-  return timingSafeEqual(sha256(given), digestOfExpected(expected));
-}
-
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
-// The expected secret is the same on every delivery: its digest is computed once, not per request.
-let cachedSecret: string | undefined;
-let cachedDigest: Buffer = Buffer.alloc(0);
-function digestOfExpected(expected: string): Buffer {
-  if (expected !== cachedSecret) {
-    cachedDigest = sha256(expected);
-    cachedSecret = expected;
-  }
-  return cachedDigest;
-}
-
-export async function verifyDelivery(
+/** Checks a delivery against the configured secrets: `(header, rawBody) => valid`. */
+export type DeliveryVerifier = (
   header: (name: string) => string | undefined,
   rawBody: string | (() => string),
-  options: VerifyOptions,
-): Promise<boolean> {
-  let ok = true;
-  if (options.token !== undefined) {
-    ok = sameSecret(header('x-gitlab-token') ?? '', options.token) && ok;
-  }
-  if (options.signature) {
-    const given = header((options.signature.header ?? DEFAULT_SIGNATURE_HEADER).toLowerCase());
-    let valid = false;
-    if (given && /^sha256=[0-9a-f]{64}$/i.test(given)) {
-      try {
-        const text = typeof rawBody === 'string' ? rawBody : rawBody();
-        valid = await verifyHmac(options.signature.secret, text, given);
-      } catch {
-        valid = false;
+) => Promise<boolean>;
+
+/**
+ * Made once per hook route: the expected token's digest is computed here, not per delivery. Tokens
+ * are compared as SHA-256 digests in constant time, whatever their lengths (hashing first hides the
+ * length too). `rawBody` is only read (and, given as a function, only decoded) for a signature.
+ */
+export function createDeliveryVerifier(options: VerifyOptions): DeliveryVerifier {
+  const expected = options.token === undefined ? undefined : sha256(options.token);
+  const signature = options.signature;
+  const signatureHeader = (signature?.header ?? DEFAULT_SIGNATURE_HEADER).toLowerCase();
+  return async (header, rawBody) => {
+    let ok = true;
+    if (expected !== undefined) ok = timingSafeEqual(sha256(header('x-gitlab-token') ?? ''), expected) && ok;
+    if (signature) {
+      const given = header(signatureHeader);
+      let valid = false;
+      if (given && /^sha256=[0-9a-f]{64}$/i.test(given)) {
+        try {
+          const text = typeof rawBody === 'string' ? rawBody : rawBody();
+          valid = await verifyHmac(signature.secret, text, given);
+        } catch {
+          valid = false;
+        }
       }
+      ok = valid && ok;
     }
-    ok = valid && ok;
-  }
-  return ok;
+    return ok;
+  };
 }
