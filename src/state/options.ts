@@ -33,7 +33,13 @@ export interface FileStoreOptions extends StateOptions {
   journalPath?: string;
   /** The copy of the last good document, taken before each compaction replaces it. Default: `<path>.bak`. */
   backupPath?: string;
-  /** Group commit window: mutations arriving within it share one append and one fsync. Default 2 ms. */
+  /**
+   * Group commit window: mutations arriving within it share one append and one fsync. Default 0: a
+   * batch is what arrived in the current event-loop turn, and under load the next batch gathers while
+   * the fsync is in flight anyway. A window only made every ack of a lone delivery wait for it:
+   * measured with the receiver benchmark's paced load (500 and 1,000 deliveries/s), 2 ms gave an ack
+   * p50 of 3.0-3.4 ms and 0 gave 1.9-2.1 ms, at the same saturated rate.
+   */
   groupWindowMs?: number;
   /** Most mutations in one group commit. Default 1,000. */
   maxBatch?: number;
@@ -76,7 +82,7 @@ export const STATE_DEFAULTS = {
 
 export const FILE_STORE_DEFAULTS = {
   path: 'data/hookbot.json',
-  groupWindowMs: 2,
+  groupWindowMs: 0,
   maxBatch: 1_000,
   compactBytes: 8 * 1024 * 1024,
   compactRecords: 20_000,

@@ -7,7 +7,7 @@ describe('state store options', () => {
       path: 'data/hookbot.json',
       journalPath: 'data/hookbot.journal',
       backupPath: 'data/hookbot.json.bak',
-      groupWindowMs: 2,
+      groupWindowMs: 0,
       dedupTtlMs: 24 * 60 * 60 * 1000,
       maxDedupKeys: 100_000,
       maxPending: 10_000,
