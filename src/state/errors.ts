@@ -12,6 +12,8 @@ export type StateErrorCode =
   | 'mismatch'
   /** A write or fsync failed; the store refuses further writes until it is reopened. */
   | 'io'
+  /** Another process has the state open (its lock file names it). */
+  | 'locked'
   /** The store is not open (never opened, or closed). */
   | 'closed'
   /** The inbox holds `maxPending` deliveries already: back-pressure for the receiver. */

@@ -24,6 +24,7 @@ import { SCHEMA_VERSION, emptyDocument, type DedupEntry, type DedupFileRef } fro
 import { removeStaleTemp, syncFolder } from './durable-fs.ts';
 import { refuseFile, StateError } from './errors.ts';
 import { GroupCommit } from './group-commit.ts';
+import { acquireLock, type HeldLock } from './lock-file.ts';
 import { encodeLine, JournalWriter, type FsyncCounter, type JournalLine } from './journal.ts';
 import { migrateDocument } from './migrations.ts';
 import { ModelStore } from './model-store.ts';
@@ -90,6 +91,8 @@ class FileStore extends ModelStore {
   #fsyncs: FsyncCounter;
   /** The document's fsync count when this session opened: stats count from there. */
   #documentFsyncsAtOpen = 0;
+  /** Held from open to close: one process writes these files (lock-file.ts). */
+  #lock: HeldLock | undefined;
 
   constructor(options: ResolvedFileStoreOptions, internals: FileStoreInternals) {
     super(options);
@@ -105,8 +108,20 @@ class FileStore extends ModelStore {
 
   async open(): Promise<void> {
     if (this.isOpen) return;
+    await mkdir(dirname(this.#files.path), { recursive: true });
+    // Before reading anything: another process writing these files would make any reading stale.
+    const lock = await acquireLock(`${this.#files.path}.lock`);
+    try {
+      await this.#openLocked();
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+    this.#lock = lock;
+  }
+
+  async #openLocked(): Promise<void> {
     const { path, journalPath, backupPath, log } = this.#files;
-    await mkdir(dirname(path), { recursive: true });
     await mkdir(dirname(journalPath), { recursive: true });
 
     // Read and check everything before changing anything: a refusal leaves every file as it was.
@@ -211,6 +226,8 @@ class FileStore extends ModelStore {
     } finally {
       this.#session = undefined;
       await session.journal.close();
+      await this.#lock?.release();
+      this.#lock = undefined;
     }
   }
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { exited, holdStateInChild } from '../helpers/hold-state.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import { issueAged, issueStates, makeWorld, type World, STALE_RULE } from './world.ts';
 
@@ -128,6 +129,27 @@ describe('hookbot sweep', () => {
     expect(approved.code).toBe(0);
     expect(approved.out).toContain('rule "close stale issues" approved');
     expect(await closed(world)).toBe(3);
+  });
+
+  it('refuses to run beside a running bot on the same state, and changes nothing', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'cli5', rules: STALE_RULE });
+    await issueAged(world, 'stale one', 90);
+    const config = await configFor(world);
+    const bot = await holdStateInChild(join(dir, 'state', 'hookbot.json'));
+    try {
+      const result = await sweep('--once', '--config', config);
+      expect(result.code).toBe(1);
+      expect(result.err).toContain(
+        `hookbot: state ${join(dir, 'state', 'hookbot.json.lock')}: in use by process ${bot.pid} on `,
+      );
+      expect(await closed(world)).toBe(0);
+    } finally {
+      bot.kill('SIGTERM');
+      await exited(bot);
+    }
+    // Once that bot stopped, the same sweep runs.
+    expect((await sweep('--once', '--config', config)).code).toBe(0);
+    expect(await closed(world)).toBe(1);
   });
 
   it('names an unknown rule given to --approve or --rule', async () => {

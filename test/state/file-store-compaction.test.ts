@@ -234,9 +234,12 @@ describe('a crash during a compaction loses nothing acknowledged', () => {
       const { crashed, acks } = await crashAfter(step);
       const again = await opened(crashed, { dedupFileKeys: 5 });
       await expectAllAcknowledged(again, acks);
-      // Opening finished the interrupted compaction: no sealed segment, no spare, no temp file left.
+      // Opening finished the interrupted compaction: no sealed segment, no spare, no temp file left
+      // (the lock is the open store's own).
       expect(
-        layout(crashed).filter((name) => !/^hookbot\.(json|journal|json\.bak|dedup\.N)$/.test(name)),
+        layout(crashed).filter(
+          (name) => !/^hookbot\.(json|journal|json\.bak|json\.lock|dedup\.N)$/.test(name),
+        ),
       ).toEqual([]);
       // And appends continue cleanly.
       const more = new Acks();
@@ -267,7 +270,7 @@ describe('a crash during a compaction loses nothing acknowledged', () => {
     await writeFile(`${journalIn(dir.path)}.next`, headerLine(SCHEMA_VERSION));
     const again = await opened(dir.path);
     await expectAllAcknowledged(again, acks);
-    expect(layout(dir.path)).toEqual(['hookbot.journal']);
+    expect(layout(dir.path)).toEqual(['hookbot.journal', 'hookbot.json.lock']);
     await again.close();
   });
 });
@@ -296,7 +299,7 @@ describe('opening with journal segments left', () => {
     expect(segments).toBeGreaterThanOrEqual(60);
     const s = await opened(dir.path);
     await expectAllAcknowledged(s, acks);
-    expect(layout(dir.path)).toEqual(['hookbot.journal', 'hookbot.json']);
+    expect(layout(dir.path)).toEqual(['hookbot.journal', 'hookbot.json', 'hookbot.json.lock']);
     expect(s.stats().compactions).toBe(1);
     await s.close({ compact: false });
     const again = await opened(dir.path);
