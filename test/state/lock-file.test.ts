@@ -5,12 +5,13 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, type LockEnvironment } from '../../src/state/lock-file.ts';
 import { createFileStore, StateError } from '../../src/state/index.ts';
 import { exited, holdStateInChild } from '../helpers/hold-state.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 import { useTempDir } from './temp-dir.ts';
 
 const dir = useTempDir();
@@ -104,14 +105,50 @@ describe('the state lock', () => {
     await lock.release();
   });
 
-  it('refuses a lock of another host (a shared volume), saying how to clear it if that bot is gone', async () => {
-    await holder({ pid: 1, host: 'other-container', started: 7000 });
-    const error = await refusal(acquireLock(lockPath(), env()));
-    expect(error.code).toBe('locked');
-    expect(error.message).toContain('in use by process 1 on other-container');
-    expect(error.message).toContain(
-      `A process of another host cannot be checked from bot-host: if that bot is gone, delete ${lockPath()} and start again.`,
+  describe('of another host (a container on the same volume), whose pid cannot be checked here', () => {
+    const NOW = new Date('2026-11-25T12:00:00.000Z').getTime();
+    const otherHost = async (touchedSecondsAgo: number) => {
+      await holder({ pid: 1, host: 'old-container', started: 7000 });
+      const touched = new Date(NOW - touchedSecondsAgo * 1000);
+      await utimes(lockPath(), touched, touched);
+    };
+
+    it('is refused while its holder showed life within the stale time, saying when it will not count', async () => {
+      await otherHost(15);
+      const error = await refusal(acquireLock(lockPath(), env()));
+      expect(error.code).toBe('locked');
+      expect(error.message).toBe(
+        `state ${lockPath()}: in use by process 1 on old-container (since 2026-11-24T08:00:00.000Z); refusing to open it. A process of another host cannot be checked from bot-host; that one last showed life 15 s ago, and its lock counts as stale once it has not for 60 s (from 2026-11-25T12:00:45.000Z): if that bot is gone, start again then, or delete ${lockPath()}.`,
+      );
+    });
+
+    it('is taken over once its holder has not shown life for the stale time (a killed container)', async () => {
+      await otherHost(61);
+      const lock = await acquireLock(lockPath(), env());
+      expect(JSON.parse(await readFile(lockPath(), 'utf8'))).toMatchObject({ pid: 100, host: 'bot-host' });
+      await lock.release();
+    });
+
+    it('follows the stale time given', async () => {
+      await otherHost(15);
+      const lock = await acquireLock(lockPath(), env(), { staleMs: 10_000 });
+      await lock.release();
+    });
+  });
+
+  it('is touched by its holder every heartbeat, and no longer once released', async () => {
+    const lock = await acquireLock(lockPath(), env(), { heartbeatMs: 20 });
+    const old = new Date('2026-01-01T00:00:00.000Z');
+    await utimes(lockPath(), old, old);
+    await waitFor(
+      async () => ((await stat(lockPath())).mtime.getTime() > old.getTime() ? true : undefined),
+      5_000,
+      'the heartbeat to touch the lock',
     );
+    await lock.release();
+    expect(existsSync(lockPath())).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(existsSync(lockPath())).toBe(false);
   });
 
   it('does not remove a lock that another process took over since', async () => {
