@@ -10,7 +10,7 @@
  * not a steady rate.
  */
 import { Agent, request, type AgentOptions } from 'node:http';
-import type { Load } from './receiver-driver.ts';
+import { percentile, type Load } from './receiver-driver.ts';
 
 export interface PacedLoadOptions {
   port: number;
@@ -88,8 +88,7 @@ export async function pacedLoad(options: PacedLoadOptions): Promise<Load> {
 
   const elapsedS = (performance.now() - started) / 1000;
   const sorted = latencies.sort((a, b) => a - b);
-  const at = (q: number) =>
-    Number((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? NaN).toFixed(2));
+  const at = (q: number) => Number(percentile(sorted, q).toFixed(2));
   return {
     rps: latencies.length / elapsedS,
     answered: latencies.length,

@@ -77,3 +77,7 @@ export async function measureRound(
 }
 
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** The value at quantile `q` (0.5, 0.99) of ascending `sorted`; NaN when it is empty. */
+export const percentile = (sorted: readonly number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? NaN;

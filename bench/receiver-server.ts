@@ -12,6 +12,7 @@ import express from 'express';
 import { createHookHandler } from '../src/receiver/hook-handler.ts';
 import { createReceiverServer, listen } from '../src/receiver/server.ts';
 import { createFileStore } from '../src/state/file-store.ts';
+import { percentile } from './receiver-driver.ts';
 
 const [mode, dir] = process.argv.slice(2);
 const SECRET = 'bench-secret';
@@ -133,8 +134,7 @@ async function startProbot(): Promise<void> {
 process.on('SIGTERM', () => {
   stopping = true;
   const sorted = [...commitMs].sort((a, b) => a - b);
-  const at = (q: number) =>
-    (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0).toFixed(2);
+  const at = (q: number) => (sorted.length === 0 ? 0 : percentile(sorted, q)).toFixed(2);
   console.log(`COMMIT_MS ${at(0.5)} ${at(0.99)} ${sorted.length}`);
   const cpu = process.cpuUsage(cpuFrom);
   console.log(`CPU_US ${cpu.user + cpu.system}`);

@@ -18,7 +18,7 @@ import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } fr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pacedLoad } from './paced-load.ts';
-import { loadOf, measureRound, median, payloadTemplate, type Load } from './receiver-driver.ts';
+import { loadOf, measureRound, median, payloadTemplate, percentile, type Load } from './receiver-driver.ts';
 
 const DURATION_S = Number(process.env.BENCH_RECEIVER_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_RECEIVER_ROUNDS ?? 3);
@@ -141,6 +141,6 @@ function diskFloor(): { p50: number; p99: number } {
     rmSync(dir, { recursive: true, force: true });
   }
   times.sort((a, b) => a - b);
-  const at = (q: number) => Number(times[Math.floor(times.length * q)]!.toFixed(2));
+  const at = (q: number) => Number(percentile(times, q).toFixed(2));
   return { p50: at(0.5), p99: at(0.99) };
 }
