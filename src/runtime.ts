@@ -16,7 +16,11 @@ import {
   sweepSettingsOf,
   type SweepSet,
 } from './scheduler/index.ts';
+import { createFreshCheck } from './rules/fresh-check.ts';
 import { createItemProcessor, type Decision } from './rules/process-item.ts';
+import { createSnapshotReader, type SnapshotReader } from './rules/read-snapshot.ts';
+import type { BotIdentity } from './rules/snapshot.ts';
+import { withdrawRemovedRules } from './rules/withdraw.ts';
 import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
 import { createFileStore } from './state/file-store.ts';
 import type { StateStore } from './state/store.ts';
@@ -84,6 +88,8 @@ export async function startRuntime(
 
   let bot: Bot;
   let executor: Executor | undefined;
+  let reader: SnapshotReader | undefined;
+  let identity: BotIdentity | undefined;
   try {
     bot = await startBot({
       api: {
@@ -127,15 +133,25 @@ export async function startRuntime(
         concurrency: config.pipeline.concurrency,
         queueLimit: config.pipeline.queue_limit,
       },
-      processor: ({ client }) => {
-        // One executor for hooks and sweeps alike: its per-item lock keeps them from acting on one
-        // item at once.
-        executor = createExecutor({ client, store, log: log.child({ part: 'executor' }) });
+      processor: ({ client, identity: bot }) => {
+        identity = bot;
+        // One reader and one executor for hooks and sweeps alike: the executor's per-item lock
+        // keeps them from acting on one item at once. Merges, armings and cancels are made only
+        // while a fresh evaluation still plans them (fresh-check.ts).
+        reader = createSnapshotReader(client, { bot });
+        executor = createExecutor({
+          client,
+          store,
+          bot,
+          freshCheck: createFreshCheck({ reader, rules }),
+          log: log.child({ part: 'executor' }),
+        });
         return createItemProcessor({
           client,
           store: observed,
           rules,
           executor,
+          reader,
           log: log.child({ part: 'process' }),
         });
       },
@@ -186,9 +202,23 @@ export async function startRuntime(
 
   // The scheduler: sweeps reconcile what hooks missed, on the same client, rules and executor.
   const sweeps = createSweepSet(
-    { client: bot.client, store: observed, rules, executor: executor!, log: log.child({ part: 'sweep' }) },
+    {
+      client: bot.client,
+      store: observed,
+      rules,
+      executor: executor!,
+      ...(reader ? { reader } : {}),
+      ...(identity ? { bot: identity } : {}),
+      log: log.child({ part: 'sweep' }),
+    },
     sweepSettingsOf(config),
   );
+  // Rules reloaded with a rule removed: its pending actions are withdrawn, not left to fire.
+  rules.onReload(() => {
+    void withdrawRemovedRules(store, executor!, (path) => rules.forProject(path)).catch((error: unknown) =>
+      log.error({ err: error }, 'could not withdraw the actions of removed rules'),
+    );
+  });
   const scheduler = createScheduler({
     sweeps: scheduledSweepsOf(config, sweeps),
     store,

@@ -39,6 +39,22 @@ export function createNotesApi(http: Http) {
       });
     },
 
+    /** One note by id: what a note event is about, as the server has it (never the payload's copy). */
+    getIssueNote(
+      project: ProjectRef,
+      issueId: number,
+      noteId: number,
+      options: CallOptions = {},
+    ): Promise<Note> {
+      return http.request({
+        method: 'GET',
+        route: `${ISSUE_NOTES}/:note_id`,
+        params: { id: project, issue_id: issueId, note_id: noteId },
+        schema: noteSchema,
+        ...options,
+      });
+    },
+
     /** A POST, never retried: a repeated comment would show twice (and fire the note hook twice). */
     createIssueNote(
       project: ProjectRef,
@@ -66,6 +82,21 @@ export function createNotesApi(http: Http) {
         method: 'GET',
         route: MR_NOTES,
         params: { id: project, merge_request_id: mergeRequestId },
+        schema: noteSchema,
+        ...options,
+      });
+    },
+
+    getMergeRequestNote(
+      project: ProjectRef,
+      mergeRequestId: number,
+      noteId: number,
+      options: CallOptions = {},
+    ): Promise<Note> {
+      return http.request({
+        method: 'GET',
+        route: `${MR_NOTES}/:note_id`,
+        params: { id: project, merge_request_id: mergeRequestId, note_id: noteId },
         schema: noteSchema,
         ...options,
       });

@@ -169,6 +169,13 @@ async function simulateAll(
         `${describeHint(hint)}: no open merge request has it as its ${hint.target === 'branch' ? 'source branch' : 'head'}; the bot evaluates nothing`,
       );
     const trigger = triggerOf(hint.trigger, source.bot);
+    // Offline the payload is all there is: a note's text and author are taken from it, as the
+    // output's first line says (the bot itself reads them from the server by the note's id).
+    if (source.name === 'payload' && trigger.kind === 'note') {
+      if (hint.trigger.note !== undefined) trigger.note = hint.trigger.note;
+      if (hint.trigger.actor.username !== undefined)
+        trigger.actor = { id: hint.trigger.actor.id ?? 0, username: hint.trigger.actor.username };
+    }
     for (const item of items) {
       const itemKey = itemKeyOf(item.type, item.projectId, item.id);
       const read = await source.snapshotOf(item, trigger);
@@ -201,7 +208,7 @@ async function onlineSource(
   const client = readOnlyClient({ baseUrl: api, token, retry: { limit: 1 } });
   // Who the bot is, as the bot learns it at start (bot.ts): loop prevention compares with it.
   const me = await client.users.current();
-  const reader = createSnapshotReader(client);
+  const reader = createSnapshotReader(client, { bot: { id: me.id, username: me.username } });
   const resolver = createHintResolver(client);
   return {
     name: 'api',
@@ -216,7 +223,9 @@ async function onlineSource(
     async snapshotOf(item, trigger) {
       const project = await reader.projectOf(item.projectId);
       const set = rulesOf(project.path_with_namespace);
-      const snapshot = await reader.read(item, trigger, set.needs);
+      const confirmed = await reader.confirm(item, trigger);
+      if (!confirmed) return 'the server has no such note on it: the bot would drop this event';
+      const snapshot = await reader.read(item, confirmed, set.needs);
       if (!snapshot) return 'the server does not know it (404): the bot would evaluate nothing';
       return { snapshot, set, path: ruleFileOf(project.path_with_namespace), unknown: [] };
     },

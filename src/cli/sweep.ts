@@ -59,6 +59,8 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { formatProblem } = await import('../rules/problem.ts');
   const { createClient } = await import('../api/client.ts');
   const { createExecutor } = await import('../rules/executor.ts');
+  const { createFreshCheck } = await import('../rules/fresh-check.ts');
+  const { createSnapshotReader } = await import('../rules/read-snapshot.ts');
   const { createFileStore } = await import('../state/index.ts');
   const { createLogger } = await import('../ops/logger.ts');
   const { createSweepSet } = await import('../scheduler/sweep-set.ts');
@@ -117,10 +119,22 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       concurrency: config.api.concurrency,
       retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
     });
-    const executor = createExecutor({ client, store, dryRun, log });
     const projectRules = { forProject: (path: string) => rules.byProject(path) };
+    // The bot's own user, as the running bot knows it: comment markers count only in its notes.
+    const me = config.api.bot_username
+      ? { username: config.api.bot_username }
+      : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
+    const reader = createSnapshotReader(client, { bot: me });
+    const executor = createExecutor({
+      client,
+      store,
+      dryRun,
+      log,
+      bot: me,
+      freshCheck: createFreshCheck({ reader, rules: projectRules }),
+    });
     const sweeps = createSweepSet(
-      { client, store, rules: projectRules, executor, log },
+      { client, store, rules: projectRules, executor, reader, bot: me, log },
       sweepSettingsOf(config),
     );
 

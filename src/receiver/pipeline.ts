@@ -19,6 +19,7 @@ import { parseHookEvent } from '../events/schemas.ts';
 import { hintsOf, itemKey, type Hint, type ItemRef } from '../events/hints.ts';
 import { runInNewLogContext } from '../ops/log-context.ts';
 import type { InboxEntry } from '../state/store.ts';
+import { unionEvents } from '../rules/event-names.ts';
 import type { Trigger } from '../rules/snapshot.ts';
 import { triggerOf, type BotIdentity } from './trigger.ts';
 
@@ -324,19 +325,20 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 }
 
 /**
- * One evaluation per burst: issue and MR events (and pushes, statuses) collapse into the latest one.
- * Notes stay apart, each with its text: a note may be a command (`/hookbot merge`) and must not be lost.
+ * One evaluation per burst, and no event lost (docs/rules.md, "When a rule runs"): issue and MR
+ * events, pushes and statuses fold into one trigger that names the latest event and carries the
+ * set of every event of the burst, so a rule runs when any of them is in its `on:` (an MR opened
+ * and its first `pending` status a few milliseconds later still run `merge_request.open` rules).
+ * Notes stay apart, each its own evaluation: each is a distinct comment, read by its id.
  */
 export function coalesce(triggers: readonly Trigger[]): Trigger[] {
   const notes = triggers.filter((t) => t.kind === 'note');
   const others = triggers.filter((t) => t.kind !== 'note');
   const latest = others.at(-1);
   if (!latest) return [...notes];
-  // An `open` in the burst is kept as the action: rules on `issue.open` must still see it.
-  const opened = others.find((t) => t.action === 'open');
-  const merged: Trigger =
-    opened && latest.kind === opened.kind ? { ...latest, action: 'open' } : { ...latest };
+  const events = unionEvents(others);
+  const merged: Trigger = { ...latest, events };
   // The burst counts as the bot's own only if every event in it was.
-  merged.byBot = others.every((t) => t.byBot);
+  merged.byBot = events.every((event) => event.byBot);
   return [merged, ...notes];
 }

@@ -91,10 +91,16 @@ function whyNotApplies(rule: CompiledRule, input: EvalInput): string | undefined
       if (trigger.schedule !== undefined && trigger.schedule !== rule.schedule)
         return `the rule runs ${rule.schedule}, this sweep is ${trigger.schedule}`;
       return undefined;
-    default:
+    default: {
       if (rule.events === null) return `the rule runs on its schedule, not on ${event}`;
-      if (!rule.listensTo(event)) return `${event} is not in on: [${rule.eventsText}]`;
-      return undefined;
+      // A burst runs the rule when any of its events is in `on:`; the bot's own events count only
+      // for rules that allow them (loop prevention, per event).
+      const heard = input.events.some((one) => (rule.allowBot || !one.byBot) && rule.listensTo(one.name));
+      if (heard) return undefined;
+      if (input.events.some((one) => one.byBot && rule.listensTo(one.name)))
+        return `the bot caused the event in on: [${rule.eventsText}] (allow_bot is off)`;
+      return `${event} ${input.events.length > 1 ? 'are' : 'is'} not in on: [${rule.eventsText}]`;
+    }
   }
 }
 
@@ -153,7 +159,7 @@ function slotsFor(set: CompiledRuleSet, input: EvalInput): readonly Slot[] {
   const trigger = input.snapshot.trigger;
   const key = `${input.snapshot.kind}|${trigger.byBot ? 1 : 0}|${trigger.kind}|${
     trigger.kind === 'schedule' ? (trigger.schedule ?? '') : ''
-  }|${input.event}`;
+  }|${input.eventKey}`;
   let byKey = applicability.get(set);
   if (!byKey) applicability.set(set, (byKey = new Map()));
   let slots = byKey.get(key);

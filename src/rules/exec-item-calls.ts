@@ -8,6 +8,7 @@ import type { Issue } from '../api/issues.ts';
 import type { MergeRequest } from '../api/merge-requests.ts';
 import { latestByName } from '../api/statuses.ts';
 import { extractMarkers } from './comment-marker.ts';
+import { isBotUser } from './snapshot.ts';
 import type { CallArgs, IssueTarget, LabelDelta, MergeRequestTarget } from './planned-call.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './exec-types.ts';
 
@@ -167,8 +168,11 @@ export async function comment(
       'issue_id' in args
         ? client.notes.listIssueNotes(args.project, args.issue_id)
         : client.notes.listMergeRequestNotes(args.project, args.merge_request_id);
-    for await (const note of notes)
+    for await (const note of notes) {
+      // A marker counts only in the bot's own notes: anyone can paste one into a comment.
+      if (ctx.bot && !isBotUser(ctx.bot, note.author)) continue;
       if (wanted ? extractMarkers(note.body).includes(wanted) : note.body === args.body) return true;
+    }
     return false;
   };
   if (await landed()) return skipped('this comment is already posted');

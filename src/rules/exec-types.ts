@@ -2,6 +2,7 @@
 import type { Client } from '../api/client.ts';
 import type { StateStore } from '../state/store.ts';
 import type { PlannedCall } from './planned-call.ts';
+import type { BotIdentity, Trigger } from './snapshot.ts';
 
 /** The slice of the client the executor uses: the reads of its re-checks, and the writes of the plan. */
 export interface ExecutorClient {
@@ -45,9 +46,12 @@ export interface ExecutorLog {
  * - `failed`: with the error, and whether a later retry may help.
  * - `ambiguous`: the server may or may not have acted and a re-read could not tell; retried later
  *   (the retry re-checks before acting, so it never acts twice).
+ * - `withdrawn`: not made, because the item's latest evaluation no longer plans it (a retry, or
+ *   the fresh re-evaluation right before a merge, found the rule no longer matching); the reason
+ *   says which condition saw what.
  * - `dry-run`: described, no call made.
  */
-export type CallStatus = 'done' | 'skipped' | 'failed' | 'ambiguous' | 'dry-run';
+export type CallStatus = 'done' | 'skipped' | 'failed' | 'ambiguous' | 'withdrawn' | 'dry-run';
 
 export interface CallResult {
   status: CallStatus;
@@ -70,6 +74,14 @@ export interface StoredCall {
   project: string;
   /** Required status names of the rule, for the merge watch (merge-when-build-succeeds only). */
   required?: string[];
+  /**
+   * The trigger the call was planned under: a retry, and the fresh check before a merge, evaluate
+   * the item again with it (a rule `on: [merge_request.update]` is judged on the same event).
+   * Absent in records of older versions: every event rule applies then.
+   */
+  trigger?: Trigger;
+  /** A merge the merge watch makes for an armed merge request (no rule plans it as such). */
+  origin?: 'merge_watch';
 }
 
 /** What a handler needs besides the call. */
@@ -80,6 +92,8 @@ export interface CallContext {
   stored: StoredCall;
   now: () => number;
   log: ExecutorLog;
+  /** The bot's own user: only its notes count when looking for a comment's marker. */
+  bot?: BotIdentity;
 }
 
 export const done = (detail: string): CallResult => ({ status: 'done', detail });

@@ -25,6 +25,7 @@ import { cancelMergeWhenBuildSucceeds, merge, mergeWhenBuildSucceeds } from './e
 import { requiredStatusesOf } from './exec-required.ts';
 import {
   failed,
+  skipped,
   type CallContext,
   type CallResult,
   type CallStatus,
@@ -35,7 +36,8 @@ import {
 } from './exec-types.ts';
 import { showCall } from './explain.ts';
 import type { LabelDelta, Op, PlannedCall } from './planned-call.ts';
-import type { ItemSnapshot } from './snapshot.ts';
+import type { FreshCheck } from './fresh-check.ts';
+import type { BotIdentity, ItemSnapshot, Trigger } from './snapshot.ts';
 
 export type {
   CallResult,
@@ -71,7 +73,22 @@ export interface ExecutorOptions {
   retry?: RetryPolicy;
   /** In [0, 1), for the backoff jitter; tests pass a fixed one. */
   random?: () => number;
+  /**
+   * Re-reads the item and re-evaluates it right before a merge, an arming or a cancel
+   * (fresh-check.ts): the call is made only while the fresh plan still holds it, else withdrawn.
+   * Without it (dry runs, offline tools) only the handlers' own re-checks apply.
+   */
+  freshCheck?: FreshCheck;
+  /** The bot's own user: a comment's marker is looked for in its notes only. */
+  bot?: BotIdentity;
 }
+
+/** Calls that cannot be taken back: each is made only on a fresh evaluation that still plans it. */
+const CHECKED_FRESH: ReadonlySet<Op> = new Set<Op>([
+  'mergeRequests.merge',
+  'mergeRequests.mergeWhenBuildSucceeds',
+  'mergeRequests.cancelMergeWhenBuildSucceeds',
+]);
 
 export interface ExecuteOptions {
   /**
@@ -120,6 +137,16 @@ export interface Executor {
    * holding (see below): the retry sweep's list.
    */
   dueActions(now: number): OutboxAction[];
+  /**
+   * Takes a pending action out of the outbox because the item's latest evaluation no longer plans
+   * it (a retry's fresh evaluation, a rule removed from the rules); the report says why.
+   */
+  withdrawAction(action: OutboxAction, reason: string): Promise<CallReport>;
+  /**
+   * Counts a try that could not even start (the fresh read before a retry failed: the server is
+   * away): the action backs off as after a failed call, and is parked after `maxAttempts`.
+   */
+  deferAction(action: OutboxAction, error: string): Promise<CallReport>;
 }
 
 const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -145,12 +172,30 @@ function storedCallOf(
 ): StoredCall {
   const delta = labelDeltaOf(planned, snapshot);
   const normalised: PlannedCall = delta ? { ...planned, call: { ...planned.call, labels: delta } } : planned;
-  const stored: StoredCall = { v: 1, planned: normalised, project: snapshot.project.path_with_namespace };
+  const stored: StoredCall = {
+    v: 1,
+    planned: normalised,
+    project: snapshot.project.path_with_namespace,
+    trigger: keptTrigger(evaluation.trigger),
+  };
   if (planned.call.op === 'mergeRequests.mergeWhenBuildSucceeds') {
     const required = requiredStatusesOf(planned.rule, 'pending', evaluation, rules);
     if (required) stored.required = required;
   }
   return stored;
+}
+
+/**
+ * What of a trigger an action keeps for its re-evaluations: the events and the note's id, not
+ * what the server is asked again each time (the note's text and author).
+ */
+function keptTrigger(trigger: Trigger): Trigger {
+  const kept: Trigger = { kind: trigger.kind, byBot: trigger.byBot };
+  if (trigger.action !== undefined) kept.action = trigger.action;
+  if (trigger.events !== undefined) kept.events = trigger.events;
+  if (trigger.noteId !== undefined) kept.noteId = trigger.noteId;
+  if (trigger.schedule !== undefined) kept.schedule = trigger.schedule;
+  return kept;
 }
 
 /** What the outbox holds, checked: a record from another version is parked, not guessed at. */
@@ -229,6 +274,7 @@ const emptyCounts = (): Record<CallStatus, number> => ({
   skipped: 0,
   failed: 0,
   ambiguous: 0,
+  withdrawn: 0,
   'dry-run': 0,
 });
 
@@ -307,11 +353,39 @@ export function createExecutor(options: ExecutorOptions): Executor {
   async function attempt(id: string, itemKey: string, stored: StoredCall): Promise<CallReport> {
     let result: CallResult;
     try {
-      result = await perform({ client, store, itemKey, stored, now, log });
+      const verdict =
+        options.freshCheck && CHECKED_FRESH.has(stored.planned.call.op)
+          ? await options.freshCheck(itemKey, stored)
+          : undefined;
+      if (verdict && !verdict.planned) return await withdraw(id, itemKey, stored, verdict.reason);
+      result = await perform({
+        client,
+        store,
+        itemKey,
+        stored,
+        now,
+        log,
+        ...(options.bot ? { bot: options.bot } : {}),
+      });
     } catch (error) {
       result = resultOfError(error);
     }
     return settle(id, itemKey, stored, result);
+  }
+
+  /** The latest evaluation no longer plans the action: it leaves the outbox, with the reason. */
+  async function withdraw(
+    id: string,
+    itemKey: string,
+    stored: StoredCall,
+    reason: string,
+  ): Promise<CallReport> {
+    await store.completeAction(id);
+    log.info(
+      { itemKey, actionId: id, op: stored.planned.call.op, rule: stored.planned.rule, reason },
+      'action withdrawn',
+    );
+    return reportOf(id, stored, { status: 'withdrawn', detail: `withdrawn: ${reason}` });
   }
 
   async function runFresh(id: string, itemKey: string, stored: StoredCall): Promise<CallReport> {
@@ -359,6 +433,33 @@ export function createExecutor(options: ExecutorOptions): Executor {
       const counts = emptyCounts();
       for (const call of calls) counts[call.status]++;
       return { itemKey, dryRun, calls, headMoved: calls.some((call) => call.headMoved === true), counts };
+    },
+
+    withdrawAction(action, reason) {
+      const stored = readStored(action.call);
+      if (dryRun)
+        return Promise.resolve(
+          stored
+            ? reportOf(action.id, stored, { status: 'dry-run', detail: `would withdraw: ${reason}` })
+            : unreadableReport(action, { status: 'dry-run', detail: `would withdraw: ${reason}` }),
+        );
+      return lock.run(action.itemKey, async () => {
+        if (!stored) {
+          await store.completeAction(action.id);
+          return unreadableReport(action, { status: 'withdrawn', detail: `withdrawn: ${reason}` });
+        }
+        return withdraw(action.id, action.itemKey, stored, reason);
+      });
+    },
+
+    deferAction(action, error) {
+      const stored = readStored(action.call);
+      const result = failed('could not re-read the item to re-evaluate it', error, true);
+      if (dryRun || !stored) return Promise.resolve(unreadableReport(action, result));
+      return lock.run(action.itemKey, async () => {
+        if (!store.getAction(action.id)) return reportOf(action.id, stored, skipped('completed meanwhile'));
+        return settle(action.id, action.itemKey, stored, result);
+      });
     },
 
     async retryAction(action) {

@@ -15,7 +15,10 @@ import type { CompiledRuleSet } from './compile.ts';
 import { evaluate, type Evaluation } from './engine.ts';
 import { itemKeyOf } from './exec-ids.ts';
 import type { ExecutorLog } from './exec-types.ts';
-import type { ExecutionReport, Executor } from './executor.ts';
+import type { CallReport, ExecutionReport, Executor, StoredCall } from './executor.ts';
+import { ANY_EVENT, itemAddressOf } from './fresh-check.ts';
+import { canonicalJson } from './exec-ids.ts';
+import { withdrawUnplanned } from './withdraw.ts';
 import { explainText } from './explain.ts';
 import {
   createSnapshotReader,
@@ -24,7 +27,7 @@ import {
   type SnapshotReader,
 } from './read-snapshot.ts';
 import type { ItemSnapshot, Trigger } from './snapshot.ts';
-import type { StateStore } from '../state/store.ts';
+import type { OutboxAction, StateStore } from '../state/store.ts';
 
 export interface ProjectRules {
   /** The rules of a project by `namespace/project`. */
@@ -34,7 +37,8 @@ export interface ProjectRules {
 export interface ItemProcessorOptions {
   /** Reads items (used to build the default reader). */
   client: SnapshotClient;
-  store: Pick<StateStore, 'recordDecision'>;
+  /** Decisions are recorded; the outbox is read to withdraw what the latest evaluation no longer plans. */
+  store: Pick<StateStore, 'recordDecision'> & Partial<Pick<StateStore, 'dueActions' | 'listParked'>>;
   rules: ProjectRules;
   executor: Executor;
   reader?: SnapshotReader;
@@ -59,6 +63,14 @@ export interface Decision {
 
 export type ItemProcessorFn = (item: ItemAddress, triggers: Trigger[]) => Promise<void>;
 
+/**
+ * Retries outbox actions of one item by evaluating it again (the retry sweep): each action's
+ * trigger on a fresh read, with the rules in force now. What the fresh plan still holds is carried
+ * out (the same action, under its id, keeps its count of tries); what it no longer holds is
+ * withdrawn with the reason. The reports of the actions, in their order.
+ */
+export type ItemRetryFn = (itemKey: string, actions: readonly OutboxAction[]) => Promise<CallReport[]>;
+
 const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function executionLines(execution: ExecutionReport): string[] {
@@ -68,6 +80,7 @@ function executionLines(execution: ExecutionReport): string[] {
     ...execution.calls.map((call, index) => {
       const error = call.error && call.error !== call.detail ? ` (${call.error})` : '';
       const parked = call.parked ? ` [parked: ${call.parked}]` : '';
+      if (call.status === 'withdrawn') return `  ${index + 1}. ${call.detail} (${call.call})`;
       return `  ${index + 1}. ${call.status}: ${call.call}: ${call.detail}${error}${parked}`;
     }),
   ];
@@ -88,7 +101,7 @@ export function decisionText(decision: Omit<Decision, 'text'>): string {
   return lines.join('\n');
 }
 
-export function createItemProcessor(options: ItemProcessorOptions): ItemProcessorFn {
+export function createItemProcessor(options: ItemProcessorOptions): ItemProcessorFn & { retry: ItemRetryFn } {
   const { store, rules, executor } = options;
   const reader = options.reader ?? createSnapshotReader(options.client);
   const now = options.now ?? Date.now;
@@ -103,26 +116,48 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     return { evaluation, execution };
   }
 
-  async function processTrigger(item: ItemAddress, trigger: Trigger): Promise<void> {
+  /**
+   * One evaluation of the item on a fresh read, its plan carried out, the item's pending actions
+   * that this evaluation judged and no longer plans withdrawn, and the decision recorded. Returns
+   * the execution (undefined when nothing was evaluated), so a retry can find its actions in it.
+   */
+  async function evaluateItem(item: ItemAddress, given: Trigger): Promise<ExecutionReport | undefined> {
     const itemKey = itemKeyOf(item.type, item.projectId, item.id);
     const project = await reader.projectOf(item.projectId);
     const set = rules.forProject(project.path_with_namespace);
     if (set.rules.length === 0) {
       log.info({ itemKey, project: project.path_with_namespace }, 'no rules for this project');
-      return;
+      return undefined;
     }
-    if (trigger.byBot && !set.rules.some((rule) => rule.allowBot)) {
+    if (given.byBot && !set.rules.some((rule) => rule.allowBot)) {
       // Not recorded as a decision: it would hide the last real one from explain.
       log.info(
-        { itemKey, trigger: trigger.kind },
+        { itemKey, trigger: given.kind },
         'event caused by the bot and no rule allows bot events: skipped',
       );
-      return;
+      return undefined;
+    }
+    // A note is what the server says it is (text, author), read by its id; one it does not have
+    // never happened (a forged or stale delivery) and causes nothing.
+    const trigger = await reader.confirm(item, given);
+    if (!trigger) {
+      log.warn(
+        { itemKey, noteId: given.noteId },
+        'the note of this event is not on the server: event dropped',
+      );
+      return undefined;
+    }
+    if (trigger.byBot && !set.rules.some((rule) => rule.allowBot)) {
+      log.info(
+        { itemKey, trigger: trigger.kind },
+        'note written by the bot and no rule allows bot events: skipped',
+      );
+      return undefined;
     }
     const snapshot = await reader.read(item, trigger, set.needs);
     if (!snapshot) {
       log.info({ itemKey }, 'item is gone (404): nothing to evaluate');
-      return;
+      return undefined;
     }
     let { evaluation, execution } = await round(set, snapshot);
     let superseded: Decision['superseded'];
@@ -133,6 +168,20 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       if (fresh) {
         superseded = { reason, item: evaluation.item, at: evaluation.at, execution };
         ({ evaluation, execution } = await round(set, fresh));
+      }
+    }
+    if (store.dueActions && store.listParked) {
+      const planned = new Set(execution.calls.map((call) => call.id));
+      const withdrawn = await withdrawUnplanned(
+        { dueActions: store.dueActions.bind(store), listParked: store.listParked.bind(store) },
+        executor,
+        evaluation,
+        itemKey,
+        planned,
+      );
+      if (withdrawn.length > 0) {
+        execution = { ...execution, calls: [...execution.calls, ...withdrawn] };
+        execution.counts = { ...execution.counts, withdrawn: execution.counts.withdrawn + withdrawn.length };
       }
     }
     const decision: Omit<Decision, 'text'> = {
@@ -153,10 +202,61 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       },
       'item evaluated',
     );
+    return execution;
   }
 
-  return async (item, triggers) => {
-    // Triggers in order, each on a fresh read: a note command must see the state the one before left.
-    for (const trigger of triggers) await processTrigger(item, trigger);
-  };
+  const processItem: ItemProcessorFn & { retry: ItemRetryFn } = Object.assign(
+    async (item: ItemAddress, triggers: Trigger[]) => {
+      // Triggers in order, each on a fresh read: a note command must see the state the one before left.
+      for (const trigger of triggers) await evaluateItem(item, trigger);
+    },
+    {
+      async retry(itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> {
+        const item = itemAddressOf(itemKey);
+        const reports = new Map<string, CallReport>();
+        const byTrigger = new Map<string, Trigger>();
+        for (const action of actions) {
+          const trigger = (action.call as Partial<StoredCall> | null)?.trigger ?? ANY_EVENT;
+          byTrigger.set(canonicalJson(trigger), trigger);
+        }
+        if (item)
+          for (const trigger of byTrigger.values()) {
+            const execution = await evaluateItem(item, trigger);
+            for (const call of execution?.calls ?? []) reports.set(call.id, call);
+          }
+        // Still in the outbox and neither carried out nor withdrawn by a fresh evaluation: the
+        // item is gone, its note is gone, or its project has no rules any more.
+        const results: CallReport[] = [];
+        for (const action of actions) {
+          const report = reports.get(action.id);
+          if (report) {
+            results.push(report);
+            continue;
+          }
+          const held = store.dueActions?.(Number.MAX_SAFE_INTEGER).find((one) => one.id === action.id);
+          results.push(
+            held
+              ? await executor.withdrawAction(
+                  action,
+                  item
+                    ? 'no fresh evaluation plans it (the item, its note or its rules are gone)'
+                    : `cannot tell which item ${itemKey} is`,
+                )
+              : {
+                  id: action.id,
+                  op: 'unknown',
+                  rule: action.rule,
+                  action: 'unknown',
+                  reason: '',
+                  call: '(done meanwhile)',
+                  status: 'skipped',
+                  detail: 'no longer in the outbox',
+                },
+          );
+        }
+        return results;
+      },
+    },
+  );
+  return processItem;
 }

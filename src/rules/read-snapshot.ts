@@ -10,7 +10,15 @@ import type { Issue } from '../api/issues.ts';
 import { latestByName } from '../api/statuses.ts';
 import { extractMarkers } from './comment-marker.ts';
 import type { SnapshotNeeds } from './compile.ts';
-import type { ItemKind, ItemSnapshot, ProjectRef, Trigger, UserRef } from './snapshot.ts';
+import {
+  isBotUser,
+  type BotIdentity,
+  type ItemKind,
+  type ItemSnapshot,
+  type ProjectRef,
+  type Trigger,
+  type UserRef,
+} from './snapshot.ts';
 
 export interface ItemAddress {
   type: ItemKind;
@@ -41,6 +49,13 @@ export interface SnapshotReader {
   /** Snapshot from an item already read (sweeps list items page by page and need not read each again). */
   fromIssue(issue: Issue, trigger: Trigger, needs?: Partial<SnapshotNeeds>): Promise<ItemSnapshot>;
   fromMergeRequest(mr: MergeRequest, trigger: Trigger, needs?: Partial<SnapshotNeeds>): Promise<ItemSnapshot>;
+  /**
+   * The trigger with what only the server can say: for a note, its text, author and system flag,
+   * read by the note's id (the delivery's copy is never believed). Undefined when the server has
+   * no such note on this item (a forged or stale delivery): that event did not happen.
+   * Other triggers are returned as they are.
+   */
+  confirm(item: ItemAddress, trigger: Trigger): Promise<Trigger | undefined>;
   /** A project's `path_with_namespace` by id (cached: paths rarely change, and rules are keyed by them). */
   projectOf(projectId: number): Promise<ProjectRef>;
   /**
@@ -50,10 +65,22 @@ export interface SnapshotReader {
   rememberProject(project: ProjectRef): void;
 }
 
+export interface SnapshotReaderOptions {
+  projectTtlMs?: number;
+  now?: () => number;
+  /**
+   * The bot's own user: comment markers count only in its notes (anyone can paste a marker into a
+   * comment of their own), and its notes are `byBot`. Without it (offline tools), every note's
+   * markers count.
+   */
+  bot?: BotIdentity;
+}
+
 export function createSnapshotReader(
   client: SnapshotClient,
-  options: { projectTtlMs?: number; now?: () => number } = {},
+  options: SnapshotReaderOptions = {},
 ): SnapshotReader {
+  const bot = options.bot;
   const ttl = options.projectTtlMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
   const projects = new Map<number, { ref: ProjectRef; until: number }>();
@@ -78,8 +105,31 @@ export function createSnapshotReader(
         ? client.notes.listIssueNotes(projectId, id)
         : client.notes.listMergeRequestNotes(projectId, id);
     const found: string[] = [];
-    for await (const note of notes) found.push(...extractMarkers(note.body));
+    for await (const note of notes)
+      if (!bot || isBotUser(bot, note.author)) found.push(...extractMarkers(note.body));
     return found;
+  }
+
+  async function confirm(item: ItemAddress, trigger: Trigger): Promise<Trigger | undefined> {
+    if (trigger.kind !== 'note') return trigger;
+    if (trigger.noteId === undefined) return undefined;
+    try {
+      const note =
+        item.type === 'issue'
+          ? await client.notes.getIssueNote(item.projectId, item.id, trigger.noteId)
+          : await client.notes.getMergeRequestNote(item.projectId, item.id, trigger.noteId);
+      const author = userRef(note.author);
+      return {
+        ...trigger,
+        note: note.body,
+        system: note.system,
+        actor: author,
+        byBot: isBotUser(bot, author),
+      };
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return undefined;
+      throw error;
+    }
   }
 
   async function fromIssue(
@@ -183,6 +233,7 @@ export function createSnapshotReader(
   return {
     projectOf,
     rememberProject,
+    confirm,
     fromIssue,
     fromMergeRequest,
     async read(item, trigger, needs = {}) {

@@ -45,6 +45,8 @@ export interface RulesHolder {
   /** Reads the folder again; resolves with the problems (empty when the new rules are in force). */
   reload(): Promise<Problem[]>;
   state(): RulesState;
+  /** Called after each load that put new rules in force (not at the first load). */
+  onReload(listener: () => void): void;
   /** Reloads on every change in the folder (debounced) until `close()`. */
   watch(): void;
   close(): void;
@@ -60,6 +62,8 @@ export async function createRulesHolder(
   let watcher: FSWatcher | undefined;
   let timer: NodeJS.Timeout | undefined;
   let loading: Promise<Problem[]> | undefined;
+  const listeners: (() => void)[] = [];
+  let loadedOnce = false;
 
   async function reload(): Promise<Problem[]> {
     const next = await loadRules(dir);
@@ -78,6 +82,8 @@ export async function createRulesHolder(
     state.loadedAt = Date.now();
     state.files = next.files;
     log?.info({ rules: dir, files: next.files.length }, 'rules loaded');
+    if (loadedOnce) for (const listener of listeners) listener();
+    loadedOnce = true;
     return next.problems;
   }
 
@@ -102,6 +108,9 @@ export async function createRulesHolder(
       return loading;
     },
     state: () => ({ ...state }),
+    onReload(listener) {
+      listeners.push(listener);
+    },
     watch() {
       if (watcher) return;
       try {

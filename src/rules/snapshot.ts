@@ -32,18 +32,58 @@ export interface CommitStatusSnapshot {
 export type TriggerKind = 'issue' | 'merge_request' | 'note' | 'push' | 'status' | 'schedule' | 'manual';
 export type TriggerAction = 'open' | 'update' | 'close' | 'reopen' | 'merge';
 
-/** The event that caused this evaluation. */
+/** One event of a burst: its name as `on:` writes it, and whether the bot's own user caused it. */
+export interface TriggerEvent {
+  name: string;
+  byBot: boolean;
+}
+
+/** The bot's own user on the server: its notes carry the comment markers, its events are `byBot`. */
+export interface BotIdentity {
+  id?: number;
+  username?: string;
+}
+
+/** Whether `user` is the bot (by id when both are known, else by username). */
+export function isBotUser(bot: BotIdentity | undefined, user: { id?: number; username?: string }): boolean {
+  if (!bot) return false;
+  if (bot.id !== undefined && user.id !== undefined) return bot.id === user.id;
+  return bot.username !== undefined && user.username === bot.username;
+}
+
+/**
+ * The event (or burst of events) that caused this evaluation. `kind` and `action` name the latest
+ * event; `events` lists every event of the burst (docs/rules.md, "When a rule runs"): a rule runs
+ * when any of them is in its `on:`. Absent `events` means the one event `kind`/`action` name.
+ */
 export interface Trigger {
   kind: TriggerKind;
   /** For `issue` and `merge_request` triggers; a hook without one counts as `update`. */
   action?: TriggerAction;
-  /** The comment's text, for `note` triggers. */
+  /** Every event of a coalesced burst, each once (see above). */
+  events?: readonly TriggerEvent[];
+  /**
+   * For `note` triggers: the note's id, from the delivery. The note itself (text, author, system
+   * flag) is read through the API by that id; a delivery's text and user are never believed.
+   */
+  noteId?: number;
+  /** The comment's text as the API returned it (set by the snapshot reader), for `note` triggers. */
   note?: string;
+  /** A note written by the server itself ("changed the title", "mentioned in"...). */
+  system?: boolean;
   /** For `schedule` triggers: the schedule that fired (`daily`, a cron line...); absent: any. */
   schedule?: string;
-  /** Who caused the event, when known (sweeps and manual runs have none). */
+  /**
+   * Who caused the event, when the server confirms it: a note's author as the API returns it.
+   * Absent for every other event (the v3 API cannot confirm who made an edit; a payload's `user`
+   * is not believed) and for sweeps and manual runs.
+   */
   actor?: UserRef;
-  /** The event was caused by the bot's own user (its comments fire `Note Hook` too). */
+  /**
+   * Every event of the burst was caused by the bot's own user (its comments fire `Note Hook` too).
+   * From the payload for loop prevention only (a forged claim can only make the bot skip work
+   * that the sweeps redo); for notes, corrected from the note's author as the API returns it.
+   */
   byBot: boolean;
 }
 

@@ -9,6 +9,7 @@ import { eventMatches } from '../rules/event-names.ts';
 import type { Executor } from '../rules/executor.ts';
 import { createItemProcessor, type ItemProcessorFn, type ProjectRules } from '../rules/process-item.ts';
 import { createSnapshotReader, type SnapshotReader } from '../rules/read-snapshot.ts';
+import type { BotIdentity } from '../rules/snapshot.ts';
 import { currentLogContext, runInNewLogContext } from '../ops/log-context.ts';
 import type { StateStore } from '../state/store.ts';
 import type { BreakerLimits } from './breaker.ts';
@@ -43,6 +44,8 @@ export interface SweepSetDeps {
   executor: Executor;
   /** Default: a reader over `client`. */
   reader?: SnapshotReader;
+  /** The bot's own user: comment markers count only in its notes. */
+  bot?: BotIdentity;
   /** Default: the item processor of rules/process-item.ts over the same parts. */
   processItem?: ItemProcessorFn;
   now?: () => number;
@@ -81,12 +84,23 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
   const { client, store, rules, executor } = deps;
   const now = deps.now ?? Date.now;
   const log = deps.log ?? quietLog;
-  const reader = deps.reader ?? createSnapshotReader(client, { now });
+  const reader = deps.reader ?? createSnapshotReader(client, { now, ...(deps.bot ? { bot: deps.bot } : {}) });
   // A dry run records no decision either: it writes nothing to the store.
   const decisions = executor.dryRun ? { recordDecision: async () => undefined } : store;
-  const processItem =
-    deps.processItem ?? createItemProcessor({ client, store: decisions, rules, executor, reader, now, log });
-  const snapshots = createListedSnapshots(client, reader);
+  const processor = deps.processItem
+    ? undefined
+    : createItemProcessor({
+        client,
+        // A dry run records no decision and withdraws nothing.
+        store: decisions,
+        rules,
+        executor,
+        reader,
+        now,
+        log,
+      });
+  const processItem: ItemProcessorFn = deps.processItem ?? processor!;
+  const snapshots = createListedSnapshots(client, reader, deps.bot);
   const dryRun = executor.dryRun;
 
   async function projects(filter: Pick<SweepFilter, 'project'> = {}): Promise<string[]> {
@@ -148,7 +162,10 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );
       case 'retries':
-        return runRetries({ store, executor, now, log }, base);
+        return runRetries(
+          { store, executor, now, log, ...(processor ? { retryItem: processor.retry } : {}) },
+          base,
+        );
       case 'reconcile':
         return runReconcile(
           { client, store, processItem, now, log },

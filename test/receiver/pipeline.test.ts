@@ -76,7 +76,15 @@ describe('processing pipeline', () => {
     await s.pipeline.idle();
     expect(s.runs).toHaveLength(1);
     expect(s.runs[0]?.triggers).toEqual([
-      { kind: 'merge_request', action: 'open', byBot: false, actor: { id: 0, username: 'root' } },
+      {
+        kind: 'merge_request',
+        action: 'update',
+        byBot: false,
+        events: [
+          { name: 'merge_request.open', byBot: false },
+          { name: 'merge_request.update', byBot: false },
+        ],
+      },
     ]);
     expect(s.store.pending()).toEqual([]);
   });
@@ -120,7 +128,12 @@ describe('processing pipeline', () => {
     const s = await setup();
     await s.deliver('push.json', (b) => (b.ref = 'refs/heads/ms-viewport'));
     await s.pipeline.idle();
-    expect(s.runs).toEqual([{ key: 'merge_request:99', triggers: [{ kind: 'push', byBot: false }] }]);
+    expect(s.runs).toEqual([
+      {
+        key: 'merge_request:99',
+        triggers: [{ kind: 'push', byBot: false, events: [{ name: 'push', byBot: false }] }],
+      },
+    ]);
   });
 
   it('marks events caused by the bot user, so rules can ignore them', async () => {
@@ -195,18 +208,42 @@ describe('coalescing triggers', () => {
     byBot,
     ...(action ? { action } : {}),
   });
+  const e = (name: string, byBot = false) => ({ name, byBot });
   it.each([
-    ['keeps the latest', [t('issue', 'update'), t('issue', 'close')], [t('issue', 'close')]],
-    ['keeps an open in the burst', [t('issue', 'open'), t('issue', 'update')], [t('issue', 'open')]],
     [
-      'counts as the bot only if all were',
+      'names the latest event and keeps every event of the burst',
+      [t('issue', 'update'), t('issue', 'close')],
+      [{ ...t('issue', 'close'), events: [e('issue.update'), e('issue.close')] }],
+    ],
+    [
+      'keeps an open in the burst',
+      [t('issue', 'open'), t('issue', 'update')],
+      [{ ...t('issue', 'update'), events: [e('issue.open'), e('issue.update')] }],
+    ],
+    [
+      'keeps an MR opened and its first status a moment later',
+      [t('merge_request', 'open'), t('status')],
+      [{ ...t('status'), events: [e('merge_request.open'), e('status.changed')] }],
+    ],
+    [
+      'counts as the bot only if all were, and keeps who caused each event',
       [t('issue', 'update', true), t('issue', 'update')],
-      [t('issue', 'update')],
+      [{ ...t('issue', 'update'), events: [e('issue.update', true), e('issue.update')] }],
+    ],
+    [
+      'keeps each event once',
+      [t('issue', 'update'), t('issue', 'update'), t('issue', 'update')],
+      [{ ...t('issue', 'update'), events: [e('issue.update')] }],
+    ],
+    [
+      'folds an already coalesced trigger (a run put back after a failure) without losing its events',
+      [{ ...t('status'), events: [e('merge_request.open'), e('status.changed')] }, t('push')],
+      [{ ...t('push'), events: [e('merge_request.open'), e('status.changed'), e('push')] }],
     ],
     [
       'keeps every note',
       [t('note'), t('issue', 'update'), t('note')],
-      [t('issue', 'update'), t('note'), t('note')],
+      [{ ...t('issue', 'update'), events: [e('issue.update')] }, t('note'), t('note')],
     ],
   ])('%s', (_name, input, output) => {
     expect(coalesce(input)).toEqual(output);

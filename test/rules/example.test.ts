@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { commentMarker } from '../../src/rules/comment-marker.ts';
+import { templateMarker } from '../../src/rules/comment-marker.ts';
 import type { CompiledRuleSet } from '../../src/rules/compile.ts';
 import { evaluate } from '../../src/rules/engine.ts';
 import { loadRules } from '../../src/rules/load.ts';
@@ -20,7 +20,10 @@ describe('the example rule file', () => {
 
   it('triages a new bug report: one labels write and a welcome comment', () => {
     const text = 'Thanks @alice, a maintainer will look at this soon.';
-    const marker = commentMarker('triage bug reports', text).id;
+    const marker = templateMarker(
+      'triage bug reports',
+      'Thanks @{{ author.username }}, a maintainer will look at this soon.',
+    ).id;
     expect(plan(issue('issue-open'))).toEqual([
       {
         rule: 'triage bug reports',

@@ -207,14 +207,10 @@ describe('item processor', () => {
     const bot = world.botClient();
     const yaml = `rules:\n  - name: echo\n    on: [note.created]\n    allow_bot: ${allowBot}\n    do: [ { label: { add: [seen] } } ]\n`;
     const { store, process } = await setUp(bot, yaml);
+    const note = await bot.notes.createIssueNote(project.id, issue.id, 'Thanks!');
     bot.http.stats.reset();
     await process({ type: 'issue', projectId: project.id, id: issue.id }, [
-      {
-        kind: 'note',
-        note: 'Thanks!',
-        byBot: true,
-        actor: { id: world.botUser.id, username: world.botUser.username },
-      },
+      { kind: 'note', noteId: note.id, byBot: true },
     ]);
     expect(bot.http.stats.byRoute.get('GET /projects/:id/issues/:issue_id') ?? 0).toBe(reads);
     expect(store.latestDecision(`issue:${project.id}:${issue.id}`) !== undefined).toBe(decided);
@@ -271,9 +267,10 @@ describe('item processor', () => {
       bot,
       TRIAGE.replace('on: [issue.open]', 'on: [issue.open, note.created]'),
     );
+    const bump = await world.admin.notes.createIssueNote(project.id, issue.id, 'bump');
     await process({ type: 'issue', projectId: project.id, id: issue.id }, [
       OPENED,
-      { kind: 'note', note: 'bump', byBot: false },
+      { kind: 'note', noteId: bump.id, byBot: false },
     ]);
     const decision = decisionOf(store, `issue:${project.id}:${issue.id}`);
     expect(decision.evaluation.event).toBe('note.created');

@@ -116,10 +116,15 @@ describe('retries after an outage', () => {
     expect(world.store.stats().outbox).toBe(1);
 
     clock.now += 10 * 60_000;
+    // The retry re-evaluates first: the issue is closed now, so the rule no longer plans the
+    // comment, and it is withdrawn rather than sent again.
     const retried = (await world.sweeps.run('retries')) as RetryReport;
-    expect(retried.calls.map((call) => [call.op, call.status, call.detail])).toEqual([
-      ['notes.createIssueNote', 'skipped', 'this comment is already posted'],
+    expect(retried.calls.map((call) => [call.op, call.status])).toEqual([
+      ['notes.createIssueNote', 'withdrawn'],
     ]);
+    expect(retried.calls[0]?.detail).toBe(
+      'withdrawn: close stale issues no longer matches (state is opened seen "closed")',
+    );
     expect(await comments(world, issue.id)).toBe(1);
     expect(world.store.stats().outbox).toBe(0);
   });
@@ -134,9 +139,10 @@ describe('retries after an outage', () => {
     clock.now += 60_000;
     const report = (await world.sweeps.run('retries')) as RetryReport;
 
+    // Two actions per issue, one fresh read per issue: three issues failed, two wait.
     expect(report.due).toBe(10);
-    expect(report.calls).toHaveLength(3);
-    expect(report.stoppedEarly).toContain('3 transient failures in a row');
-    expect(world.store.dueActions(clock.now)).toHaveLength(7);
+    expect(report.calls).toHaveLength(6);
+    expect(report.stoppedEarly).toContain('3 items in a row failed transiently');
+    expect(world.store.dueActions(clock.now)).toHaveLength(4);
   });
 });

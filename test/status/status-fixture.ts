@@ -94,7 +94,7 @@ const execution: ExecutionReport = {
       attempts: 1,
     },
   ],
-  counts: { done: 0, skipped: 0, failed: 1, ambiguous: 0, 'dry-run': 0 },
+  counts: { done: 0, skipped: 0, failed: 1, ambiguous: 0, withdrawn: 0, 'dry-run': 0 },
 };
 
 const base: Omit<Decision, 'text'> = {

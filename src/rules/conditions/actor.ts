@@ -6,7 +6,7 @@ import { usernameSchema } from '../param-schemas.ts';
 export const actor = defineCondition({
   name: 'actor',
   summary:
-    'Who caused the event: `alice`, `{ in: [alice, bob] }`, and/or `{ by_bot: true }` (the bot itself). Unknown when the event names nobody (sweeps).',
+    "Who caused the event, as the server confirms it: `alice`, `{ in: [alice, bob] }`, and/or `{ by_bot: true }` (the bot itself). Known for comments (the note's author, read through the API); unknown for other events (the API cannot confirm who made an edit, and a delivery's user is never believed) and for sweeps: unknown never holds.",
   example: { in: ['alice', 'bob'], by_bot: false },
   params: z.union([
     usernameSchema,
@@ -29,9 +29,11 @@ export const actor = defineCondition({
     const byBot = typeof p === 'string' ? undefined : p.by_bot;
     return ({ snapshot: { trigger } }) => {
       const value = trigger.byBot ? `${showUser(trigger.actor) ?? 'the bot'} (bot)` : showUser(trigger.actor);
+      // Only what the server confirmed (a note's author) counts: a delivery's user is never believed.
+      if (!trigger.actor)
+        return { value, ok: false, unknown: true, note: 'the server confirms no actor for this event' };
       if (byBot !== undefined && trigger.byBot !== byBot) return { value, ok: false };
       if (!byName) return { value, ok: true };
-      if (!trigger.actor) return { value, ok: false, unknown: true, note: 'the event names nobody' };
       return { value, ok: byName(trigger.actor) };
     };
   },

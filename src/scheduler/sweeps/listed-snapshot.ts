@@ -14,7 +14,7 @@ import type { MergeRequest } from '../../api/merge-requests.ts';
 import type { Issue } from '../../api/issues.ts';
 import type { CompiledRule } from '../../rules/compile.ts';
 import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/read-snapshot.ts';
-import type { ItemSnapshot, ProjectRef, Trigger } from '../../rules/snapshot.ts';
+import type { BotIdentity, ItemSnapshot, ProjectRef, Trigger } from '../../rules/snapshot.ts';
 
 export interface SweepNeeds {
   head: boolean;
@@ -53,11 +53,15 @@ async function* nothing(): AsyncIterable<never> {}
  * (`statuses: null`), which is what the engine expects of statuses nobody read.
  * TODO(rules): replace with a `headStatuses: false` need of read-snapshot.ts once it has one.
  */
-export function createListedSnapshots(client: SnapshotClient, reader: SnapshotReader): ListedSnapshots {
-  const headFree = createSnapshotReader({
-    ...client,
-    statuses: { ...client.statuses, list: () => nothing() },
-  });
+export function createListedSnapshots(
+  client: SnapshotClient,
+  reader: SnapshotReader,
+  bot?: BotIdentity,
+): ListedSnapshots {
+  const headFree = createSnapshotReader(
+    { ...client, statuses: { ...client.statuses, list: () => nothing() } },
+    bot ? { bot } : {},
+  );
   return {
     rememberProject(project) {
       reader.rememberProject(project);

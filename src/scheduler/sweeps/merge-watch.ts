@@ -285,7 +285,16 @@ export async function runMergeWatch(
         statuses,
         detail: `merge in the outbox, next try ${new Date(held.nextTryAt).toISOString()}${held.lastError ? ` (${held.lastError})` : ''}`,
       };
-    const stored: StoredCall = { v: 1, planned, project: entry.project };
+    // Gated by the executor's fresh check: the rule that armed it must still hold on a fresh read
+    // (its conditions but the pending statuses), the head be the pinned one, every required status passed.
+    const stored: StoredCall = {
+      v: 1,
+      planned,
+      project: entry.project,
+      required: entry.required,
+      origin: 'merge_watch',
+      trigger: { kind: 'merge_request', action: 'update', byBot: false },
+    };
     await store.putAction({
       id,
       itemKey: entry.itemKey,
@@ -297,6 +306,11 @@ export async function runMergeWatch(
     if (!action) throw new Error(`outbox lost action ${id}`);
     const call = await executor.retryAction(action);
     if (call.headMoved) return headMoved(entry, mr, undefined);
+    if (call.status === 'withdrawn') {
+      // The rule no longer holds (a label removed, a required status failed...): stop watching.
+      await store.unwatch(entry.itemKey);
+      return { ...base(entry), outcome: 'dropped', statuses, call, detail: call.detail };
+    }
     if (call.status === 'done')
       return { ...base(entry), outcome: 'merged', statuses, call, detail: call.detail };
     if (call.status === 'skipped') {

@@ -1,8 +1,10 @@
 /**
  * The retry sweep: outbox actions that are due (a retryable failure whose backoff has passed, or
- * one whose lease ran out because the process died while carrying it out) are run again by the
- * executor's `retryAction`, with the same re-checks as the first try, so an action that did take
- * effect is not done twice.
+ * one whose lease ran out because the process died while carrying it out) are run again, item by
+ * item. A retry re-evaluates first (rules/process-item.ts `retry`): the item is read afresh and
+ * evaluated with the rules in force now, under the trigger that planned the action; the action is
+ * sent again only if that fresh plan still holds it, else it is withdrawn with the reason. The
+ * handlers' own re-checks still apply, so an action that did take effect is not done twice.
  *
  * The policy lives in the executor (rules/executor.ts): exponential backoff with jitter (30 s
  * doubling to 30 min by default, each delay drawn between half and all of it, so actions that
@@ -13,12 +15,15 @@
  * few transient failures in a row the run stops, and the rest waits for the next run.
  */
 import type { CallReport, CallStatus, Executor } from '../../rules/executor.ts';
-import type { StateStore } from '../../state/store.ts';
+import type { ItemRetryFn } from '../../rules/process-item.ts';
+import type { OutboxAction, StateStore } from '../../state/store.ts';
 import type { SweepLog, SweepRunOptions } from '../types.ts';
 
 export interface RetryDeps {
   store: Pick<StateStore, 'listParked'>;
   executor: Executor;
+  /** Re-evaluates an item and retries or withdraws its due actions; without it, each action is retried as stored. */
+  retryItem?: ItemRetryFn;
   now: () => number;
   log: SweepLog;
 }
@@ -26,7 +31,7 @@ export interface RetryDeps {
 export interface RetryOptions extends SweepRunOptions {
   /** Actions tried at most per run. Default 500. */
   limit?: number;
-  /** Transient failures in a row that end the run early. Default 3. */
+  /** Items in a row whose retries failed transiently that end the run early. Default 3. */
   stopAfterFailures?: number;
 }
 
@@ -60,25 +65,55 @@ export async function runRetries(deps: RetryDeps, options: RetryOptions = {}): P
     dryRun: executor.dryRun,
     due: due.length,
     calls: [],
-    counts: { done: 0, skipped: 0, failed: 0, ambiguous: 0, 'dry-run': 0 },
+    counts: { done: 0, skipped: 0, failed: 0, ambiguous: 0, withdrawn: 0, 'dry-run': 0 },
     parkedNow: [],
     parked: 0,
     aborted: false,
   };
+  async function retryOne(itemKey: string, actions: OutboxAction[]): Promise<CallReport[]> {
+    if (!deps.retryItem) {
+      const calls: CallReport[] = [];
+      for (const action of actions) calls.push(await executor.retryAction(action));
+      return calls;
+    }
+    try {
+      return await deps.retryItem(itemKey, actions);
+    } catch (error) {
+      // The fresh read failed (the server is away): nothing was sent; each action backs off.
+      const message = error instanceof Error ? error.message : String(error);
+      log.warn({ sweep: 'retries', itemKey, err: message }, 'retries: could not re-evaluate the item');
+      const calls: CallReport[] = [];
+      for (const action of actions) calls.push(await executor.deferAction(action, message));
+      return calls;
+    }
+  }
+
   let failuresInARow = 0;
-  for (const action of due.slice(0, limit)) {
+  const taken = due.slice(0, limit);
+  // One fresh evaluation per item, for all of its due actions.
+  const byItem = new Map<string, OutboxAction[]>();
+  for (const action of taken) {
+    const list = byItem.get(action.itemKey);
+    if (list) list.push(action);
+    else byItem.set(action.itemKey, [action]);
+  }
+  for (const [itemKey, actions] of byItem) {
     if (options.signal?.aborted) {
       report.aborted = true;
       break;
     }
-    const call = await executor.retryAction(action);
-    report.calls.push(call);
-    report.counts[call.status]++;
-    if (call.parked !== undefined) report.parkedNow.push({ id: call.id, reason: call.parked });
+    const calls = await retryOne(itemKey, actions);
+    for (const call of calls) {
+      report.calls.push(call);
+      report.counts[call.status]++;
+      if (call.parked !== undefined) report.parkedNow.push({ id: call.id, reason: call.parked });
+    }
+    // Counted per item: one fresh read serves all of an item's actions.
+    failuresInARow = calls.some(isTransient) ? failuresInARow + 1 : 0;
     options.onProgress?.({ sweep: 'retries', scope: 'due actions', items: report.calls.length, pages: 0 });
-    failuresInARow = isTransient(call) ? failuresInARow + 1 : 0;
     if (failuresInARow >= stopAfter && report.calls.length < due.length) {
-      report.stoppedEarly = `${failuresInARow} transient failures in a row (last: ${call.error ?? call.detail}); the rest waits for the next run`;
+      const last = report.calls.at(-1);
+      report.stoppedEarly = `${failuresInARow} items in a row failed transiently (last: ${last?.error ?? last?.detail ?? 'unknown'}); the rest waits for the next run`;
       log.warn(
         { sweep: 'retries', remaining: due.length - report.calls.length },
         'retries: server still failing, run ended early',

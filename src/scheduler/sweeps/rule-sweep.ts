@@ -148,6 +148,7 @@ const emptyCounts = (): Record<CallStatus, number> => ({
   skipped: 0,
   failed: 0,
   ambiguous: 0,
+  withdrawn: 0,
   'dry-run': 0,
 });
 

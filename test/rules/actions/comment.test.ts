@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { commentMarker } from '../../../src/rules/comment-marker.ts';
+import { commentMarker, renderedMarker, templateMarker } from '../../../src/rules/comment-marker.ts';
 import { issue, mergeRequest, runAction } from '../support.ts';
 
 describe('comment action', () => {
   it('renders placeholders and ends with the hidden marker', () => {
     const text = 'Thanks @alice, a maintainer will look at #3 in acme/web.';
-    const marker = commentMarker('test rule', text);
+    const marker = templateMarker(
+      'test rule',
+      'Thanks @{{ author.username }}, a maintainer will look at #{{iid}} in {{ project.path_with_namespace }}.',
+    );
     expect(
       runAction(
         {
@@ -44,12 +47,38 @@ describe('comment action', () => {
   });
 
   it('plans nothing when the same comment is already on the item', () => {
-    const marker = commentMarker('test rule', 'Closing after 60 days.');
+    const marker = templateMarker('test rule', 'Closing after 60 days.');
     expect(
       runAction({ comment: 'Closing after 60 days.' }, issue('issue-open', { commentMarkers: [marker.id] })),
     ).toEqual({
       skipped: 'this comment was already posted',
     });
+  });
+
+  it('plans nothing when a comment of an older version (keyed on its text) is on the item', () => {
+    const legacy = commentMarker('test rule', 'Closing after 60 days.');
+    expect(
+      runAction({ comment: 'Closing after 60 days.' }, issue('issue-open', { commentMarkers: [legacy.id] })),
+    ).toEqual({ skipped: 'this comment was already posted' });
+  });
+
+  it('is one comment per rule and item: an edit of the title changes its text, not its identity', () => {
+    const template = 'Looking at "{{ title }}"';
+    const posted = templateMarker('test rule', template).id;
+    const edited = issue('issue-open', { title: 'A new title', commentMarkers: [posted] });
+    expect(runAction({ comment: template }, edited)).toEqual({ skipped: 'this comment was already posted' });
+  });
+
+  it('with repost_when_changed, posts again when the rendered text differs from every earlier post', () => {
+    const spec = { comment: { text: 'Looking at "{{ title }}"', repost_when_changed: true } };
+    const before = renderedMarker('test rule', `Looking at "${issue('issue-open').title}"`).id;
+    expect(runAction(spec, issue('issue-open', { commentMarkers: [before] }))).toEqual({
+      skipped: 'this comment was already posted',
+    });
+    const edited = issue('issue-open', { title: 'A new title', commentMarkers: [before] });
+    expect(runAction(spec, edited)).toMatchObject([
+      { call: { args: { body: expect.stringMatching(/^Looking at "A new title"/) } } },
+    ]);
   });
 
   it('gives another comment another marker', () => {

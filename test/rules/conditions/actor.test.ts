@@ -42,7 +42,7 @@ describe('actor condition', () => {
       value: null,
       ok: false,
       unknown: true,
-      note: 'the event names nobody',
+      note: 'the server confirms no actor for this event',
     });
   });
 
