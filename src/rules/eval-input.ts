@@ -37,7 +37,7 @@ export function createEvalInput(snapshot: ItemSnapshot, now: number): EvalInput 
   return {
     snapshot,
     now,
-    event: events.length === 1 ? events[0]!.name : events.map((e) => e.name).join(', '),
+    event: events.length === 1 ? events[0]!.name : [...new Set(events.map((e) => e.name))].join(', '),
     events,
     eventKey: events.map((e) => `${e.name}${e.byBot ? '(bot)' : ''}`).join(','),
     labels: new Set(snapshot.labels),

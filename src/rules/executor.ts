@@ -282,7 +282,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
   const { client, store } = options;
   const dryRun = options.dryRun ?? false;
   const log = options.log ?? noopLog;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? (() => Date.now());
   const maxAttempts = options.retry?.maxAttempts ?? 5;
   const leaseMs = options.retry?.leaseMs ?? 60_000;
   const backoff = {

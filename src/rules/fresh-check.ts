@@ -70,7 +70,7 @@ function failing(record: RuleEvaluation): string {
 }
 
 export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? (() => Date.now());
   return async (itemKey, stored) => {
     const item = itemAddressOf(itemKey);
     const { rule, call } = stored.planned;

@@ -104,7 +104,7 @@ export function decisionText(decision: Omit<Decision, 'text'>): string {
 export function createItemProcessor(options: ItemProcessorOptions): ItemProcessorFn & { retry: ItemRetryFn } {
   const { store, rules, executor } = options;
   const reader = options.reader ?? createSnapshotReader(options.client);
-  const now = options.now ?? Date.now;
+  const now = options.now ?? (() => Date.now());
   const log = options.log ?? noopLog;
 
   async function round(

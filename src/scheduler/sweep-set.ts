@@ -82,7 +82,7 @@ export interface SweepSet {
 
 export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): SweepSet {
   const { client, store, rules, executor } = deps;
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? (() => Date.now());
   const log = deps.log ?? quietLog;
   const reader = deps.reader ?? createSnapshotReader(client, { now, ...(deps.bot ? { bot: deps.bot } : {}) });
   // A dry run records no decision either: it writes nothing to the store.

@@ -97,7 +97,7 @@ export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOp
     maxParked: options.maxParked ?? STATE_DEFAULTS.maxParked,
     decisionItems: options.decisionItems ?? STATE_DEFAULTS.decisionItems,
     recentDecisions: options.recentDecisions ?? STATE_DEFAULTS.recentDecisions,
-    now: options.now ?? Date.now,
+    now: options.now ?? (() => Date.now()),
     log: options.log,
   };
   for (const key of [
