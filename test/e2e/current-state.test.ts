@@ -129,6 +129,25 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
   const decisionOf = (kind: string, id: number) =>
     runtime.store.latestDecision(`${kind}:${projectId}:${id}`)?.decision as Decision | undefined;
 
+  /**
+   * An MR labelled automerge whose required status turns green while the merge call is refused
+   * (503, never forwarded): the merge waits in the outbox for its retry.
+   */
+  async function mergeKeptForRetry(branch: string) {
+    const mr = await openMergeRequest(admin, projectId, branch, { labels: ['automerge'] });
+    proxy.fail({ method: 'PUT', path: /\/merge$/, mode: 'reply-503', times: 1 });
+    await postStatuses(admin, projectId, mr.sha, branch, { 'ci/test': 'success' });
+    const held = await waitFor(
+      () =>
+        runtime.store
+          .dueActions(Number.MAX_SAFE_INTEGER)
+          .find((action) => action.itemKey === `merge_request:${projectId}:${mr.id}` && action.lastError),
+      20_000,
+      'the merge kept for retry',
+    );
+    return { mr, held };
+  }
+
   async function statusNames(sha: string): Promise<string[]> {
     const names: string[] = [];
     for await (const status of admin.statuses.list(projectId, sha)) names.push(status.name);
@@ -164,20 +183,7 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
   });
 
   it('2. a merge kept for retry is withdrawn, not made, once the rule no longer matches', async () => {
-    const mr = await openMergeRequest(admin, projectId, `retry-${++branches}`, {
-      labels: ['automerge'],
-    });
-    // The merge is refused (503, never forwarded) while the status turns green: kept for retry.
-    proxy.fail({ method: 'PUT', path: /\/merge$/, mode: 'reply-503', times: 1 });
-    await postStatuses(admin, projectId, mr.sha, `retry-${branches}`, { 'ci/test': 'success' });
-    const held = await waitFor(
-      () =>
-        runtime.store
-          .dueActions(Number.MAX_SAFE_INTEGER)
-          .find((action) => action.itemKey === `merge_request:${projectId}:${mr.id}` && action.lastError),
-      20_000,
-      'the merge kept for retry',
-    );
+    const { mr, held } = await mergeKeptForRetry(`retry-${++branches}`);
     await settle();
 
     // The label goes while the bot hears nothing of it (the hook is away): only the retry can tell.
@@ -199,17 +205,7 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
 
   it('2b. a required status that failed during the backoff: the retried merge is withdrawn', async () => {
     const branch = `failed-${++branches}`;
-    const mr = await openMergeRequest(admin, projectId, branch, { labels: ['automerge'] });
-    proxy.fail({ method: 'PUT', path: /\/merge$/, mode: 'reply-503', times: 1 });
-    await postStatuses(admin, projectId, mr.sha, branch, { 'ci/test': 'success' });
-    const held = await waitFor(
-      () =>
-        runtime.store
-          .dueActions(Number.MAX_SAFE_INTEGER)
-          .find((action) => action.itemKey === `merge_request:${projectId}:${mr.id}` && action.lastError),
-      20_000,
-      'the merge kept for retry',
-    );
+    const { mr, held } = await mergeKeptForRetry(branch);
     await settle();
     await admin.hooks.remove('acme/web', hookId);
     await postStatuses(admin, projectId, mr.sha, branch, { 'ci/test': 'failed' });
@@ -300,17 +296,7 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
 
   it('5. rules reloaded without a rule: its pending actions are withdrawn', async () => {
     const branch = `removed-${++branches}`;
-    const mr = await openMergeRequest(admin, projectId, branch, { labels: ['automerge'] });
-    proxy.fail({ method: 'PUT', path: /\/merge$/, mode: 'reply-503', times: 1 });
-    await postStatuses(admin, projectId, mr.sha, branch, { 'ci/test': 'success' });
-    const held = await waitFor(
-      () =>
-        runtime.store
-          .dueActions(Number.MAX_SAFE_INTEGER)
-          .find((action) => action.itemKey === `merge_request:${projectId}:${mr.id}` && action.lastError),
-      20_000,
-      'the merge kept for retry',
-    );
+    const { mr, held } = await mergeKeptForRetry(branch);
     await settle();
     writeFileSync(
       path.join(dir, 'rules', 'default.yml'),
