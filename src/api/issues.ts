@@ -104,7 +104,7 @@ export function createIssuesApi(http: Http) {
       });
     },
 
-    create(project: ProjectRef, issue: NewIssue, options: CallOptions = {}): Promise<Issue> {
+    async create(project: ProjectRef, issue: NewIssue, options: CallOptions = {}): Promise<Issue> {
       return http.request({
         method: 'POST',
         route: '/projects/:id/issues',
@@ -115,7 +115,12 @@ export function createIssuesApi(http: Http) {
       });
     },
 
-    update(project: ProjectRef, issueId: number, edit: IssueEdit, options: CallOptions = {}): Promise<Issue> {
+    async update(
+      project: ProjectRef,
+      issueId: number,
+      edit: IssueEdit,
+      options: CallOptions = {},
+    ): Promise<Issue> {
       return http.request({
         method: 'PUT',
         route: ISSUE,

@@ -219,7 +219,7 @@ export function createMergeRequestsApi(http: Http) {
     },
 
     /** Answers 200 (not 201). */
-    create(project: ProjectRef, mr: NewMergeRequest, options: CallOptions = {}): Promise<MergeRequest> {
+    async create(project: ProjectRef, mr: NewMergeRequest, options: CallOptions = {}): Promise<MergeRequest> {
       return http.request({
         method: 'POST',
         route: '/projects/:id/merge_requests',
@@ -230,7 +230,7 @@ export function createMergeRequestsApi(http: Http) {
       });
     },
 
-    update(
+    async update(
       project: ProjectRef,
       mergeRequestId: number,
       edit: MergeRequestEdit,

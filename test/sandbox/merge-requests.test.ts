@@ -131,11 +131,6 @@ describe('sandbox merge requests', () => {
         { message: '400 (Bad request) "title" not given' },
       ],
       [
-        'the same source and target',
-        { source_branch: 'master', target_branch: 'master', title: 't' },
-        { message: { branch_conflict: ['You can not use same project/branch for source and target'] } },
-      ],
-      [
         'a source branch that does not exist',
         { source_branch: 'ghost', target_branch: 'master', title: 't' },
         { message: { source_branch: ['does not exist'] } },
@@ -149,6 +144,25 @@ describe('sandbox merge requests', () => {
       const res = await w.developer.as('POST', mrs(), { body });
       expect(res.status).toBe(400);
       expect(res.body).toEqual(expected);
+    });
+
+    it('answers 422 listing the conflict for the same source and target branch (last 8.x releases)', async () => {
+      const res = await w.developer.as('POST', mrs(), {
+        body: { source_branch: 'master', target_branch: 'master', title: 't' },
+      });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message: ['You can not use same project/branch for source and target'] });
+      expect(sandbox().db.data.mergeRequests.some((mr) => mr.title === 't')).toBe(false);
+    });
+
+    it('answers 422 when an edit moves the target onto the source branch', async () => {
+      const mr = await featureMr('onto-itself');
+      const res = await w.developer.as('PUT', `${mrs()}/${mr.id}`, {
+        body: { target_branch: 'onto-itself' },
+      });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message: ['You can not use same project/branch for source and target'] });
+      expect((await get(mr.id)).target_branch).toBe('master');
     });
 
     it('answers 409 for a second open merge request of the same branches', async () => {
@@ -311,6 +325,19 @@ describe('sandbox merge requests', () => {
         labels: ['new', 'other'],
       });
       expect(await w.deliveries()).toContainEqual(['Merge Request Hook', 'update']);
+    });
+
+    it('takes label names with `?` and `&` (last 8.x releases) on create and edit', async () => {
+      const mr = await featureMr('odd-labels', { labels: 'label?,label&foo' });
+      expect([...mr.labels].sort()).toEqual(['label&foo', 'label?']);
+      const res = await w.developer.as('PUT', `${mrs()}/${mr.id}`, { form: { labels: '?,&' } });
+      expect(res.status).toBe(200);
+      expect([...res.body.labels].sort()).toEqual(['&', '?']);
+      const names = (await w.developer.as('GET', `/projects/${pid()}/labels`, { query: { per_page: 100 } }))
+        .body;
+      expect(names.map((l: { name: string }) => l.name)).toEqual(
+        expect.arrayContaining(['?', '&', 'label?']),
+      );
     });
 
     it('closes (closed) and reopens (reopened), each with its hook and event, on both paths', async () => {
@@ -758,6 +785,46 @@ describe('sandbox merge requests', () => {
       });
       expect(notFork.status).toBe(422);
       expect(notFork.body).toEqual({ message: ['Source project is not a fork of target project'] });
+    });
+
+    it("a guest's merge request keeps the existing labels and creates none (last 8.x releases)", async () => {
+      const { db, ctx } = sandbox();
+      await featureMr('guest-known-label', { labels: 'known-to-guest' });
+      const guest = w.guest;
+      const namespace = db.data.namespaces.find((n) => n.kind === 'user' && n.owner_id === guest.user.id)!;
+      const fork = await addProject(ctx, {
+        name: 'mrs-guest-fork',
+        namespace_id: namespace.id,
+        creator_id: guest.user.id,
+        forked_from_id: pid(),
+      });
+      const forkPath = `/projects/${fork.id}`;
+      await guest.as('POST', `${forkPath}/repository/branches`, {
+        body: { branch_name: 'guest', ref: 'master' },
+      });
+      await guest.as('POST', `${forkPath}/repository/files`, {
+        body: { file_path: 'guest.txt', branch_name: 'guest', content: 'g\n', commit_message: 'Guest work' },
+      });
+      const res = await guest.as('POST', `${forkPath}/merge_requests`, {
+        body: {
+          source_branch: 'guest',
+          target_branch: 'master',
+          title: 'From a guest',
+          target_project_id: pid(),
+          labels: 'known-to-guest,made-by-guest',
+        },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.labels).toEqual(['known-to-guest']);
+      const edited = await guest.as('PUT', `${mrs()}/${res.body.id}`, {
+        body: { labels: 'edited-by-guest' },
+      });
+      expect(edited.status).toBe(200);
+      const labels = await w.owner.as('GET', `/projects/${pid()}/labels`, { query: { per_page: 100 } });
+      const names = labels.body.map((l: { name: string }) => l.name);
+      expect(names).toContain('known-to-guest');
+      expect(names).not.toContain('made-by-guest');
+      expect(names).not.toContain('edited-by-guest');
     });
   });
 });

@@ -72,7 +72,7 @@ export function createIssue(
     author_id: input.author.id,
     assignee_id: input.assignee_id,
     milestone_id: input.milestone_id,
-    labels: ensureLabels(ctx, project, input.labels),
+    labels: ensureLabels(ctx, project, input.labels, actor),
     confidential: input.confidential,
     moved_to_id: null,
     deleted: false,
@@ -263,7 +263,8 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
       const labels = labelsParam(p) ?? [];
       const level = accessLevel(db, pr, who.user);
       // Real 8.x drops assignee and milestone from callers below reporter (`filter_params`), yet adds
-      // the labels of a new issue whoever creates it.
+      // the existing labels of a new issue whoever creates it (unknown ones only from reporters up:
+      // `ensureLabels`).
       const canAdmin = level >= REPORTER;
       const issue = createIssue(
         ctx,
@@ -338,7 +339,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
           issue.assignee_id = edits.assignee_id;
         }
         if (edits.milestone_id !== undefined) issue.milestone_id = edits.milestone_id;
-        if (edits.labels !== undefined) issue.labels = ensureLabels(ctx, pr, edits.labels);
+        if (edits.labels !== undefined) issue.labels = ensureLabels(ctx, pr, edits.labels, who.user);
         if (edits.confidential !== undefined) issue.confidential = edits.confidential;
         issue.updated_at = edits.updated_at ?? db.now();
         db.changed();

@@ -19,13 +19,17 @@ import {
   sendPage,
   str,
 } from '../http.ts';
-import { DEVELOPER, findProject, requireLevel } from '../permissions.ts';
+import { accessLevel, DEVELOPER, findProject, REPORTER, requireLevel } from '../permissions.ts';
 
 /** The colour real servers give a label they create on the fly (an issue naming an unknown label). */
 export const DEFAULT_LABEL_COLOR = '#428BCA';
 
-/** Real 8.x `Label` title format: no `,` (the list separator), `&` or `?`. */
-const TITLE_FORMAT = /^[^,&?]+$/;
+/**
+ * Label title format of the last 8.x releases (8.13 on): anything but `,`, the separator of the
+ * `labels` list. Earlier servers also refused `&` and `?`; names such as `label?`, `label&foo`, `?` and
+ * `&` are valid here, so clients must encode them in paths and queries.
+ */
+const TITLE_FORMAT = /^[^,]+$/;
 /** api-v3.md: `#` followed by 6 hex digits (real 8.x also accepts 3 digits; the contract wins). */
 const COLOR_FORMAT = /^#[0-9A-Fa-f]{6}$/;
 
@@ -34,8 +38,10 @@ function validTitle(title: string): boolean {
 }
 
 /**
- * The `labels` parameter of issues and merge requests: comma-separated names, each checked in advance
- * as real servers do (`{"message":{"labels":{"a&b":{"title":["is invalid"]}}}}`). Undefined when absent.
+ * The `labels` parameter of issues and merge requests: comma-separated names (or a JSON array), each
+ * checked in advance as real servers do. Split on commas, a name can only be refused when it comes in a
+ * JSON array with a comma inside (`{"message":{"labels":{"a,b":{"title":["is invalid"]}}}}`).
+ * Undefined when absent.
  */
 export function labelsParam(p: Record<string, unknown>): string[] | undefined {
   const value = p.labels;
@@ -51,11 +57,25 @@ export function labelsParam(p: Record<string, unknown>): string[] | undefined {
   return [...new Set(names)];
 }
 
-/** Finds each named label of the project, creating the missing ones with the default colour. */
-export function ensureLabels(ctx: SandboxContext, project: ProjectRec, names: string[]): string[] {
+/**
+ * The named labels of the project that an issue or merge request may carry. A missing label is created
+ * (with the default colour) only when `user` may administer labels, reporter or above, as the last 8.x
+ * releases' find-or-create service checks; for a guest or a non-member it is dropped and nothing is
+ * created. Earlier servers created it for anyone.
+ */
+export function ensureLabels(
+  ctx: SandboxContext,
+  project: ProjectRec,
+  names: string[],
+  user: UserRec,
+): string[] {
+  const mayCreate = accessLevel(ctx.db, project, user) >= REPORTER;
+  const exists = (title: string) =>
+    ctx.db.data.labels.some((l) => l.project_id === project.id && l.title === title);
+  const kept = names.filter((title) => mayCreate || exists(title));
   const now = ctx.db.now();
-  for (const title of names) {
-    if (ctx.db.data.labels.some((l) => l.project_id === project.id && l.title === title)) continue;
+  for (const title of kept) {
+    if (exists(title)) continue;
     ctx.db.data.labels.push({
       id: ctx.db.nextId('labels'),
       project_id: project.id,
@@ -68,7 +88,7 @@ export function ensureLabels(ctx: SandboxContext, project: ProjectRec, names: st
     });
   }
   ctx.db.changed();
-  return names;
+  return kept;
 }
 
 /** The label as the API shows it; the counts are of what the caller may see (real 8.x counts per user). */

@@ -415,7 +415,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
         author_id: who.user.id,
         assignee_id: canAdmin ? (assigneeParam(ctx, p) ?? null) : null,
         milestone_id: canAdmin ? (milestoneParam(ctx, target, p) ?? null) : null,
-        labels: ensureLabels(ctx, target, labels),
+        labels: ensureLabels(ctx, target, labels, who.user),
         upvotes: 0,
         downvotes: 0,
         merge_status: 'unchecked',
@@ -445,10 +445,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
   async function checkBranches(
     b: Pick<MergeRequestRec, 'source_project_id' | 'source_branch' | 'target_project_id' | 'target_branch'>,
   ): Promise<void> {
+    // Real 8.x answers the model's `branch_conflict` error as 422 with its messages (the API's
+    // `handle_merge_request_errors!`), like the fork check above.
     if (b.source_project_id === b.target_project_id && b.source_branch === b.target_branch)
-      throw new HttpError(400, {
-        message: { branch_conflict: ['You can not use same project/branch for source and target'] },
-      });
+      throw new HttpError(422, { message: ['You can not use same project/branch for source and target'] });
     const errors: Record<string, string[]> = {};
     if (!(await ctx.git.branch(b.source_project_id, b.source_branch)))
       errors.source_branch = ['does not exist'];
@@ -564,7 +564,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
             mr.assignee_id = edits.assignee_id;
           }
           if (edits.milestone_id !== undefined) mr.milestone_id = edits.milestone_id;
-          if (edits.labels !== undefined) mr.labels = ensureLabels(ctx, project, edits.labels);
+          if (edits.labels !== undefined) mr.labels = ensureLabels(ctx, project, edits.labels, who.user);
           mr.updated_at = db.now();
           db.changed();
           await emit(mr, who.user, 'update');
