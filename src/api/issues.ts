@@ -1,4 +1,4 @@
-/** Issues (api-v3.md "Issues"): list, read, create, edit, close/reopen, delete, move, subscribe. */
+/** Issues (docs/api-v3.md#issues): list, read, create, edit, close/reopen, delete, move, subscribe. */
 import { z } from 'zod';
 import type { Change, Http } from './http.ts';
 import {
@@ -139,7 +139,7 @@ export function createIssuesApi(http: Http) {
       return this.update(project, issueId, { state_event: 'reopen' }, options);
     },
 
-    /** Admins and project owners only; 404 when absent (not idempotent, as api-v3.md states). */
+    /** Admins and project owners only; 404 when absent (not idempotent, as docs/api-v3.md#issues states). */
     async remove(project: ProjectRef, issueId: number, options: CallOptions = {}): Promise<void> {
       await http.request({
         method: 'DELETE',

@@ -1,5 +1,5 @@
 /**
- * Types shared by the resource families of the v3 API (api-v3.md, "Resources and their fields").
+ * Types shared by the resource families of the v3 API (docs/api-v3.md#resources).
  * Resource-specific types live in their resource file. Schemas exist only for the answers the bot
  * acts on (issues, merge requests, statuses, notes, labels, projects): they check the fields the bot
  * reads and let every other field through.

@@ -285,7 +285,7 @@ describe('sandbox issues', () => {
       expect(titles(res.body)).toEqual(['five']);
     });
 
-    it('paginates with the headers api-v3.md lists', async () => {
+    it('paginates with the headers docs/api-v3.md#pagination lists', async () => {
       const res = await list.owner.as('GET', `/projects/${list.project.id}/issues`, {
         query: { per_page: 2, page: 2, sort: 'asc' },
       });
@@ -316,7 +316,7 @@ describe('sandbox issues', () => {
   });
 
   describe('PUT /projects/:id/issues/:issue_id', () => {
-    it('closes (closed) and reopens (opened, as api-v3.md states), each with its hook, event and system note', async () => {
+    it('closes (closed) and reopens (opened, as docs/api-v3.md#issues states), each with its hook, event and system note', async () => {
       const issue = await create('Lifecycle');
       const url = `${issues()}/${issue.id}`;
       const closed = await w.developer.as('PUT', url, { body: { state_event: 'close' } });

@@ -21,7 +21,7 @@ describe('sandbox labels', () => {
     (await w.owner.as('GET', `/projects/${w.project.id}/issues/${id}`)).body.labels;
 
   describe('POST /projects/:id/labels', () => {
-    it('answers 200 (api-v3.md) with name, color and description', async () => {
+    it('answers 200 (docs/api-v3.md#labels) with name, color and description', async () => {
       const res = await w.developer.as('POST', labels(), {
         body: { name: 'bug', color: '#d9534f', description: 'Bug reported by user' },
       });
@@ -44,11 +44,14 @@ describe('sandbox labels', () => {
       ['#12345', 400],
       ['#1234567', 400],
       ['red', 400],
-    ])('colour %s answers %i (`#` and 6 hex digits, as api-v3.md states)', async (color, status) => {
-      const res = await w.developer.as('POST', labels(), { body: { name: `colour ${color}`, color } });
-      expect(res.status).toBe(status);
-      if (status === 400) expect(res.body).toEqual({ message: { color: ['must be a valid color code'] } });
-    });
+    ])(
+      'colour %s answers %i (`#` and 6 hex digits, as docs/api-v3.md#labels states)',
+      async (color, status) => {
+        const res = await w.developer.as('POST', labels(), { body: { name: `colour ${color}`, color } });
+        expect(res.status).toBe(status);
+        if (status === 400) expect(res.body).toEqual({ message: { color: ['must be a valid color code'] } });
+      },
+    );
 
     it.each([
       ['no name', { color: '#aabbcc' }, { message: '400 (Bad request) "name" not given' }],

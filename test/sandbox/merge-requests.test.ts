@@ -58,7 +58,7 @@ describe('sandbox merge requests', () => {
     w.developer.as('POST', `/projects/${pid()}/statuses/${sha}`, { body: { state, ref, name } });
 
   describe('POST /projects/:id/merge_requests', () => {
-    it('answers 200 (api-v3.md) with the new merge request, fires `open` and records `opened`', async () => {
+    it('answers 200 (docs/api-v3.md#merge-requests) with the new merge request, fires `open` and records `opened`', async () => {
       await branch('create-1');
       const sha = (await commit('create-1', 'one.txt', '1\n', 'Add one')).id;
       const res = await w.developer.as('POST', mrs(), {
@@ -242,7 +242,7 @@ describe('sandbox merge requests', () => {
       expect(titles(res.body)).toEqual(expected);
     });
 
-    it('paginates with the headers api-v3.md lists', async () => {
+    it('paginates with the headers docs/api-v3.md#pagination lists', async () => {
       const res = await list.owner.as('GET', `/projects/${list.project.id}/merge_requests`, {
         query: { per_page: 3 },
       });
@@ -453,7 +453,7 @@ describe('sandbox merge requests', () => {
       expect(await head('merge-2')).toBeUndefined();
     });
 
-    it('answers 405 `Branch cannot be merged` on a real conflict (api-v3.md; real 8.3+ answer 406)', async () => {
+    it('answers 405 `Branch cannot be merged` on a real conflict (docs/api-v3.md#merge-requests; real 8.3+ answer 406)', async () => {
       await branch('conflict-1');
       await commit(
         'conflict-1',
@@ -606,7 +606,7 @@ describe('sandbox merge requests', () => {
       expect(await w.deliveries()).toContainEqual(['Merge Request Hook', 'merge']);
     });
 
-    it("accepts api-v3.md's spelling `merged_when_build_succeeds`", async () => {
+    it('accepts the spelling of docs/api-v3.md#merge-requests, `merged_when_build_succeeds`', async () => {
       const mr = await featureMr('mwbs-2');
       await status((await head('mwbs-2'))!, 'mwbs-2', 'running');
       const res = await w.developer.as('PUT', `${mrs()}/${mr.id}/merge`, {
@@ -639,7 +639,7 @@ describe('sandbox merge requests', () => {
     });
   });
 
-  describe('cancel_merge_when_build_succeeds (PUT as api-v3.md, POST as real servers)', () => {
+  describe('cancel_merge_when_build_succeeds (PUT as docs/api-v3.md#merge-requests, POST as real servers)', () => {
     it.each(['PUT', 'POST'])('%s: 200 clears it, then 406 `406 Not Acceptable`', async (method) => {
       const name = `cancel-${method.toLowerCase()}`;
       const mr = await featureMr(name);

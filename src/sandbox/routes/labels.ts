@@ -1,5 +1,5 @@
 /**
- * Labels (api-v3.md "Labels"): list with counts, create, rename or recolour, delete. Labels belong to
+ * Labels (docs/api-v3.md#labels): list with counts, create, rename or recolour, delete. Labels belong to
  * one project; issues and merge requests carry them by name, so renaming or deleting a label changes
  * every issuable that carries it (as the real servers' label links do).
  */
@@ -30,7 +30,7 @@ export const DEFAULT_LABEL_COLOR = '#428BCA';
  * `&` are valid here, so clients must encode them in paths and queries.
  */
 const TITLE_FORMAT = /^[^,]+$/;
-/** api-v3.md: `#` followed by 6 hex digits (real 8.x also accepts 3 digits; the contract wins). */
+/** docs/api-v3.md#labels: `#` followed by 6 hex digits (real 8.x also accepts 3 digits; the contract wins). */
 const COLOR_FORMAT = /^#[0-9A-Fa-f]{6}$/;
 
 function validTitle(title: string): boolean {
@@ -130,7 +130,7 @@ function relabel(ctx: SandboxContext, project: ProjectRec, from: string, to: str
 export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
   const db = ctx.db;
 
-  // api-v3.md: every GET list is paginated (real servers do not paginate labels; the contract wins).
+  // docs/api-v3.md#pagination: every GET list is paginated (real servers do not paginate labels; the contract wins).
   router.get(
     '/projects/:id/labels',
     handle((req, res) => {
@@ -147,7 +147,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
     }),
   );
 
-  // api-v3.md: label create answers 200 (not 201).
+  // docs/api-v3.md#labels: label create answers 200 (not 201).
   router.post(
     '/projects/:id/labels',
     handle((req, res) => {
@@ -190,7 +190,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
       const label = findLabel(ctx, project, requiredStr(p, 'name'));
       const newName = str(p, 'new_name')?.trim() || undefined;
       const color = str(p, 'color')?.trim() || undefined;
-      // api-v3.md: at least one of new_name or color (a description alone is not enough).
+      // docs/api-v3.md#labels: at least one of new_name or color (a description alone is not enough).
       if (newName === undefined && color === undefined)
         throw new HttpError(400, { message: 'Required parameters "new_name" or "color" missing' });
       const taken =
@@ -225,7 +225,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
       relabel(ctx, project, label.title, undefined);
       db.data.labels = db.data.labels.filter((l) => l !== label);
       db.changed();
-      // api-v3.md: the deleted label record (the model's own fields, not the label view).
+      // docs/api-v3.md#labels: the deleted label record (the model's own fields, not the label view).
       res.json({
         id: label.id,
         title: label.title,
