@@ -10,7 +10,7 @@ import type { CallOptions, ListOptions, OrderSort, ProjectRef, Timestamp, UserSu
 export const VisibilityLevel = { private: 0, internal: 10, public: 20 } as const;
 export type VisibilityLevel = (typeof VisibilityLevel)[keyof typeof VisibilityLevel];
 
-/** Checks the fields the bot reads; every other field of the Project table of docs/api-v3.md#project passes through. */
+/** Checks the fields the bot reads; every other documented field (docs/api-v3.md#project) passes through. */
 export const projectSchema = z.looseObject({
   id: z.number(),
   name: z.string(),

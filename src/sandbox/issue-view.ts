@@ -20,7 +20,7 @@ export function issueView(ctx: SandboxContext, issue: IssueRec, viewer: UserRec)
     assignee: userSummary(ctx, issue.assignee_id),
     author: userSummary(ctx, issue.author_id),
     subscribed: isSubscribed(ctx, 'Issue', issue, viewer),
-    // Not in the table of docs/api-v3.md#issue; real 8.x servers (8.6 and later) show it, and the sandbox honours it.
+    // Not among the documented fields of docs/api-v3.md#issue; real 8.x servers (8.6 and later) show it, and the sandbox honours it.
     confidential: issue.confidential,
   };
 }

@@ -79,7 +79,7 @@ export async function mergeRequestView(ctx: SandboxContext, mr: MergeRequestRec,
     milestone: milestoneView(ctx, mr.milestone_id),
     merge_when_build_succeeds: mr.merge_when_build_succeeds,
     merge_status: mr.merge_status,
-    // Not in the table of docs/api-v3.md#merge-request; later 8.x servers show the source head and the merge commit.
+    // Not among the documented fields of docs/api-v3.md#merge-request; later 8.x servers show the source head and the merge commit.
     sha: head ?? mr.last_head_sha,
     merge_commit_sha: mr.merge_commit_sha,
     subscribed: isSubscribed(ctx, 'MergeRequest', mr, viewer),

@@ -101,7 +101,7 @@ export function projectView(
         }
       : null,
   });
-  // Not in the table of docs/api-v3.md#project; real 8.x servers add it to a fork's answer.
+  // Not among the documented fields of docs/api-v3.md#project; real 8.x servers add it to a fork's answer.
   if (forkedFrom)
     view.forked_from_project = {
       id: forkedFrom.id,

@@ -10,7 +10,17 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const THIS_FILE = path.relative(ROOT, fileURLToPath(import.meta.url));
-const SKIPPED_DIRS = new Set(['node_modules', '.git', 'dist', 'data', 'coverage']);
+/**
+ * What the repository ignores (`.gitignore`: folders, `*.ext`, names) is not part of it: test reports
+ * and local data quote whatever they like.
+ */
+const IGNORED = readFileSync(path.join(ROOT, '.gitignore'), 'utf8')
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line !== '' && !line.startsWith('#'));
+const SKIPPED_DIRS = new Set(['.git', ...IGNORED.filter((p) => p.endsWith('/')).map((p) => p.slice(0, -1))]);
+const ignoredFile = (name: string) =>
+  IGNORED.some((p) => (p.startsWith('*.') ? name.endsWith(p.slice(1)) : p === name));
 const TEXT_FILE = /\.(ts|js|mjs|cjs|md|yml|yaml|json|sh|txt)$|(^|\/)(Dockerfile|run)$/;
 /** Comments are where code cites docs; string literals hold test data such as `docs/a.md`. */
 const CODE_FILE = /\.(ts|js|mjs|cjs|sh|yml|yaml)$|(^|\/)(Dockerfile|run)$/;
@@ -20,7 +30,7 @@ function repositoryFiles(dir = ROOT): string[] {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (entry.isDirectory()) {
       if (!SKIPPED_DIRS.has(entry.name)) files.push(...repositoryFiles(path.join(dir, entry.name)));
-    } else if (entry.isFile()) {
+    } else if (entry.isFile() && !ignoredFile(entry.name)) {
       const file = path.relative(ROOT, path.join(dir, entry.name)).split(path.sep).join('/');
       if (TEXT_FILE.test(file) && file !== THIS_FILE && statSync(path.join(ROOT, file)).size < 2_000_000)
         files.push(file);

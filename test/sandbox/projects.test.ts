@@ -5,7 +5,7 @@ import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { DEVELOPER, GUEST, MASTER, REPORTER } from '../../src/sandbox/permissions.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 
-/** Every field of the Project table of docs/api-v3.md#project that a create answer carries (not permissions). */
+/** Every documented field (docs/api-v3.md#project) that a create answer carries (not permissions). */
 const PROJECT_FIELDS = [
   'archived',
   'avatar_url',
