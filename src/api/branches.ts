@@ -1,5 +1,5 @@
 /**
- * Branches (api-v3.md "Branches"): list, read, protect, unprotect, and create. Branch names go in the
+ * Branches (docs/api-v3.md#branches): list, read, protect, unprotect, and create. Branch names go in the
  * path URL-encoded, so `feature/x` is sent as `feature%2Fx`.
  */
 import type { Http } from './http.ts';
@@ -49,7 +49,7 @@ export function createBranchesApi(http: Http) {
       return http.request({ method: 'GET', route: BRANCH, params: { id: project, branch }, ...options });
     },
 
-    /** The answer is not shown in api-v3.md; real servers answer the branch. Protecting twice is harmless. */
+    /** The answer is not shown in docs/api-v3.md#branches; real servers answer the branch. Protecting twice is harmless. */
     protect(project: ProjectRef, branch: string, options: CallOptions = {}): Promise<Branch> {
       return http.request({
         method: 'PUT',
@@ -69,7 +69,7 @@ export function createBranchesApi(http: Http) {
     },
 
     /**
-     * Not in api-v3.md ("Repositories (other than branches and commits)" is not shown); this is the
+     * Not in docs/api-v3.md#branches ("Repositories (other than branches and commits)" is not shown); this is the
      * 8.x call, which the sandbox implements too: 201 with the branch, 400 with a message when the
      * name is invalid or taken or the ref unknown.
      */

@@ -1,4 +1,4 @@
-/** Repository commits (api-v3.md "Commits and commit statuses"): list, read, diff, comments. */
+/** Repository commits (docs/api-v3.md#commits): list, read, diff, comments. */
 import { z } from 'zod';
 import type { Http } from './http.ts';
 import type { CallOptions, ListOptions, ProjectRef, Timestamp, UserSummary } from './types.ts';
@@ -91,7 +91,7 @@ export function createCommitsApi(http: Http) {
     },
 
     /**
-     * The whole diff of one commit. Collected through the pager: api-v3.md pages every GET list,
+     * The whole diff of one commit. Collected through the pager: docs/api-v3.md#commits pages every GET list,
      * while real 8.x servers answer it in one piece without pagination headers (one page).
      */
     diff(project: ProjectRef, sha: string, options: ListOptions = {}): Promise<DiffEntry[]> {

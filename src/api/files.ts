@@ -1,5 +1,5 @@
 /**
- * Repository files. api-v3.md lists "Repository Files" as not shown; this follows the 8.x API
+ * Repository files. docs/api-v3.md#repository-files lists "Repository Files" as not shown; this follows the 8.x API
  * (`POST`/`PUT /projects/:id/repository/files`), which the sandbox implements too. Each call is a
  * commit on `branch_name`.
  */
@@ -7,7 +7,7 @@ import type { Http } from './http.ts';
 import type { CallOptions, ProjectRef } from './types.ts';
 
 export interface FileCommit {
-  /** Path of the file inside the repository, e.g. `docs/README.md`. */
+  /** Path of the file inside the repository, e.g. `guide/setup.md`. */
   file_path: string;
   branch_name: string;
   content: string;

@@ -1,11 +1,11 @@
 /**
- * Project hooks (api-v3.md "Project hooks"): the bot registers and checks its own web hook here.
+ * Project hooks (docs/api-v3.md#project-hooks): the bot registers and checks its own web hook here.
  */
 import { z } from 'zod';
 import type { Http } from './http.ts';
 import type { CallOptions, ListOptions, ProjectRef } from './types.ts';
 
-/** api-v3.md samples the flags as the strings `"true"`/`"false"`, real servers send booleans: read both. */
+/** docs/api-v3.md#project-hooks samples the flags as the strings `"true"`/`"false"`, real servers send booleans: read both. */
 const flag = z
   .union([z.boolean(), z.enum(['true', 'false'])])
   .transform((value) => value === true || value === 'true');
@@ -20,7 +20,7 @@ export const projectHookSchema = z
     merge_requests_events: flag,
     note_events: flag,
     enable_ssl_verification: flag,
-    /** Accepted on write; sent back by real servers, not by api-v3.md's sample. */
+    /** Accepted on write; sent back by real servers, not by the samples of docs/api-v3.md#project-hook. */
     tag_push_events: flag.optional(),
     /** Later 8.x servers only. */
     build_events: flag.optional(),
@@ -46,7 +46,7 @@ export interface HookSettings {
   enable_ssl_verification?: boolean;
   /**
    * The hook's secret, which real servers send in `X-Gitlab-Token` with each delivery. Not in
-   * api-v3.md; write-only (never returned).
+   * docs/api-v3.md#project-hooks; write-only (never returned).
    */
   token?: string;
 }
@@ -78,7 +78,7 @@ export function createHooksApi(http: Http) {
 
     /**
      * Not retried: a second POST would add a second hook (list the hooks after an `ambiguous` error).
-     * An invalid URL is an error whose status api-v3.md does not show (v3 on 9.x servers: 422).
+     * An invalid URL is an error whose status docs/api-v3.md#project-hooks does not show (v3 on 9.x servers: 422).
      */
     create(project: ProjectRef, hook: HookSettings, options: CallOptions = {}): Promise<ProjectHook> {
       return http.request({
@@ -91,7 +91,7 @@ export function createHooksApi(http: Http) {
       });
     },
 
-    /** `url` is required on edit too (api-v3.md). */
+    /** `url` is required on edit too (docs/api-v3.md#project-hooks). */
     update(
       project: ProjectRef,
       hookId: number,

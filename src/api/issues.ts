@@ -1,4 +1,4 @@
-/** Issues (api-v3.md "Issues"): list, read, create, edit, close/reopen, delete, move, subscribe. */
+/** Issues (docs/api-v3.md#issues): list, read, create, edit, close/reopen, delete, move, subscribe. */
 import { z } from 'zod';
 import type { Change, Http } from './http.ts';
 import {
@@ -104,7 +104,7 @@ export function createIssuesApi(http: Http) {
       });
     },
 
-    create(project: ProjectRef, issue: NewIssue, options: CallOptions = {}): Promise<Issue> {
+    async create(project: ProjectRef, issue: NewIssue, options: CallOptions = {}): Promise<Issue> {
       return http.request({
         method: 'POST',
         route: '/projects/:id/issues',
@@ -115,7 +115,12 @@ export function createIssuesApi(http: Http) {
       });
     },
 
-    update(project: ProjectRef, issueId: number, edit: IssueEdit, options: CallOptions = {}): Promise<Issue> {
+    async update(
+      project: ProjectRef,
+      issueId: number,
+      edit: IssueEdit,
+      options: CallOptions = {},
+    ): Promise<Issue> {
       return http.request({
         method: 'PUT',
         route: ISSUE,
@@ -134,7 +139,7 @@ export function createIssuesApi(http: Http) {
       return this.update(project, issueId, { state_event: 'reopen' }, options);
     },
 
-    /** Admins and project owners only; 404 when absent (not idempotent, as api-v3.md states). */
+    /** Admins and project owners only; 404 when absent (not idempotent, as docs/api-v3.md#issues states). */
     async remove(project: ProjectRef, issueId: number, options: CallOptions = {}): Promise<void> {
       await http.request({
         method: 'DELETE',

@@ -1,4 +1,4 @@
-/** Project labels (api-v3.md "Labels"): list, create, edit, delete, all addressed by name. */
+/** Project labels (docs/api-v3.md#labels): list, create, edit, delete, all addressed by name. */
 import { z } from 'zod';
 import type { Http } from './http.ts';
 import type { CallOptions, ListOptions, ProjectRef } from './types.ts';

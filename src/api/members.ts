@@ -1,9 +1,9 @@
-/** Project team members (api-v3.md "Project team members") and sharing a project with a group. */
+/** Project team members (docs/api-v3.md#project-team-members) and sharing a project with a group. */
 import type { Http } from './http.ts';
 import type { CallOptions, ListOptions, ProjectRef, Timestamp } from './types.ts';
 
 /**
- * The numeric access levels. api-v3.md does not show what the numbers mean (only 10, 40 and 50
+ * The numeric access levels. docs/api-v3.md#project-team-members does not show what the numbers mean (only 10, 40 and 50
  * appear in its samples); these are the levels of real v3-era servers.
  */
 export const AccessLevel = { guest: 10, reporter: 20, developer: 30, master: 40, owner: 50 } as const;
@@ -12,7 +12,7 @@ export type AccessLevel = (typeof AccessLevel)[keyof typeof AccessLevel];
 export interface ProjectMember {
   id: number;
   username: string;
-  /** In api-v3.md's field list; real servers send it to administrators only. */
+  /** In the field list of docs/api-v3.md#project-team-member; real servers send it to administrators only. */
   email?: string;
   name: string;
   state: string;
@@ -53,7 +53,7 @@ export function createMembersApi(http: Http) {
     },
 
     /**
-     * Idempotent per api-v3.md (adding an existing member leaves the membership as it was), so it may
+     * Idempotent per docs/api-v3.md#project-team-members (adding an existing member leaves the membership as it was), so it may
      * be retried. The answer is not shown there; real servers answer the member.
      */
     add(
@@ -72,7 +72,7 @@ export function createMembersApi(http: Http) {
       });
     },
 
-    /** The answer is not shown in api-v3.md; real servers answer the member. */
+    /** The answer is not shown in docs/api-v3.md#project-team-members; real servers answer the member. */
     update(
       project: ProjectRef,
       userId: number,
@@ -90,7 +90,7 @@ export function createMembersApi(http: Http) {
 
     /**
      * Idempotent: removing a non-member succeeds; 403 when the caller lacks rights. The body differs
-     * between the two cases (api-v3.md: do not rely on it), so nothing is returned.
+     * between the two cases (docs/api-v3.md#project-team-members: do not rely on it), so nothing is returned.
      */
     async remove(project: ProjectRef, userId: number, options: CallOptions = {}): Promise<void> {
       await http.request({
@@ -101,7 +101,7 @@ export function createMembersApi(http: Http) {
       });
     },
 
-    /** Gives a group access to the project. The answer is not shown in api-v3.md: nothing is returned. */
+    /** Gives a group access to the project. The answer is not shown in docs/api-v3.md#project-team-members: nothing is returned. */
     async share(
       project: ProjectRef,
       groupId: number,

@@ -1,5 +1,5 @@
 /**
- * Merge requests (api-v3.md "Merge requests"): list, read, diff, create, edit, delete, subscribe,
+ * Merge requests (docs/api-v3.md#merge-requests): list, read, diff, create, edit, delete, subscribe,
  * accept (merge) and cancel merge-when-build-succeeds. Paths always use the plural
  * `/merge_requests/:merge_request_id` form with the global `id`, never the `iid` (the deprecated
  * singular `/merge_request/:id` path of real servers is never used).
@@ -19,7 +19,7 @@ import {
   type ProjectRef,
 } from './types.ts';
 
-/** api-v3.md: "integer (sometimes a numeric string)". Either way the bot compares numbers. */
+/** docs/api-v3.md#merge-requests: "integer (sometimes a numeric string)". Either way the bot compares numbers. */
 const projectIdSchema = z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]);
 
 export const mergeRequestSchema = z.looseObject({
@@ -130,7 +130,7 @@ type CancelMethod = Extract<HttpMethod, 'POST' | 'PUT'>;
 
 export function createMergeRequestsApi(http: Http) {
   /**
-   * Real servers route cancel as POST, api-v3.md (and so the sandbox) as PUT. The first call finds
+   * Real servers route cancel as POST, docs/api-v3.md#merge-requests (and so the sandbox) as PUT. The first call finds
    * out which one this server has; later calls on this client go straight to it.
    */
   let cancelMethod: CancelMethod = 'POST';
@@ -219,7 +219,7 @@ export function createMergeRequestsApi(http: Http) {
     },
 
     /** Answers 200 (not 201). */
-    create(project: ProjectRef, mr: NewMergeRequest, options: CallOptions = {}): Promise<MergeRequest> {
+    async create(project: ProjectRef, mr: NewMergeRequest, options: CallOptions = {}): Promise<MergeRequest> {
       return http.request({
         method: 'POST',
         route: '/projects/:id/merge_requests',
@@ -230,7 +230,7 @@ export function createMergeRequestsApi(http: Http) {
       });
     },
 
-    update(
+    async update(
       project: ProjectRef,
       mergeRequestId: number,
       edit: MergeRequestEdit,
@@ -256,7 +256,7 @@ export function createMergeRequestsApi(http: Http) {
       return this.update(project, mergeRequestId, { state_event: 'reopen' }, options);
     },
 
-    /** Admins and project owners only; 404 when absent or not destroyable (not idempotent, as api-v3.md states). */
+    /** Admins and project owners only; 404 when absent or not destroyable (not idempotent, as docs/api-v3.md#merge-requests states). */
     async remove(project: ProjectRef, mergeRequestId: number, options: CallOptions = {}): Promise<void> {
       await http.request({
         method: 'DELETE',
@@ -328,7 +328,7 @@ export function createMergeRequestsApi(http: Http) {
           method: 'PUT',
           route: `${MR}/merge`,
           params: mrParams(project, mergeRequestId),
-          // `merge_when_build_succeeds` is what real servers read; api-v3.md misspells it
+          // `merge_when_build_succeeds` is what real servers read; docs/api-v3.md#merge-requests misspells it
           // `merged_when_build_succeeds`, a name real servers ignore.
           body: { ...params },
           schema: mergeRequestSchema,
@@ -394,7 +394,7 @@ function failedMergeOutcome(error: unknown): MergeOutcome | undefined {
   const text = error.serverText ?? '';
   switch (error.status) {
     case 405:
-      // api-v3.md answers a conflict with 405 `Branch cannot be merged`, and a closed, merged or
+      // docs/api-v3.md#merge-requests answers a conflict with 405 `Branch cannot be merged`, and a closed, merged or
       // WIP MR with 405 `Method Not Allowed`; real 8.3+ servers use 406 for the conflict.
       return /cannot be merged/i.test(text)
         ? { outcome: 'conflict', message: text }

@@ -1,5 +1,5 @@
 /**
- * Notes: the comments on issues and merge requests. api-v3.md shows notes only in a pagination
+ * Notes: the comments on issues and merge requests. docs/api-v3.md#notes shows notes only in a pagination
  * example (`GET /projects/:id/issues/:issue_id/notes`) and says "not shown" for the rest; these
  * routes, the `body` field and the answer's shape follow the GitLab 8.x notes API.
  */

@@ -1,5 +1,5 @@
 /**
- * Projects (api-v3.md "Projects"): list, read, create, edit, fork, star, archive, remove, search,
+ * Projects (docs/api-v3.md#projects): list, read, create, edit, fork, star, archive, remove, search,
  * the activity feed and uploads.
  */
 import { z } from 'zod';
@@ -10,7 +10,7 @@ import type { CallOptions, ListOptions, OrderSort, ProjectRef, Timestamp, UserSu
 export const VisibilityLevel = { private: 0, internal: 10, public: 20 } as const;
 export type VisibilityLevel = (typeof VisibilityLevel)[keyof typeof VisibilityLevel];
 
-/** Checks the fields the bot reads; every other field of api-v3.md's Project table passes through. */
+/** Checks the fields the bot reads; every other documented field (docs/api-v3.md#project) passes through. */
 export const projectSchema = z.looseObject({
   id: z.number(),
   name: z.string(),
@@ -72,7 +72,7 @@ export interface ProjectEdit extends ProjectFeatures {
   default_branch?: string;
 }
 
-/** `data` of a push event in the activity feed (api-v3.md "Events"). */
+/** `data` of a push event in the activity feed (docs/api-v3.md#events). */
 export interface PushEventData {
   before: string;
   after: string;
@@ -230,7 +230,7 @@ export function createProjectsApi(http: Http) {
     },
 
     /**
-     * Forks into the caller's namespace. api-v3.md does not show the answer; real 8.x servers
+     * Forks into the caller's namespace. docs/api-v3.md#projects does not show the answer; real 8.x servers
      * answer the new project, which is what this returns.
      */
     fork(project: ProjectRef, options: CallOptions = {}): Promise<Project> {
@@ -279,7 +279,7 @@ export function createProjectsApi(http: Http) {
     },
 
     /**
-     * Admin or owner; idempotent. api-v3.md is ambiguous here (its table says `POST .../archive`,
+     * Admin or owner; idempotent. docs/api-v3.md#projects is ambiguous here (its table says `POST .../archive`,
      * its sample request `.../unarchive`); real servers route `POST /projects/:id/unarchive`, and
      * the other reading would archive instead, so this follows the real servers.
      */
@@ -325,7 +325,7 @@ export function createProjectsApi(http: Http) {
 
     /**
      * Uploads a file for use in a description or comment (`markdown` is the link to paste).
-     * api-v3.md does not show the encoding; real servers read multipart field `file`.
+     * docs/api-v3.md#projects does not show the encoding; real servers read multipart field `file`.
      */
     upload(project: ProjectRef, file: UploadFile, options: CallOptions = {}): Promise<UploadResult> {
       const form = new FormData();

@@ -1,10 +1,10 @@
-/** Application settings (api-v3.md "Application settings", administrators only): read and change. */
+/** Application settings (docs/api-v3.md#application-settings, administrators only): read and change. */
 import type { Http } from './http.ts';
 import type { CallOptions, Timestamp } from './types.ts';
 
 /**
  * Visibility codes here are 0 private, 1 internal, 2 public: not the 0/10/20 of projects
- * (api-v3.md says so). Field names follow api-v3.md, including the neutral `avatar_service_enabled`.
+ * (docs/api-v3.md#application-settings says so). Field names follow docs/api-v3.md#application-settings, including the neutral `avatar_service_enabled`.
  */
 export type SettingsVisibility = 0 | 1 | 2;
 

@@ -1,14 +1,14 @@
-/** Commit statuses (api-v3.md "Commits and commit statuses"): read a commit's build states, post one. */
+/** Commit statuses (docs/api-v3.md#commit-statuses): read a commit's build states, post one. */
 import { z } from 'zod';
 import type { Http } from './http.ts';
 import { userSummarySchema, type CallOptions, type ListOptions, type ProjectRef } from './types.ts';
 
-/** The states a status can be posted with (api-v3.md). */
+/** The states a status can be posted with (docs/api-v3.md#commit-statuses). */
 export const POSTABLE_STATES = ['pending', 'running', 'success', 'failed', 'canceled'] as const;
 export type PostableState = (typeof POSTABLE_STATES)[number];
 
 /**
- * The states a listed status can have. api-v3.md names the five above; real 8.x servers list the
+ * The states a listed status can have. docs/api-v3.md#commit-statuses names the five above; real 8.x servers list the
  * builds of a pipeline too, and those can also be `created` (waiting for an earlier stage),
  * `skipped` (8.8+) and `manual` (8.15+). Refusing them would fail the whole listing.
  */

@@ -1,5 +1,5 @@
 /**
- * Types shared by the resource families of the v3 API (api-v3.md, "Resources and their fields").
+ * Types shared by the resource families of the v3 API (docs/api-v3.md#resources).
  * Resource-specific types live in their resource file. Schemas exist only for the answers the bot
  * acts on (issues, merge requests, statuses, notes, labels, projects): they check the fields the bot
  * reads and let every other field through.
@@ -52,8 +52,16 @@ export const milestoneSchema = z.looseObject({
 });
 export type Milestone = z.infer<typeof milestoneSchema>;
 
-/** Turns `['a', 'b']` into the comma-separated form the v3 API reads (`labels=a,b`). */
+/**
+ * Turns `['a', 'b']` into the comma-separated form the v3 API reads (`labels=a,b`). Any other character
+ * may be in a name (`label?`, `a&b`: the HTTP layer encodes them); a comma cannot, since the server would
+ * read two names, so an array item with one is refused with a TypeError before any call.
+ */
 export function commaList(values: readonly string[] | string | undefined): string | undefined {
   if (values === undefined) return undefined;
-  return typeof values === 'string' ? values : values.join(',');
+  if (typeof values === 'string') return values;
+  const withComma = values.find((name) => name.includes(','));
+  if (withComma !== undefined)
+    throw new TypeError(`label "${withComma}": a name in a list cannot contain a comma (the separator)`);
+  return values.join(',');
 }

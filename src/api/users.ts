@@ -1,5 +1,5 @@
 /**
- * Users (api-v3.md "Users"): accounts, the current user, SSH keys, e-mail addresses, block and
+ * Users (docs/api-v3.md#users): accounts, the current user, SSH keys, e-mail addresses, block and
  * unblock. Most calls are for administrators; the bot itself mostly reads `current()` to learn who
  * it is (its own comments fire hooks too). No answer here drives a rule, so the types are plain
  * interfaces without a schema (see types.ts).
@@ -9,7 +9,7 @@ import type { CallOptions, ListOptions, Timestamp } from './types.ts';
 
 /**
  * The normal view. The single-user view (`GET /users/:id`) adds the optional fields. The profile
- * handles use api-v3.md's neutral names (`messenger`, `jobnetwork`, `microblog`).
+ * handles use the neutral names of docs/api-v3.md#user (`messenger`, `jobnetwork`, `microblog`).
  */
 export interface User {
   id: number;
@@ -18,7 +18,7 @@ export interface User {
   /** `active` or `blocked` (real servers also know `ldap_blocked`). */
   state: string;
   avatar_url: string | null;
-  /** Sent by real servers, not listed in api-v3.md. */
+  /** Sent by real servers, not listed in docs/api-v3.md#users. */
   web_url?: string;
   created_at?: Timestamp;
   is_admin?: boolean;
@@ -154,8 +154,8 @@ export function createUsersApi(http: Http) {
     },
 
     /**
-     * Admin only. The answer body is "not shown" in api-v3.md; real servers answer the admin view.
-     * A taken e-mail or username is a 404 here, not a 409 (api-v3.md, Errors rule 4).
+     * Admin only. The answer body is "not shown" in docs/api-v3.md#users; real servers answer the admin view.
+     * A taken e-mail or username is a 404 here, not a 409 (docs/api-v3.md#errors rule 4).
      */
     update(userId: number, edit: UserEdit, options: CallOptions = {}): Promise<UserAdminView> {
       return http.request({

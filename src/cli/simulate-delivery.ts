@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { parseHookEvent, type HookEvent } from '../events/schemas.ts';
 import { KNOWN_KINDS } from '../receiver/parse-delivery.ts';
 
-/** `X-Gitlab-Event` headers of that era and the `object_kind` their bodies carry (server-facts.md). */
+/** `X-Gitlab-Event` headers of that era and the `object_kind` their bodies carry (docs/server-behaviour.md#hook-delivery). */
 export const EVENT_KINDS: Readonly<Record<string, string>> = {
   'Push Hook': 'push',
   'Tag Push Hook': 'tag_push',

@@ -3,7 +3,7 @@
  * of what the delivery does not say. The bot never does this (a hook is a hint: it re-reads the
  * item), so everything taken from the payload is named, and everything missing is named with what
  * was assumed in its place. Payloads of that era carry no labels, no votes and no head statuses
- * (server-facts.md); notes carry the item's columns but no assignee or labels.
+ * (docs/server-behaviour.md#hook-payloads); notes carry the item's columns but no assignee or labels.
  */
 import type { ItemRef } from '../events/hints.ts';
 import type { HookEvent } from '../events/schemas.ts';

@@ -1,7 +1,7 @@
 /**
  * Typed hook payloads of that era (8.x), one schema per `object_kind`. They check the fields the bot
  * reads and let every other field through: a payload is a hint, the fresh state comes from the API.
- * Issue and MR payloads of that era carry no `labels` and no `changes` (server-facts.md).
+ * Issue and MR payloads of that era carry no `labels` and no `changes` (docs/server-behaviour.md#hook-payloads).
  */
 import { z } from 'zod';
 

@@ -1,5 +1,5 @@
 /**
- * Timestamps of that era come in three forms (server-facts.md): payloads use `2016-08-12 15:23:28 UTC`
+ * Timestamps of that era come in three forms (docs/server-behaviour.md#timestamps): payloads use `2016-08-12 15:23:28 UTC`
  * or `2016-08-12 15:23:28 +0100`, commits ISO 8601 with an offset, API answers `2016-01-19T08:40:25.934Z`.
  */
 const PAYLOAD_FORM = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?) (UTC|[+-]\d{2}:?\d{2})$/;

@@ -102,7 +102,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
-  // Real servers give a delivery 10 s before they count it failed (server-facts.md): the buckets
+  // Real servers give a delivery 10 s before they count it failed (docs/server-behaviour.md#hook-delivery): the buckets
   // are fine-grained where an answer should be and reach far enough to see trouble.
   const ack = new Histogram({
     name: 'hookbot_ack_seconds',

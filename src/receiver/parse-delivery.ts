@@ -5,7 +5,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 
-/** The kinds of that era (server-facts.md). */
+/** The kinds of that era (docs/server-behaviour.md#hook-delivery). */
 export const KNOWN_KINDS = [
   'push',
   'tag_push',

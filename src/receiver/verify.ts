@@ -1,6 +1,6 @@
 /**
  * Is a delivery from our server? Real servers send the hook's secret in plain text in
- * `X-Gitlab-Token` (no signature, server-facts.md). Deployments behind a signing proxy (and the
+ * `X-Gitlab-Token` (no signature, docs/server-behaviour.md#hook-delivery). Deployments behind a signing proxy (and the
  * sandbox, optionally) add an HMAC-SHA256 of the raw body, verified with @octokit/webhooks-methods.
  * Every configured check must pass; the caller answers one 401 whichever failed.
  */

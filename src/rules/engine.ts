@@ -81,7 +81,7 @@ function whyNotApplies(rule: CompiledRule, input: EvalInput): string | undefined
   const trigger = snapshot.trigger;
   if (rule.scope !== null && rule.scope !== snapshot.kind)
     return `the rule is for ${SCOPE_NAMES[rule.scope]}`;
-  // Loop prevention: the bot's own comments fire Note Hook too (server-facts.md).
+  // Loop prevention: the bot's own comments fire Note Hook too (docs/server-behaviour.md#hook-payloads).
   if (trigger.byBot && !rule.allowBot) return 'the bot caused the event (allow_bot is off)';
   switch (trigger.kind) {
     case 'manual':

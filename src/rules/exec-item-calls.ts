@@ -104,7 +104,7 @@ export async function assignItem(
   const item = await readItem(ctx, args);
   if (args.username === null) {
     if (!item.assignee) return skipped('nobody is assigned');
-    // api-v3.md does not say how to unassign; real 8.x servers clear the assignee for an id of no
+    // docs/api-v3.md#issues does not say how to unassign; real 8.x servers clear the assignee for an id of no
     // user, and `0` is what their clients send.
     await writeItem(ctx, args, { assignee_id: 0 });
     return done(`unassigned @${item.assignee.username}`);
@@ -129,7 +129,7 @@ export async function moveIssue(ctx: CallContext, args: CallArgs['issues.move'])
     if (error instanceof ApiError && error.status === 400 && /originates from/i.test(error.serverText ?? ''))
       return skipped(`already in ${args.to_project}`);
     if (!isUncertain(error)) throw error;
-    // A move closes the original (server-facts.md): closed on re-read means the move landed.
+    // A move closes the original (docs/server-behaviour.md#issue-move): closed on re-read means the move landed.
     const after = await ctx.client.issues.get(args.project, args.issue_id);
     if (after.state === 'closed')
       return done(`moved to ${args.to_project} (the answer was lost; re-read shows the original closed)`);

@@ -53,7 +53,7 @@ export const nonEmptyTemplateSchema = z
   .superRefine(checkTemplateIssues)
   .meta({ title: 'template', description: TEMPLATE_HELP });
 
-// The v3 API takes a label set as one comma-separated string (server-facts.md): a label with a
+// The v3 API takes a label set as one comma-separated string (docs/server-behaviour.md#labels): a label with a
 // comma in its name could never be written.
 export const labelNameSchema = z
   .string()

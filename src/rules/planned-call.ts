@@ -17,7 +17,7 @@ export interface MergeRequestTarget {
 }
 
 export interface ItemEdit {
-  /** The whole label set to write: the v3 API replaces it (server-facts.md). */
+  /** The whole label set to write: the v3 API replaces it (docs/server-behaviour.md#labels). */
   labels?: string[];
   state_event?: 'close' | 'reopen';
 }
@@ -49,7 +49,7 @@ export interface CallArgs {
     description?: string;
     target_url?: string;
   };
-  /** Merge pinned to `sha`: the server answers 409 if the head moved (server-facts.md). */
+  /** Merge pinned to `sha`: the server answers 409 if the head moved (docs/server-behaviour.md#merging). */
   'mergeRequests.merge': MergeRequestTarget & {
     sha: string;
     should_remove_source_branch?: boolean;

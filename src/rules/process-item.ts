@@ -4,7 +4,7 @@
  * explain. A hook is a hint, never the truth: nothing here reads the payload.
  *
  * - Loop prevention, cheaply: an event the bot caused (its own comment fires Note Hook too,
- *   server-facts.md) is dropped before the item is read when no rule of the project allows bot
+ *   docs/server-behaviour.md#hook-payloads) is dropped before the item is read when no rule of the project allows bot
  *   events. Only the project's path is needed for that (cached by the reader).
  * - A merge skipped because the head moved between evaluation and execution is evaluated once
  *   more on a fresh read: the new head gets its own verdict (usually: wait for its statuses).

@@ -1,7 +1,7 @@
 /**
  * The engine's input: the fresh state of one issue or merge request, read through the API after an
  * event, plus the event that woke it. The engine never reads hook payloads: payloads of the v3 era
- * carry no labels (server-facts.md), so whoever builds a snapshot re-reads the item first.
+ * carry no labels (docs/server-behaviour.md#hook-payloads), so whoever builds a snapshot re-reads the item first.
  *
  * These are the engine's own types on purpose: the API client's resource types may grow or change
  * without touching the rules, and tests, `simulate` and sweeps build snapshots without a server.
@@ -22,7 +22,7 @@ export interface ProjectRef {
 /** One commit status of the head commit: the latest per name (what `GET .../statuses` answers). */
 export interface CommitStatusSnapshot {
   name: string;
-  /** `pending`, `running`, `success`, `failed`, `canceled` (api-v3.md); other values are kept as read. */
+  /** `pending`, `running`, `success`, `failed`, `canceled` (docs/api-v3.md#commit-status); other values are kept as read. */
   status: string;
   allow_failure: boolean;
   /** When read: lets the engine see that a status it would post is already there, word for word. */

@@ -1,5 +1,5 @@
 /**
- * Authentication as api-v3.md states it: a private token (`PRIVATE-TOKEN` header or `private_token`
+ * Authentication as docs/api-v3.md#authentication states it: a private token (`PRIVATE-TOKEN` header or `private_token`
  * query/form field) or an OAuth token (`access_token` or `Authorization: Bearer`); 401 otherwise.
  * Sudo (header `SUDO` or parameter `sudo`) lets an administrator act as another user.
  */
@@ -44,8 +44,8 @@ export function authenticate(db: Db) {
       res.locals.caller = { user };
       return next();
     }
-    // api-v3.md words these two; real servers say `403 Forbidden  - Must be admin to use sudo` and
-    // `404 No user id or username for: <x> Not Found` (server-facts.md). The contract wins.
+    // docs/api-v3.md#authentication words these two; real servers say `403 Forbidden  - Must be admin to use sudo` and
+    // `404 No user id or username for: <x> Not Found` (docs/server-behaviour.md#sudo). The contract wins.
     if (!user.is_admin)
       return next(new HttpError(403, { message: '403 Forbidden: Must be admin to use sudo' }));
     const target = findUserByRef(db, sudo);

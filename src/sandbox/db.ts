@@ -2,7 +2,7 @@
  * The sandbox's data: plain JSON-serialisable records, one array per kind, so the whole state can be
  * persisted with lowdb (`--data FILE`) and survive a restart. Records hold ids; views (what the API
  * answers) are built from them by the route files, so one record can be shown in the several forms
- * api-v3.md describes (summary, normal, admin).
+ * docs/api-v3.md#user describes (summary, normal, admin).
  */
 
 export type Timestamp = string;

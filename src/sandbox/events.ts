@@ -1,5 +1,5 @@
 /**
- * The project activity feed (api-v3.md "Project event"). Every family records what it does with
+ * The project activity feed (docs/api-v3.md#project-event). Every family records what it does with
  * `recordEvent`; `GET /projects/:id/events` shows the records with `eventView`.
  *
  * `action_name` values as real 8.x servers word them: `created` (project), `opened`, `closed`,
@@ -19,7 +19,7 @@ export interface NewEvent {
   target_type?: string | null;
   target_title?: string | null;
   title?: string | null;
-  /** Push data (api-v3.md "Events"), else null. */
+  /** Push data (docs/api-v3.md#events), else null. */
   data?: Record<string, unknown> | null;
   /** For `Note` events: the note shown in the event's `note` field. */
   note_id?: number | null;

@@ -1,5 +1,5 @@
 /**
- * Model validation errors in the real servers' form (api-v3.md Errors rule 2): `message` is an
+ * Model validation errors in the real servers' form (docs/api-v3.md#errors rule 2): `message` is an
  * object mapping each property to an array of messages, e.g.
  * `{"message":{"bio":["is too long (maximum is 255 characters)"]}}`.
  */

@@ -1,5 +1,5 @@
 /**
- * Hook deliveries the way the real v3-era servers send them (server-facts.md, "Hook delivery"):
+ * Hook deliveries the way the real v3-era servers send them (docs/server-behaviour.md#hook-delivery):
  * `POST` of one JSON object with `Content-Type: application/json`, `X-Gitlab-Event` and, only when the
  * hook has a secret, `X-Gitlab-Token`; no signature, no delivery id. Sent in the background (the API
  * call that caused it never waits), 10 s timeout, answer status and body ignored, a refused or reset

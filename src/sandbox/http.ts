@@ -16,7 +16,7 @@ export class HttpError extends Error {
 }
 
 export const badRequest = (message: string | Record<string, string[]>) => new HttpError(400, { message });
-/** api-v3.md, Errors rule 1: `400 (Bad request) "title" not given`. */
+/** docs/api-v3.md#errors rule 1: `400 (Bad request) "title" not given`. */
 export const missing = (name: string) =>
   new HttpError(400, { message: `400 (Bad request) "${name}" not given` });
 export const unauthorized = () => new HttpError(401, { message: '401 Unauthorized' });
@@ -87,7 +87,7 @@ export function caller(res: Response): Caller {
 }
 
 /**
- * Answers one page of `items` with the headers api-v3.md lists: `Link` (prev, next, first, last),
+ * Answers one page of `items` with the headers docs/api-v3.md#pagination lists: `Link` (prev, next, first, last),
  * `X-Total`, `X-Total-Pages`, `X-Per-Page`, `X-Page`, `X-Next-Page`, `X-Prev-Page` (empty when none,
  * as real servers send). Default 20 per page, maximum 100.
  */

@@ -166,7 +166,7 @@ export function given(p: Record<string, unknown>, name: string): string | undefi
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
-/** api-v3.md leaves maximum lengths unshown; real 8.x titles are strings of at most 255 characters. */
+/** docs/api-v3.md leaves maximum lengths unshown; real 8.x titles are strings of at most 255 characters. */
 export function checkTitle(title: string | undefined): void {
   if (title !== undefined && title.length > 255)
     throw badRequest({ title: ['is too long (maximum is 255 characters)'] });

@@ -1,4 +1,4 @@
-/** The issue as the API answers it (api-v3.md "Issue"), seen by one user (`subscribed` is theirs). */
+/** The issue as the API answers it (docs/api-v3.md#issue), seen by one user (`subscribed` is theirs). */
 import type { SandboxContext } from './context.ts';
 import type { IssueRec, UserRec } from './db.ts';
 import { isSubscribed } from './issuables.ts';
@@ -20,7 +20,7 @@ export function issueView(ctx: SandboxContext, issue: IssueRec, viewer: UserRec)
     assignee: userSummary(ctx, issue.assignee_id),
     author: userSummary(ctx, issue.author_id),
     subscribed: isSubscribed(ctx, 'Issue', issue, viewer),
-    // Not in api-v3.md's table; real 8.x servers (8.6 and later) show it, and the sandbox honours it.
+    // Not among the documented fields of docs/api-v3.md#issue; real 8.x servers (8.6 and later) show it, and the sandbox honours it.
     confidential: issue.confidential,
   };
 }

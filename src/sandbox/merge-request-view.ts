@@ -1,5 +1,5 @@
 /**
- * The merge request as the API answers it (api-v3.md "Merge request"), seen by one user, and what
+ * The merge request as the API answers it (docs/api-v3.md#merge-request), seen by one user, and what
  * its branches hold (the commits and the diff it brings), read from the real git repositories.
  */
 import type { GitCommit, SandboxContext } from './context.ts';
@@ -79,14 +79,14 @@ export async function mergeRequestView(ctx: SandboxContext, mr: MergeRequestRec,
     milestone: milestoneView(ctx, mr.milestone_id),
     merge_when_build_succeeds: mr.merge_when_build_succeeds,
     merge_status: mr.merge_status,
-    // Not in api-v3.md's table; later 8.x servers show the source head and the merge commit.
+    // Not among the documented fields of docs/api-v3.md#merge-request; later 8.x servers show the source head and the merge commit.
     sha: head ?? mr.last_head_sha,
     merge_commit_sha: mr.merge_commit_sha,
     subscribed: isSubscribed(ctx, 'MergeRequest', mr, viewer),
   };
 }
 
-/** A merge request's commits: the list form of a commit without `allow_failure` (api-v3.md). */
+/** A merge request's commits: the list form of a commit without `allow_failure` (docs/api-v3.md#merge-requests). */
 export function mergeRequestCommitView(commit: GitCommit) {
   const { allow_failure: _allowFailure, ...view } = commitListView(commit);
   return view;

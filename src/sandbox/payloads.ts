@@ -1,6 +1,6 @@
 /**
- * Hook payloads in the form of that era (GitLab 8.x, server-facts.md "Hook delivery" and the official
- * samples in shared/payloads/), built from the sandbox's records. Where the samples and the 8.x source
+ * Hook payloads in the form of that era (GitLab 8.x, docs/server-behaviour.md#hook-payloads and the official
+ * samples kept in test/fixtures/hooks/), built from the sandbox's records. Where the samples and the 8.x source
  * disagree, the samples win for the key sets (they are what receivers were written against) and the
  * source decides the values; each such choice is noted where it is made.
  *
@@ -9,7 +9,7 @@
  * - `assignee` (issue: top level; merge request: inside `object_attributes`, as in its sample) appears
  *   only when one is assigned (8.x `to_hook_data`).
  * - Avatars are `null`: the sandbox has no avatar service, and its API answers `avatar_url: null` too.
- * - Issue and merge request timestamps use the payload form `2013-12-03 17:15:43 UTC` (server-facts.md;
+ * - Issue and merge request timestamps use the payload form `2013-12-03 17:15:43 UTC` (docs/server-behaviour.md#timestamps;
  *   what real servers sent) although the issue and merge request samples print ISO.
  */
 import { createHash } from 'node:crypto';

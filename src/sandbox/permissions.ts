@@ -1,5 +1,5 @@
 /**
- * Who may see and do what. api-v3.md states only the admin-only and admin-or-owner operations and
+ * Who may see and do what. docs/api-v3.md#authentication states only the admin-only and admin-or-owner operations and
  * that private projects are invisible (404) to non-members; the access levels below and which level each
  * other operation needs follow the real 8.x servers (10 guest, 20 reporter, 30 developer, 40 master,
  * 50 owner).

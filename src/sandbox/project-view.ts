@@ -1,5 +1,5 @@
 /**
- * The Project answer (api-v3.md "Project"): every field of its table. `permissions` is "present in
+ * The Project answer (docs/api-v3.md#project): every field of its table. `permissions` is "present in
  * some responses": as on real 8.x servers, the GET answers carry it (their ProjectWithAccess entity)
  * while create, edit, star, archive and fork answers do not. `runners_token` only reaches callers who
  * may administer the project (master or above), `owner` only projects in a user namespace.
@@ -73,7 +73,7 @@ export function projectView(
     visibility_level: project.visibility_level,
     ...projectUrls(ctx, project),
   };
-  // api-v3.md: owner {id, name, created_at}; real servers omit it for group projects.
+  // docs/api-v3.md#project: owner {id, name, created_at}; real servers omit it for group projects.
   if (ownerUser) view.owner = { id: ownerUser.id, name: ownerUser.name, created_at: ownerUser.created_at };
   Object.assign(view, {
     name: project.name,
@@ -101,7 +101,7 @@ export function projectView(
         }
       : null,
   });
-  // Not in api-v3.md's table; real 8.x servers add it to a fork's answer.
+  // Not among the documented fields of docs/api-v3.md#project; real 8.x servers add it to a fork's answer.
   if (forkedFrom)
     view.forked_from_project = {
       id: forkedFrom.id,

@@ -1,5 +1,5 @@
 /**
- * Removing a project and everything that belongs to it (api-v3.md: "removes the project and all
+ * Removing a project and everything that belongs to it (docs/api-v3.md#projects: "removes the project and all
  * associated resources"): used by `DELETE /projects/:id` and by user removal (a removed user's
  * personal projects go with them, as on real 8.x servers).
  */

@@ -1,5 +1,5 @@
 /**
- * The sandbox server: a local simulator of the v3 API (api-v3.md), with real git repositories and
+ * The sandbox server: a local simulator of the v3 API (docs/api-v3.md), with real git repositories and
  * real hook deliveries. `startSandbox` is what the CLI, the demo and the end-to-end tests use.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -52,7 +52,7 @@ export function createSandboxApp(ctx: SandboxContext) {
   api.use(express.json({ limit: '10mb', strict: false, type: ['application/json', 'application/*+json'] }));
   api.use(express.urlencoded({ extended: true, limit: '10mb' }));
   api.use((req, _res, next) => {
-    // "a .json suffix on the path is not needed" (api-v3.md): accept it all the same.
+    // "a .json suffix on the path is not needed" (docs/api-v3.md#conventions): accept it all the same.
     const [pathname = '', query] = req.url.split('?', 2);
     if (pathname.endsWith('.json'))
       req.url = `${pathname.slice(0, -5)}${query === undefined ? '' : `?${query}`}`;

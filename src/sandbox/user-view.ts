@@ -1,5 +1,5 @@
 /**
- * The forms a user is shown in (api-v3.md "User"): the normal view (lists for non-admins), the
+ * The forms a user is shown in (docs/api-v3.md#user): the normal view (lists for non-admins), the
  * single-user view, the admin view (lists for admins), the single-user admin view and the
  * current-user view of `GET /user`. Keys and e-mails are shown here too, since only the users
  * routes answer them.
@@ -22,7 +22,7 @@ export function canCreateProject(ctx: SandboxContext, user: UserRec): boolean {
 }
 
 /**
- * Normal view: id, username, name, state, avatar_url (api-v3.md), plus `web_url`, which real 8.x
+ * Normal view: id, username, name, state, avatar_url (docs/api-v3.md#user), plus `web_url`, which real 8.x
  * servers' UserBasic entity also carries.
  */
 export function userNormalView(ctx: SandboxContext, user: UserRec) {
@@ -52,7 +52,7 @@ export function userSingleView(ctx: SandboxContext, user: UserRec) {
 }
 
 /**
- * Admin view (lists answered to an admin). `external` is not in api-v3.md's list; real 8.x servers
+ * Admin view (lists answered to an admin). `external` is not in the list of docs/api-v3.md#user; real 8.x servers
  * expose it, and without it an admin could not read back the flag `POST /users` accepts.
  */
 export function userAdminView(ctx: SandboxContext, user: UserRec) {
@@ -89,7 +89,7 @@ export function userAdminSingleView(ctx: SandboxContext, user: UserRec) {
   };
 }
 
-/** `GET /user`: exactly api-v3.md's current-user fields, the private token included. */
+/** `GET /user`: exactly the current-user fields of docs/api-v3.md#user, the private token included. */
 export function currentUserView(ctx: SandboxContext, user: UserRec) {
   return {
     id: user.id,

@@ -1,4 +1,4 @@
-/** Shared answer shapes (api-v3.md "User summary" and "Milestone"); each route file builds its own resources. */
+/** Shared answer shapes (docs/api-v3.md#user-summary and docs/api-v3.md#milestone); each route file builds its own resources. */
 import type { SandboxContext } from './context.ts';
 import type { MilestoneRec, UserRec } from './db.ts';
 
@@ -20,7 +20,7 @@ export function userSummary(ctx: SandboxContext, userId: number | null) {
   return { ...userBasic(ctx, user), web_url: `${ctx.baseUrl()}/u/${user.username}` };
 }
 
-/** The summary embedded in merge requests (api-v3.md: with `created_at` and `email`). */
+/** The summary embedded in merge requests (docs/api-v3.md#user-summary: with `created_at` and `email`). */
 export function userSummaryMr(ctx: SandboxContext, userId: number | null) {
   const summary = userSummary(ctx, userId);
   if (!summary) return null;

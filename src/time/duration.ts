@@ -36,7 +36,7 @@ export function formatDuration(ms: number): string {
 
 /**
  * Parses a timestamp of the API (`2016-01-19T08:40:25.934Z`) or of a hook payload
- * (`2016-08-12 15:23:28 UTC`, server-facts.md). NaN when unreadable.
+ * (`2016-08-12 15:23:28 UTC`, docs/server-behaviour.md#timestamps). NaN when unreadable.
  */
 export function parseTimestamp(text: string): number {
   const direct = Date.parse(text);

@@ -2,7 +2,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import hook from '../fixtures/api/hook.json' with { type: 'json' };
 import { api, apiAs, collect, testClient, useNock } from '../helpers/nock.ts';
 
-/** The fixture (flags as api-v3.md samples them, strings) as the client returns it. */
+/** The fixture (flags as docs/api-v3.md#project-hooks samples them, strings) as the client returns it. */
 const normalised = {
   ...hook,
   push_events: true,
@@ -40,7 +40,7 @@ describe('project hooks client', () => {
   const client = testClient();
 
   it.each([
-    ['strings "true"/"false" (api-v3.md samples)', hook, normalised],
+    ['strings "true"/"false" (docs/api-v3.md#project-hooks samples)', hook, normalised],
     ['booleans (real servers)', realAnswer, realAnswer],
   ])('lists hooks with flags sent as %s, returned as booleans', async (_name, answer, expected) => {
     api().get('/projects/8/hooks').query({ per_page: '100' }).reply(200, [answer]);

@@ -218,7 +218,7 @@ describe('merge requests client: merge', () => {
       { outcome: 'not_merged', mr: { state: 'locked' } },
     ],
     [
-      '405 Branch cannot be merged (api-v3.md) -> conflict',
+      '405 Branch cannot be merged (docs/api-v3.md#merge-requests) -> conflict',
       { status: 405, body: { message: 'Branch cannot be merged' } },
       { outcome: 'conflict', message: 'Branch cannot be merged' },
     ],

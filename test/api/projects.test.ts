@@ -194,7 +194,7 @@ describe('projects client', () => {
 
   it.each([
     ['archive', '/projects/8/archive', true],
-    // real servers route unarchive on its own path (api-v3.md is ambiguous)
+    // real servers route unarchive on its own path (docs/api-v3.md#projects is ambiguous)
     ['unarchive', '/projects/8/unarchive', false],
   ] as const)('%s sends POST %s (201)', async (method, path, archived) => {
     api()

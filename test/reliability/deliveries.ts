@@ -1,5 +1,5 @@
 /**
- * Hook deliveries as a real server sends them (server-facts.md): `POST` of one JSON object with
+ * Hook deliveries as a real server sends them (docs/server-behaviour.md#hook-delivery): `POST` of one JSON object with
  * `X-Gitlab-Event` and the plain-text secret in `X-Gitlab-Token`. Sent with node:http, not fetch, so
  * that every odd case can be produced (invalid UTF-8, a body larger than declared, no content
  * type) and every failure is told apart: an answer, a refused connection, a reset.

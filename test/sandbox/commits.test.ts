@@ -102,7 +102,7 @@ describe('sandbox commits', () => {
       expect(res.body).toHaveLength(count);
     });
 
-    it('paginates with the headers api-v3.md lists', async () => {
+    it('paginates with the headers docs/api-v3.md#pagination lists', async () => {
       const w = await world();
       const first = await sb().call('GET', w.base, { query: { per_page: 2 } });
       expect(first.body.map((c: any) => c.id)).toEqual([w.third.id, w.second.id]);

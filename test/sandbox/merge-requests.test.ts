@@ -58,7 +58,7 @@ describe('sandbox merge requests', () => {
     w.developer.as('POST', `/projects/${pid()}/statuses/${sha}`, { body: { state, ref, name } });
 
   describe('POST /projects/:id/merge_requests', () => {
-    it('answers 200 (api-v3.md) with the new merge request, fires `open` and records `opened`', async () => {
+    it('answers 200 (docs/api-v3.md#merge-requests) with the new merge request, fires `open` and records `opened`', async () => {
       await branch('create-1');
       const sha = (await commit('create-1', 'one.txt', '1\n', 'Add one')).id;
       const res = await w.developer.as('POST', mrs(), {
@@ -131,11 +131,6 @@ describe('sandbox merge requests', () => {
         { message: '400 (Bad request) "title" not given' },
       ],
       [
-        'the same source and target',
-        { source_branch: 'master', target_branch: 'master', title: 't' },
-        { message: { branch_conflict: ['You can not use same project/branch for source and target'] } },
-      ],
-      [
         'a source branch that does not exist',
         { source_branch: 'ghost', target_branch: 'master', title: 't' },
         { message: { source_branch: ['does not exist'] } },
@@ -149,6 +144,25 @@ describe('sandbox merge requests', () => {
       const res = await w.developer.as('POST', mrs(), { body });
       expect(res.status).toBe(400);
       expect(res.body).toEqual(expected);
+    });
+
+    it('answers 422 listing the conflict for the same source and target branch (last 8.x releases)', async () => {
+      const res = await w.developer.as('POST', mrs(), {
+        body: { source_branch: 'master', target_branch: 'master', title: 't' },
+      });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message: ['You can not use same project/branch for source and target'] });
+      expect(sandbox().db.data.mergeRequests.some((mr) => mr.title === 't')).toBe(false);
+    });
+
+    it('answers 422 when an edit moves the target onto the source branch', async () => {
+      const mr = await featureMr('onto-itself');
+      const res = await w.developer.as('PUT', `${mrs()}/${mr.id}`, {
+        body: { target_branch: 'onto-itself' },
+      });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message: ['You can not use same project/branch for source and target'] });
+      expect((await get(mr.id)).target_branch).toBe('master');
     });
 
     it('answers 409 for a second open merge request of the same branches', async () => {
@@ -228,7 +242,7 @@ describe('sandbox merge requests', () => {
       expect(titles(res.body)).toEqual(expected);
     });
 
-    it('paginates with the headers api-v3.md lists', async () => {
+    it('paginates with the headers docs/api-v3.md#pagination lists', async () => {
       const res = await list.owner.as('GET', `/projects/${list.project.id}/merge_requests`, {
         query: { per_page: 3 },
       });
@@ -311,6 +325,19 @@ describe('sandbox merge requests', () => {
         labels: ['new', 'other'],
       });
       expect(await w.deliveries()).toContainEqual(['Merge Request Hook', 'update']);
+    });
+
+    it('takes label names with `?` and `&` (last 8.x releases) on create and edit', async () => {
+      const mr = await featureMr('odd-labels', { labels: 'label?,label&foo' });
+      expect([...mr.labels].sort()).toEqual(['label&foo', 'label?']);
+      const res = await w.developer.as('PUT', `${mrs()}/${mr.id}`, { form: { labels: '?,&' } });
+      expect(res.status).toBe(200);
+      expect([...res.body.labels].sort()).toEqual(['&', '?']);
+      const names = (await w.developer.as('GET', `/projects/${pid()}/labels`, { query: { per_page: 100 } }))
+        .body;
+      expect(names.map((l: { name: string }) => l.name)).toEqual(
+        expect.arrayContaining(['?', '&', 'label?']),
+      );
     });
 
     it('closes (closed) and reopens (reopened), each with its hook and event, on both paths', async () => {
@@ -426,7 +453,7 @@ describe('sandbox merge requests', () => {
       expect(await head('merge-2')).toBeUndefined();
     });
 
-    it('answers 405 `Branch cannot be merged` on a real conflict (api-v3.md; real 8.3+ answer 406)', async () => {
+    it('answers 405 `Branch cannot be merged` on a real conflict (docs/api-v3.md#merge-requests; real 8.3+ answer 406)', async () => {
       await branch('conflict-1');
       await commit(
         'conflict-1',
@@ -579,7 +606,7 @@ describe('sandbox merge requests', () => {
       expect(await w.deliveries()).toContainEqual(['Merge Request Hook', 'merge']);
     });
 
-    it("accepts api-v3.md's spelling `merged_when_build_succeeds`", async () => {
+    it('accepts the spelling of docs/api-v3.md#merge-requests, `merged_when_build_succeeds`', async () => {
       const mr = await featureMr('mwbs-2');
       await status((await head('mwbs-2'))!, 'mwbs-2', 'running');
       const res = await w.developer.as('PUT', `${mrs()}/${mr.id}/merge`, {
@@ -612,7 +639,7 @@ describe('sandbox merge requests', () => {
     });
   });
 
-  describe('cancel_merge_when_build_succeeds (PUT as api-v3.md, POST as real servers)', () => {
+  describe('cancel_merge_when_build_succeeds (PUT as docs/api-v3.md#merge-requests, POST as real servers)', () => {
     it.each(['PUT', 'POST'])('%s: 200 clears it, then 406 `406 Not Acceptable`', async (method) => {
       const name = `cancel-${method.toLowerCase()}`;
       const mr = await featureMr(name);
@@ -758,6 +785,46 @@ describe('sandbox merge requests', () => {
       });
       expect(notFork.status).toBe(422);
       expect(notFork.body).toEqual({ message: ['Source project is not a fork of target project'] });
+    });
+
+    it("a guest's merge request keeps the existing labels and creates none (last 8.x releases)", async () => {
+      const { db, ctx } = sandbox();
+      await featureMr('guest-known-label', { labels: 'known-to-guest' });
+      const guest = w.guest;
+      const namespace = db.data.namespaces.find((n) => n.kind === 'user' && n.owner_id === guest.user.id)!;
+      const fork = await addProject(ctx, {
+        name: 'mrs-guest-fork',
+        namespace_id: namespace.id,
+        creator_id: guest.user.id,
+        forked_from_id: pid(),
+      });
+      const forkPath = `/projects/${fork.id}`;
+      await guest.as('POST', `${forkPath}/repository/branches`, {
+        body: { branch_name: 'guest', ref: 'master' },
+      });
+      await guest.as('POST', `${forkPath}/repository/files`, {
+        body: { file_path: 'guest.txt', branch_name: 'guest', content: 'g\n', commit_message: 'Guest work' },
+      });
+      const res = await guest.as('POST', `${forkPath}/merge_requests`, {
+        body: {
+          source_branch: 'guest',
+          target_branch: 'master',
+          title: 'From a guest',
+          target_project_id: pid(),
+          labels: 'known-to-guest,made-by-guest',
+        },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.labels).toEqual(['known-to-guest']);
+      const edited = await guest.as('PUT', `${mrs()}/${res.body.id}`, {
+        body: { labels: 'edited-by-guest' },
+      });
+      expect(edited.status).toBe(200);
+      const labels = await w.owner.as('GET', `/projects/${pid()}/labels`, { query: { per_page: 100 } });
+      const names = labels.body.map((l: { name: string }) => l.name);
+      expect(names).toContain('known-to-guest');
+      expect(names).not.toContain('made-by-guest');
+      expect(names).not.toContain('edited-by-guest');
     });
   });
 });

@@ -5,7 +5,7 @@ import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { DEVELOPER, GUEST, MASTER, REPORTER } from '../../src/sandbox/permissions.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 
-/** Every field of api-v3.md's Project table that a create answer carries (not permissions). */
+/** Every documented field (docs/api-v3.md#project) that a create answer carries (not permissions). */
 const PROJECT_FIELDS = [
   'archived',
   'avatar_url',
@@ -139,7 +139,7 @@ describe('sandbox projects', () => {
       expect(res.body.public).toBe(level === 20);
     });
 
-    it('answers 409 for a name taken in the namespace (api-v3.md Errors table)', async () => {
+    it('answers 409 for a name taken in the namespace (docs/api-v3.md#errors)', async () => {
       const res = await ctx().call('POST', '/projects', { token: tokenOf('pat'), body: { name: 'My App' } });
       expect(res.status).toBe(409);
       expect(res.body).toEqual({

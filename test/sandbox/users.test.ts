@@ -257,7 +257,7 @@ describe('sandbox users', () => {
       ['an e-mail taken by another user', { email: 'plain@example.com' }],
       ['a username taken by another user', { username: 'plain' }],
       ['a username taken by a group', { username: 'widgets' }],
-    ])('answers 404 (api-v3.md rule 4) for %s', async (_name, body) => {
+    ])('answers 404 (docs/api-v3.md#errors rule 4) for %s', async (_name, body) => {
       const user = addUser(ctx().db, { username: `conflict${randomBytes(3).toString('hex')}` });
       const res = await ctx().call('PUT', `/users/${user.id}`, { body });
       expect(res.status).toBe(404);
@@ -499,7 +499,7 @@ describe('sandbox users', () => {
         expect(res.body).toEqual({ message });
       });
 
-      it('answers 404 for an invalid key on the admin path (api-v3.md: 404 on failure)', async () => {
+      it('answers 404 for an invalid key on the admin path (docs/api-v3.md#users: 404 on failure)', async () => {
         const res = await ctx().call('POST', `/users/${keyOwner.id}/keys`, {
           body: { title: 't', key: 'nonsense' },
         });

@@ -16,7 +16,7 @@ export function planStatus(mr: MergeRequestSnapshot, wanted: WantedStatus, reaso
   if (mr.sha === null) return skip('the head commit is unknown');
   const current = mr.statuses?.find((status) => status.name === wanted.name);
   if (current?.status === wanted.state) {
-    // Real servers refuse a pending or running status over the same one with 400 (server-facts.md),
+    // Real servers refuse a pending or running status over the same one with 400 (docs/server-behaviour.md#commit-statuses),
     // so an unfinished status keeps its first description; a finished one is posted again only
     // when its description is known to differ.
     const unfinished = wanted.state === 'pending' || wanted.state === 'running';

@@ -1,6 +1,6 @@
 /**
- * Branches (api-v3.md "Branches"): list, read, protect, unprotect; plus the real 8.x create and
- * delete (api-v3.md leaves "Repositories (other than branches and commits)" not shown, and the
+ * Branches (docs/api-v3.md#branches): list, read, protect, unprotect; plus the real 8.x create and
+ * delete (docs/api-v3.md#branches leaves "Repositories (other than branches and commits)" not shown, and the
  * bot's tests and the demo need to make branches). Branch names may hold slashes, sent encoded
  * (`feature%2Fx`) or not: real 8.x servers route `:branch` with `requirements: { branch: /.+/ }`.
  */
@@ -45,7 +45,7 @@ export function canPushTo(db: Db, project: ProjectRec, who: Caller, branch: stri
   return !isProtectedBranch(db, project.id, branch) || accessLevel(db, project, who.user) >= MASTER;
 }
 
-/** api-v3.md "Branch": the commit in the form the real servers' git library serialised it. */
+/** docs/api-v3.md#branch: the commit in the form the real servers' git library serialised it. */
 export function branchView(db: Db, project: ProjectRec, name: string, commit: GitCommit) {
   return {
     name,
@@ -84,7 +84,7 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
     handle(async (req, res) => {
       const project = await readable(req, caller(res));
       const branches = await ctx.git.branches(project.id);
-      // api-v3.md: every GET list is paginated. Real 8.x servers answer all branches at once,
+      // docs/api-v3.md#pagination: every GET list is paginated. Real 8.x servers answer all branches at once,
       // sorted by name; with the default page size the two agree up to 20 branches.
       sendPage(
         req,
@@ -111,7 +111,7 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
       handle(async (req, res) => {
         const who = caller(res);
         const project = findProject(db, String(req.params.id), who);
-        // 8.x `authorize_admin_project`: masters and up. The answer (not shown in api-v3.md) is the
+        // 8.x `authorize_admin_project`: masters and up. The answer (not shown in docs/api-v3.md#branches) is the
         // branch, as on real servers; protecting twice or unprotecting an unprotected branch is harmless.
         requireLevel(db, project, who, MASTER);
         const name = branchParam(req);

@@ -1,5 +1,5 @@
 /**
- * Repository commits (api-v3.md "Commits and commit statuses"): list, read, diff, and commit
+ * Repository commits (docs/api-v3.md#commits): list, read, diff, and commit
  * comments with the comment placement rules. Commit statuses have their own family; this one only
  * reads them to give a commit its combined `status`.
  */
@@ -13,7 +13,7 @@ import { findProject } from '../permissions.ts';
 import { userSummary, userSummaryMr } from '../views.ts';
 import { requireCodeAccess } from './branches.ts';
 
-/** api-v3.md "Commit", list form (`allow_failure` is in the list form of the contract; it is always false here). */
+/** docs/api-v3.md#commit, list form (`allow_failure` is in the list form of the contract; it is always false here). */
 export function commitListView(commit: GitCommit) {
   return {
     id: commit.id,
@@ -55,7 +55,7 @@ export function registerCommitRoutes(router: Router, ctx: SandboxContext): void 
       path: note.path,
       line: note.line,
       line_type: note.line_type,
-      // api-v3.md: a list shows the longer author (with email and created_at).
+      // docs/api-v3.md#commits: a list shows the longer author (with email and created_at).
       author: form === 'list' ? userSummaryMr(ctx, note.author_id) : userSummary(ctx, note.author_id),
       created_at: note.created_at,
     };
@@ -171,7 +171,7 @@ export function registerCommitRoutes(router: Router, ctx: SandboxContext): void 
 }
 
 /**
- * api-v3.md "Comment placement rules": a comment lands on a file line only when `sha` is the full
+ * docs/api-v3.md#comment-placement-rules: a comment lands on a file line only when `sha` is the full
  * commit SHA and `path`, `line` and `line_type=new` name a line the commit's diff adds (real 8.x
  * servers match the diff's `new` lines the same way). Anything else (a branch or tag name, an
  * unknown path, a line that is not there, a non-numeric line) puts it at the end of the commit,

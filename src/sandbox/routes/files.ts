@@ -1,5 +1,5 @@
 /**
- * Repository files, the real 8.x calls (api-v3.md lists "Repository Files" as not shown): read one
+ * Repository files, the real 8.x calls (docs/api-v3.md#repository-files lists "Repository Files" as not shown): read one
  * file, and create or update one file as one commit on a branch, which is how tests and the demo
  * put commits into the sandbox's repositories.
  */

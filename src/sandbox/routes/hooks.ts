@@ -1,5 +1,5 @@
 /**
- * Project hooks (api-v3.md "Project hooks"), master access and above, as on real 8.x servers.
+ * Project hooks (docs/api-v3.md#project-hooks), master access and above, as on real 8.x servers.
  * Deliveries are the hook dispatcher's; these routes only keep the records.
  */
 import type { Router } from 'express';
@@ -22,7 +22,7 @@ const EVENT_FLAGS = [
 ] as const;
 
 /**
- * api-v3.md samples the flags as the strings `true`; real servers' entity answers booleans, which is
+ * docs/api-v3.md#project-hooks samples the flags as the strings `true`; real servers' entity answers booleans, which is
  * what the sandbox answers. The secret `token` is write-only, as on real servers.
  */
 export function hookView(hook: HookRec) {
@@ -131,7 +131,7 @@ export function registerHookRoutes(router: Router, ctx: SandboxContext): void {
     handle((req, res) => {
       const project = projectFor(String(req.params.id), res);
       const hook = hookOf(project.id, String(req.params.hook_id));
-      // api-v3.md: idempotent; the hook when it existed, an empty body otherwise.
+      // docs/api-v3.md#project-hooks: idempotent; the hook when it existed, an empty body otherwise.
       if (!hook) {
         res.status(200).end();
         return;

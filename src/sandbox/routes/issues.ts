@@ -1,6 +1,6 @@
 /**
- * Issues (api-v3.md "Issues" and its state table): lists, read, create, edit (close and reopen), soft
- * delete, move to another project, subscribe and unsubscribe. Where api-v3.md is silent the behaviour
+ * Issues (docs/api-v3.md#issues and its state table): lists, read, create, edit (close and reopen), soft
+ * delete, move to another project, subscribe and unsubscribe. Where docs/api-v3.md#issues is silent the behaviour
  * follows real 8.x `lib/api/issues.rb` and the issue services, as the comments say.
  */
 import type { Router } from 'express';
@@ -72,7 +72,7 @@ export function createIssue(
     author_id: input.author.id,
     assignee_id: input.assignee_id,
     milestone_id: input.milestone_id,
-    labels: ensureLabels(ctx, project, input.labels),
+    labels: ensureLabels(ctx, project, input.labels, actor),
     confidential: input.confidential,
     moved_to_id: null,
     deleted: false,
@@ -108,7 +108,7 @@ export function setIssueState(
 ): boolean {
   const open = inStateScope(issue.state, 'opened');
   if ((event === 'close') !== open) return false;
-  // api-v3.md's state table: reopen leads to `opened` (real 8.x issues answer `reopened`; the contract wins).
+  // The state table (docs/api-v3.md#states-and-transitions): reopen leads to `opened` (real 8.x issues answer `reopened`; the contract wins).
   issue.state = event === 'close' ? 'closed' : 'opened';
   issue.updated_at = ctx.db.now();
   const status = event === 'close' ? 'closed' : 'reopened';
@@ -251,7 +251,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
     }),
   );
 
-  // api-v3.md: issue create answers 200 (real servers answer 201).
+  // docs/api-v3.md#issues: issue create answers 200 (real servers answer 201).
   router.post(
     '/projects/:id/issues',
     handle((req, res) => {
@@ -263,7 +263,8 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
       const labels = labelsParam(p) ?? [];
       const level = accessLevel(db, pr, who.user);
       // Real 8.x drops assignee and milestone from callers below reporter (`filter_params`), yet adds
-      // the labels of a new issue whoever creates it.
+      // the existing labels of a new issue whoever creates it (unknown ones only from reporters up:
+      // `ensureLabels`).
       const canAdmin = level >= REPORTER;
       const issue = createIssue(
         ctx,
@@ -338,7 +339,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
           issue.assignee_id = edits.assignee_id;
         }
         if (edits.milestone_id !== undefined) issue.milestone_id = edits.milestone_id;
-        if (edits.labels !== undefined) issue.labels = ensureLabels(ctx, pr, edits.labels);
+        if (edits.labels !== undefined) issue.labels = ensureLabels(ctx, pr, edits.labels, who.user);
         if (edits.confidential !== undefined) issue.confidential = edits.confidential;
         issue.updated_at = edits.updated_at ?? db.now();
         db.changed();
@@ -348,7 +349,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
     }),
   );
 
-  // api-v3.md: admins and project owners only; 404 when absent; soft delete (then invisible).
+  // docs/api-v3.md#issues: admins and project owners only; 404 when absent; soft delete (then invisible).
   router.delete(
     '/projects/:id/issues/:issue_id',
     handle((req, res) => {
@@ -389,7 +390,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
       handle((req, res) => {
         const who = caller(res);
         const { issue } = issueOf(req, who);
-        // 304 (empty body) when already subscribed / not subscribed (api-v3.md state table).
+        // 304 (empty body) when already subscribed / not subscribed (docs/api-v3.md#states-and-transitions).
         if (!setSubscribed(ctx, 'Issue', issue, who.user, subscribe)) return void res.status(304).end();
         res.status(subscribe ? 201 : 200).json(issueView(ctx, issue, who.user));
       }),

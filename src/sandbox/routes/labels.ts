@@ -1,5 +1,5 @@
 /**
- * Labels (api-v3.md "Labels"): list with counts, create, rename or recolour, delete. Labels belong to
+ * Labels (docs/api-v3.md#labels): list with counts, create, rename or recolour, delete. Labels belong to
  * one project; issues and merge requests carry them by name, so renaming or deleting a label changes
  * every issuable that carries it (as the real servers' label links do).
  */
@@ -19,14 +19,18 @@ import {
   sendPage,
   str,
 } from '../http.ts';
-import { DEVELOPER, findProject, requireLevel } from '../permissions.ts';
+import { accessLevel, DEVELOPER, findProject, REPORTER, requireLevel } from '../permissions.ts';
 
 /** The colour real servers give a label they create on the fly (an issue naming an unknown label). */
 export const DEFAULT_LABEL_COLOR = '#428BCA';
 
-/** Real 8.x `Label` title format: no `,` (the list separator), `&` or `?`. */
-const TITLE_FORMAT = /^[^,&?]+$/;
-/** api-v3.md: `#` followed by 6 hex digits (real 8.x also accepts 3 digits; the contract wins). */
+/**
+ * Label title format of the last 8.x releases (8.13 on): anything but `,`, the separator of the
+ * `labels` list. Earlier servers also refused `&` and `?`; names such as `label?`, `label&foo`, `?` and
+ * `&` are valid here, so clients must encode them in paths and queries.
+ */
+const TITLE_FORMAT = /^[^,]+$/;
+/** docs/api-v3.md#labels: `#` followed by 6 hex digits (real 8.x also accepts 3 digits; the contract wins). */
 const COLOR_FORMAT = /^#[0-9A-Fa-f]{6}$/;
 
 function validTitle(title: string): boolean {
@@ -34,8 +38,10 @@ function validTitle(title: string): boolean {
 }
 
 /**
- * The `labels` parameter of issues and merge requests: comma-separated names, each checked in advance
- * as real servers do (`{"message":{"labels":{"a&b":{"title":["is invalid"]}}}}`). Undefined when absent.
+ * The `labels` parameter of issues and merge requests: comma-separated names (or a JSON array), each
+ * checked in advance as real servers do. Split on commas, a name can only be refused when it comes in a
+ * JSON array with a comma inside (`{"message":{"labels":{"a,b":{"title":["is invalid"]}}}}`).
+ * Undefined when absent.
  */
 export function labelsParam(p: Record<string, unknown>): string[] | undefined {
   const value = p.labels;
@@ -51,11 +57,25 @@ export function labelsParam(p: Record<string, unknown>): string[] | undefined {
   return [...new Set(names)];
 }
 
-/** Finds each named label of the project, creating the missing ones with the default colour. */
-export function ensureLabels(ctx: SandboxContext, project: ProjectRec, names: string[]): string[] {
+/**
+ * The named labels of the project that an issue or merge request may carry. A missing label is created
+ * (with the default colour) only when `user` may administer labels, reporter or above, as the last 8.x
+ * releases' find-or-create service checks; for a guest or a non-member it is dropped and nothing is
+ * created. Earlier servers created it for anyone.
+ */
+export function ensureLabels(
+  ctx: SandboxContext,
+  project: ProjectRec,
+  names: string[],
+  user: UserRec,
+): string[] {
+  const mayCreate = accessLevel(ctx.db, project, user) >= REPORTER;
+  const exists = (title: string) =>
+    ctx.db.data.labels.some((l) => l.project_id === project.id && l.title === title);
+  const kept = names.filter((title) => mayCreate || exists(title));
   const now = ctx.db.now();
-  for (const title of names) {
-    if (ctx.db.data.labels.some((l) => l.project_id === project.id && l.title === title)) continue;
+  for (const title of kept) {
+    if (exists(title)) continue;
     ctx.db.data.labels.push({
       id: ctx.db.nextId('labels'),
       project_id: project.id,
@@ -68,7 +88,7 @@ export function ensureLabels(ctx: SandboxContext, project: ProjectRec, names: st
     });
   }
   ctx.db.changed();
-  return names;
+  return kept;
 }
 
 /** The label as the API shows it; the counts are of what the caller may see (real 8.x counts per user). */
@@ -110,7 +130,7 @@ function relabel(ctx: SandboxContext, project: ProjectRec, from: string, to: str
 export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
   const db = ctx.db;
 
-  // api-v3.md: every GET list is paginated (real servers do not paginate labels; the contract wins).
+  // docs/api-v3.md#pagination: every GET list is paginated (real servers do not paginate labels; the contract wins).
   router.get(
     '/projects/:id/labels',
     handle((req, res) => {
@@ -127,7 +147,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
     }),
   );
 
-  // api-v3.md: label create answers 200 (not 201).
+  // docs/api-v3.md#labels: label create answers 200 (not 201).
   router.post(
     '/projects/:id/labels',
     handle((req, res) => {
@@ -170,7 +190,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
       const label = findLabel(ctx, project, requiredStr(p, 'name'));
       const newName = str(p, 'new_name')?.trim() || undefined;
       const color = str(p, 'color')?.trim() || undefined;
-      // api-v3.md: at least one of new_name or color (a description alone is not enough).
+      // docs/api-v3.md#labels: at least one of new_name or color (a description alone is not enough).
       if (newName === undefined && color === undefined)
         throw new HttpError(400, { message: 'Required parameters "new_name" or "color" missing' });
       const taken =
@@ -205,7 +225,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
       relabel(ctx, project, label.title, undefined);
       db.data.labels = db.data.labels.filter((l) => l !== label);
       db.changed();
-      // api-v3.md: the deleted label record (the model's own fields, not the label view).
+      // docs/api-v3.md#labels: the deleted label record (the model's own fields, not the label view).
       res.json({
         id: label.id,
         title: label.title,

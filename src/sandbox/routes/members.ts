@@ -1,5 +1,5 @@
 /**
- * Project team members and sharing (api-v3.md "Project team members"). As on real 8.x servers the
+ * Project team members and sharing (docs/api-v3.md#project-team-members). As on real 8.x servers the
  * list holds the project's own members (group members reach the project through the group), and
  * adding, editing and sharing need master access.
  */
@@ -32,7 +32,7 @@ import { removeWhere } from '../remove-project.ts';
 /** The levels a project membership or share may have (owner is a namespace's, never a member's). */
 const MEMBER_LEVELS = [GUEST, REPORTER, DEVELOPER, MASTER];
 
-/** api-v3.md "Project team member": id, username, email, name, state, created_at, access_level. */
+/** docs/api-v3.md#project-team-member: id, username, email, name, state, created_at, access_level. */
 export function memberView(user: UserRec, member: ProjectMemberRec) {
   return {
     id: user.id,
@@ -105,7 +105,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
       requiredStr(p, 'access_level');
       const user = db.data.users.find((u) => String(u.id) === userRef);
       if (!user) throw notFound();
-      // api-v3.md: idempotent; an existing membership is left unchanged and answered again.
+      // docs/api-v3.md#project-team-members: idempotent; an existing membership is left unchanged and answered again.
       const existing = db.data.members.find((m) => m.project_id === project.id && m.user_id === user.id);
       if (existing) {
         res.status(201).json(memberView(user, existing));
@@ -150,7 +150,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
       const leaving = found !== undefined && found.user.id === c.user.id;
       if (!leaving && accessLevel(db, project, c.user) < MASTER) throw forbidden();
       if (!found) {
-        // api-v3.md: removing a non-member succeeds; real servers answer this body.
+        // docs/api-v3.md#project-team-members: removing a non-member succeeds; real servers answer this body.
         res.json({ message: 'Access revoked', id: Number(String(req.params.user_id)) });
         return;
       }
@@ -179,7 +179,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
         throw new HttpError(409, { message: 'Group already shared with this group' });
       project.shared_with_groups.push({ group_id: group.id, group_access: groupAccess });
       db.changed();
-      // api-v3.md does not show the body; real servers answer the link (id, project_id, group_id,
+      // docs/api-v3.md#project-team-members does not show the body; real servers answer the link (id, project_id, group_id,
       // group_access, expires_at). Shares are kept on the project, so the id is a fresh sequence number.
       res.status(201).json({
         id: db.nextId('projectGroupLinks'),

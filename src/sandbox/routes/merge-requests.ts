@@ -1,10 +1,10 @@
 /**
- * Merge requests (api-v3.md "Merge requests" and its state table): list, read, commits, changes,
+ * Merge requests (docs/api-v3.md#merge-requests and its state table): list, read, commits, changes,
  * create, edit (close, reopen, merge), soft delete, closes_issues, subscriptions, accept (merge) and
  * cancel merge-when-build-succeeds. Every route on one merge request answers on the plural
  * `/merge_requests/:merge_request_id` and on the deprecated singular `/merge_request/:merge_request_id`
- * (server-facts.md). Merges are real git merges; a push to a source branch refreshes its merge requests.
- * Where api-v3.md is silent the behaviour follows real 8.x `lib/api/merge_requests.rb` and the merge
+ * (docs/server-behaviour.md#paths-and-ids). Merges are real git merges; a push to a source branch refreshes its merge requests.
+ * Where docs/api-v3.md#merge-requests is silent the behaviour follows real 8.x `lib/api/merge_requests.rb` and the merge
  * request services, as the comments say.
  */
 import type { Request, Response, Router } from 'express';
@@ -60,7 +60,7 @@ type MergeOptions = MergeRequestRec['merge_params'];
 
 /** The real 8.x duplicate check's answer, worded as later 8.x servers word it. */
 const duplicate = () => conflict('Another open merge request already exists for this source branch');
-/** api-v3.md: 405 `Branch cannot be merged` on conflicts (real 8.3+ servers answer 406 here, server-facts.md). */
+/** docs/api-v3.md#merge-requests: 405 `Branch cannot be merged` on conflicts (real 8.3+ servers answer 406 here, docs/server-behaviour.md#merging). */
 const cannotBeMerged = () => new HttpError(405, { message: 'Branch cannot be merged' });
 
 /**
@@ -142,7 +142,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     if (action === 'close' ? !isOpen(mr) : mr.state !== 'closed') return false;
     if (action === 'reopen' && hasDuplicate(mr, mr.id)) throw duplicate();
     if (action === 'close') mr.last_head_sha = (await sourceHead(ctx, mr))?.id ?? mr.last_head_sha;
-    // A reopened merge request answers `reopened`, as real 8.x does (api-v3.md: the value appears).
+    // A reopened merge request answers `reopened`, as real 8.x does (docs/api-v3.md#merge-requests: the value appears).
     mr.state = action === 'close' ? 'closed' : 'reopened';
     mr.updated_at = db.now();
     if (action === 'reopen') await refreshMergeStatus(mr);
@@ -293,7 +293,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     if (message !== undefined) options.merge_commit_message = message;
     const remove = flag(p, 'should_remove_source_branch');
     if (remove !== undefined) options.should_remove_source_branch = remove;
-    // api-v3.md spells it `merged_when_build_succeeds`; real servers read `merge_when_build_succeeds`.
+    // docs/api-v3.md#merge-requests spells it `merged_when_build_succeeds`; real servers read `merge_when_build_succeeds`.
     const whenBuilt = flag(p, 'merge_when_build_succeeds') ?? flag(p, 'merged_when_build_succeeds') ?? false;
     // With no build at all (no status on the head) 8.x merges at once, as it does when the build is over.
     if (whenBuilt && head && buildActive(buildStatus(ctx, mr, head.id))) {
@@ -374,7 +374,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     }),
   );
 
-  // api-v3.md: merge request create answers 200 (real servers answer 201).
+  // docs/api-v3.md#merge-requests: merge request create answers 200 (real servers answer 201).
   router.post(
     '/projects/:id/merge_requests',
     handle(async (req, res) => {
@@ -390,7 +390,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       const targetId = int(p, 'target_project_id');
       const target =
         targetId === undefined || targetId === source.id ? source : findProject(db, String(targetId), who);
-      // Real 8.x `validate_fork` (422 with the errors array, api-v3.md shows no condition for 422).
+      // Real 8.x `validate_fork` (422 with the errors array, docs/api-v3.md#merge-requests shows no condition for 422).
       if (target.id !== source.id && source.forked_from_id !== target.id)
         throw new HttpError(422, { message: ['Source project is not a fork of target project'] });
       const branches = {
@@ -415,7 +415,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
         author_id: who.user.id,
         assignee_id: canAdmin ? (assigneeParam(ctx, p) ?? null) : null,
         milestone_id: canAdmin ? (milestoneParam(ctx, target, p) ?? null) : null,
-        labels: ensureLabels(ctx, target, labels),
+        labels: ensureLabels(ctx, target, labels, who.user),
         upvotes: 0,
         downvotes: 0,
         merge_status: 'unchecked',
@@ -445,10 +445,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
   async function checkBranches(
     b: Pick<MergeRequestRec, 'source_project_id' | 'source_branch' | 'target_project_id' | 'target_branch'>,
   ): Promise<void> {
+    // Real 8.x answers the model's `branch_conflict` error as 422 with its messages (the API's
+    // `handle_merge_request_errors!`), like the fork check above.
     if (b.source_project_id === b.target_project_id && b.source_branch === b.target_branch)
-      throw new HttpError(400, {
-        message: { branch_conflict: ['You can not use same project/branch for source and target'] },
-      });
+      throw new HttpError(422, { message: ['You can not use same project/branch for source and target'] });
     const errors: Record<string, string[]> = {};
     if (!(await ctx.git.branch(b.source_project_id, b.source_branch)))
       errors.source_branch = ['does not exist'];
@@ -504,7 +504,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       }),
     );
 
-    // api-v3.md: merge request update answers 200.
+    // docs/api-v3.md#merge-requests: merge request update answers 200.
     router.put(
       one,
       handle(async (req, res) => {
@@ -564,7 +564,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
             mr.assignee_id = edits.assignee_id;
           }
           if (edits.milestone_id !== undefined) mr.milestone_id = edits.milestone_id;
-          if (edits.labels !== undefined) mr.labels = ensureLabels(ctx, project, edits.labels);
+          if (edits.labels !== undefined) mr.labels = ensureLabels(ctx, project, edits.labels, who.user);
           mr.updated_at = db.now();
           db.changed();
           await emit(mr, who.user, 'update');
@@ -573,7 +573,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       }),
     );
 
-    // api-v3.md: admins and project owners only; 404 when absent; soft delete.
+    // docs/api-v3.md#merge-requests: admins and project owners only; 404 when absent; soft delete.
     router.delete(
       one,
       handle(async (req, res) => {
@@ -594,7 +594,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       }),
     );
 
-    // api-v3.md routes cancel as PUT, real servers as POST: both answer.
+    // docs/api-v3.md#merge-requests routes cancel as PUT, real servers as POST: both answer.
     for (const method of ['put', 'post'] as const)
       router[method](
         `${one}/cancel_merge_when_build_succeeds`,

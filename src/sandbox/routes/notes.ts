@@ -1,5 +1,5 @@
 /**
- * Comments on issues and merge requests (the notes resource; api-v3.md shows only the list path, the
+ * Comments on issues and merge requests (the notes resource; docs/api-v3.md#notes shows only the list path, the
  * rest follows real 8.x `lib/api/notes.rb`): list, read one, create. A comment fires `Note Hook` and
  * leaves a `commented on` event; the system notes the sandbox writes itself (status changes, moves)
  * fire nothing, as on real servers.

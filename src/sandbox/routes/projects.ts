@@ -1,6 +1,6 @@
 /**
- * Projects (api-v3.md "Projects"): lists and search, read, the activity feed, create (also for
- * another user), edit, fork and fork relations, star, archive, remove and uploads. Where api-v3.md
+ * Projects (docs/api-v3.md#projects): lists and search, read, the activity feed, create (also for
+ * another user), edit, fork and fork relations, star, archive, remove and uploads. Where docs/api-v3.md#projects
  * is silent the answers follow the real 8.x servers' lib/api/projects.rb.
  */
 import { randomBytes } from 'node:crypto';
@@ -103,7 +103,7 @@ function readAttrs(p: Record<string, unknown>, errors: FieldErrors, keys: readon
   return attrs;
 }
 
-/** Settings restrict levels with codes 0/1/2 (api-v3.md); admins are not bound by them. */
+/** Settings restrict levels with codes 0/1/2 (docs/api-v3.md#settings-object); admins are not bound by them. */
 function checkVisibilityAllowed(
   ctx: SandboxContext,
   user: UserRec,
@@ -200,7 +200,7 @@ function memberLevel(ctx: SandboxContext, project: ProjectRec, user: UserRec): n
 const ORDER_FIELDS = ['id', 'name', 'path', 'created_at', 'updated_at', 'last_activity_at'] as const;
 const VISIBILITIES: Record<string, Visibility> = { private: 0, internal: 10, public: 20 };
 
-/** The filters and order api-v3.md lists for every project list (default created_at, desc). */
+/** The filters and order docs/api-v3.md#projects lists for every project list (default created_at, desc). */
 function filterProjects(
   ctx: SandboxContext,
   req: Request,
@@ -353,7 +353,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
     '/projects/search/:query',
     handle((req, res) => {
       const { user } = caller(res);
-      // api-v3.md: text contained in the name, among the projects the caller can see.
+      // docs/api-v3.md#projects: text contained in the name, among the projects the caller can see.
       const query = String(req.params.query).toLowerCase();
       const found = db.data.projects.filter(
         (x) => canRead(db, x, user) && x.name.toLowerCase().includes(query),
@@ -406,7 +406,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
       const path = attrs.path ?? projectPathFromName(name);
       validateNames(ctx, errors, ns.id, name, path);
       checkVisibilityAllowed(ctx, user, attrs.visibility_level, errors);
-      // api-v3.md's Errors table: 409 for a project with an existing name (real 8.x answers 400 with
+      // The status table of docs/api-v3.md#errors: 409 for a project with an existing name (real 8.x answers 400 with
       // the same per-field body).
       if (takenOnly(errors)) throw new HttpError(409, { message: errors.fields });
       errors.throwIfAny();
@@ -541,7 +541,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
       handle((req, res) => {
         const c = caller(res);
         const project = findProject(db, String(req.params.id), c);
-        // api-v3.md: admin or owner; idempotent.
+        // docs/api-v3.md#projects: admin or owner; idempotent.
         requireLevel(db, project, c, OWNER);
         if (project.archived !== archived) {
           project.archived = archived;
@@ -559,7 +559,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
       const project = findProject(db, String(req.params.id), c);
       requireLevel(db, project, c, OWNER);
       await removeProject(ctx, project);
-      // api-v3.md does not show the body; real 8.x servers answer the destroy service's result, true.
+      // docs/api-v3.md#projects does not show the body; real 8.x servers answer the destroy service's result, true.
       res.json(true);
     }),
   );

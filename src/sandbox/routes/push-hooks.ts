@@ -19,7 +19,7 @@ function pushActionName(event: Pick<PushEvent, 'before' | 'after'>): string {
   return 'pushed to';
 }
 
-/** The event's `data`: the push data with the fields api-v3.md's Events section lists. */
+/** The event's `data`: the push data with the fields docs/api-v3.md#project-event lists. */
 function eventData(payload: Record<string, unknown>): Record<string, unknown> {
   const repository = payload.repository as Record<string, unknown>;
   const commits = payload.commits as Record<string, unknown>[];

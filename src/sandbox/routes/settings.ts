@@ -1,5 +1,5 @@
 /**
- * Application settings (api-v3.md "Application settings", administrators only): every field of
+ * Application settings (docs/api-v3.md#application-settings, administrators only): every field of
  * the settings table, with real servers' model validations answered as per-field 400s.
  */
 import type { Router } from 'express';
@@ -32,7 +32,7 @@ export function settingsView(s: SettingsRec) {
   };
 }
 
-/** Settings visibility codes (api-v3.md: 0 private, 1 internal, 2 public; projects use 0/10/20). */
+/** Settings visibility codes (docs/api-v3.md#settings-object: 0 private, 1 internal, 2 public; projects use 0/10/20). */
 const VISIBILITY_CODES = [0, 1, 2];
 
 type Changes = Partial<Omit<SettingsRec, 'id' | 'created_at' | 'updated_at'>>;

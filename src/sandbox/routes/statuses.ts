@@ -1,7 +1,7 @@
 /**
- * Commit statuses (api-v3.md "Commits and commit statuses"): list a commit's statuses and post one.
- * api-v3.md leaves the transitions out ("not shown"); they follow the real 8.x servers
- * (server-facts.md and 8.x `lib/api/commit_statuses.rb`, `CommitStatus`'s state machine):
+ * Commit statuses (docs/api-v3.md#commit-statuses): list a commit's statuses and post one.
+ * docs/api-v3.md#commit-statuses leaves the transitions out ("not shown"); they follow the real 8.x servers
+ * (docs/server-behaviour.md#commit-statuses and 8.x `lib/api/commit_statuses.rb`, `CommitStatus`'s state machine):
  *
  * - a status is looked up by sha, ref and name among the pending and running ones; found, it moves on
  *   (pending -> running, pending or running -> success/failed/canceled); otherwise a new row is made.
@@ -59,7 +59,7 @@ export function latestStatuses(db: Db, projectId: number, sha: string, ref?: str
   );
 }
 
-/** api-v3.md "Commit status" (8.x `Entities::CommitStatus`). */
+/** docs/api-v3.md#commit-status (8.x `Entities::CommitStatus`). */
 export function statusView(ctx: SandboxContext, s: StatusRec) {
   return {
     id: s.id,
@@ -147,7 +147,7 @@ export function registerStatusRoutes(router: Router, ctx: SandboxContext): void 
       const sha = String(req.params.sha);
       if (!(await ctx.git.commit(project.id, sha))) throw notFound('Commit');
       const p = params(req);
-      // api-v3.md names the filter `ref_name`; 8.x reads `ref`: both are accepted.
+      // docs/api-v3.md#commit-statuses names the filter `ref_name`; 8.x reads `ref`: both are accepted.
       const ref = present(str(p, 'ref_name')) ?? present(str(p, 'ref'));
       const stage = present(str(p, 'stage'));
       const name = present(str(p, 'name'));

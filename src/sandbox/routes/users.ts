@@ -1,6 +1,6 @@
 /**
- * Users (api-v3.md "Users"): listing and reading users, admin create/edit/delete, the current user,
- * SSH keys, e-mails, block and unblock. Where api-v3.md is silent the answers follow the real 8.x
+ * Users (docs/api-v3.md#users): listing and reading users, admin create/edit/delete, the current user,
+ * SSH keys, e-mails, block and unblock. Where docs/api-v3.md#users is silent the answers follow the real 8.x
  * servers' lib/api/users.rb.
  */
 import { createHash } from 'node:crypto';
@@ -274,7 +274,7 @@ function listUsers(ctx: SandboxContext, req: Request, res: Response) {
   const active = flag(p, 'active');
   let users = ctx.db.data.users;
   if (username) users = users.filter((u) => u.username === username);
-  // api-v3.md: search matches e-mail or username.
+  // docs/api-v3.md#users: search matches e-mail or username.
   if (search)
     users = users.filter(
       (u) => u.username.toLowerCase().includes(search) || u.email.toLowerCase().includes(search),
@@ -320,7 +320,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
       const errors = new FieldErrors();
       const attrs = readAttrs(p, errors);
       validate(ctx, attrs, errors);
-      // Real 8.x answers a taken e-mail or username with 409 and these texts (api-v3.md's rule 4 is
+      // Real 8.x answers a taken e-mail or username with 409 and these texts (docs/api-v3.md#errors rule 4 is
       // about modification; creation follows the real servers).
       if (emailTaken(ctx, attrs.email)) throw conflict('Email has already been taken');
       if (usernameTaken(ctx, attrs.username)) throw conflict('Username has already been taken');
@@ -358,7 +358,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
       const errors = new FieldErrors();
       const attrs = readAttrs(params(req), errors);
       validate(ctx, attrs, errors, user);
-      // api-v3.md Errors rule 4: modification answers 404 even where 409 would fit (a taken e-mail
+      // docs/api-v3.md#errors rule 4: modification answers 404 even where 409 would fit (a taken e-mail
       // or username), as the servers it describes did (`not_found!` on a failed update).
       if (emailTaken(ctx, attrs.email, user) || usernameTaken(ctx, attrs.username, user) || hasTaken(errors))
         throw notFound();
@@ -379,7 +379,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
     handle(async (req, res) => {
       requireAdmin(caller(res));
       const user = userById(ctx, String(req.params.id));
-      // api-v3.md: always 200; the body is the user only if it was actually deleted. Real servers
+      // docs/api-v3.md#users: always 200; the body is the user only if it was actually deleted. Real servers
       // keep a user who is the only owner of a group.
       if (!user || soloOwnedGroups(ctx, user).length > 0) {
         res.status(200).end();
@@ -392,7 +392,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
   );
 
   // Block and unblock answer the state transition's result like real 8.x servers: `true` when the
-  // state changed, `false` when it already held (api-v3.md only says 200).
+  // state changed, `false` when it already held (docs/api-v3.md#users only says 200).
   for (const [action, to] of [
     ['block', 'blocked'],
     ['unblock', 'active'],
@@ -423,7 +423,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   // ---- keys ----
 
-  // api-v3.md: every GET list is paginated (real servers do not paginate these two).
+  // docs/api-v3.md#pagination: every GET list is paginated (real servers do not paginate these two).
   router.get(
     '/user/keys',
     handle((req, res) => {
@@ -485,7 +485,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
       const title = requiredStr(p, 'title');
       const key = requiredStr(p, 'key');
       const user = userById(ctx, String(req.params.uid));
-      // api-v3.md: the admin path answers 404 on failure (a missing user or an invalid or taken key).
+      // docs/api-v3.md#users: the admin path answers 404 on failure (a missing user or an invalid or taken key).
       if (!user || keyErrors(ctx, title, key).has()) throw notFound();
       res.status(201).json(keyView(addKey(ctx, user, title, key)));
     }),

@@ -1,6 +1,6 @@
 /**
  * Reconciliation: hooks get lost (real servers drop a delivery on a refused connection and never
- * retry it, server-facts.md), so every interval the open issues and merge requests updated since
+ * retry it, docs/server-behaviour.md#hook-delivery), so every interval the open issues and merge requests updated since
  * the last successful run are evaluated again, each through the same item processor as a hook
  * (rules/process-item.ts: fresh read, engine, executor, decision). A lost delivery then costs at
  * most one interval.
