@@ -201,6 +201,9 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
     expect((await admin.mergeRequests.get(projectId, mr.id)).state).toBe('opened');
     expect(runtime.store.getAction(held.id)).toBeUndefined();
     expect(decisionOf('merge_request', mr.id)?.text).toContain('withdrawn: automerge no longer matches');
+    // The status page says it too, in the decision of that merge request.
+    const page = await (await fetch(`${runtime.bot.url}/status`)).text();
+    expect(page).toContain('withdrawn: automerge no longer matches');
   });
 
   it('2b. a required status that failed during the backoff: the retried merge is withdrawn', async () => {
