@@ -83,8 +83,12 @@ export interface ExecutorOptions {
   bot?: BotIdentity;
 }
 
-/** Calls that cannot be taken back: each is made only on a fresh evaluation that still plans it. */
+/**
+ * Calls that cannot be taken back (a merge, a move to another project) or that decide one (arming
+ * and cancelling merge-when-build-succeeds): each is made only on a fresh evaluation that still plans it.
+ */
 const CHECKED_FRESH: ReadonlySet<Op> = new Set<Op>([
+  'issues.move',
   'mergeRequests.merge',
   'mergeRequests.mergeWhenBuildSucceeds',
   'mergeRequests.cancelMergeWhenBuildSucceeds',

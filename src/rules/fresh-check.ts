@@ -1,6 +1,6 @@
 /**
- * An action is sent only while the item's latest evaluation still plans it. Before a merge, an
- * arming of merge-when-build-succeeds or a cancel, the executor asks this check: the item is read
+ * An action is sent only while the item's latest evaluation still plans it. Before a merge, a move,
+ * an arming of merge-when-build-succeeds or a cancel, the executor asks this check: the item is read
  * afresh, the rules in force NOW are evaluated on it with the trigger that planned the call, and
  * the call goes ahead only if that fresh plan holds the very same call (same rule, same pinned
  * head, same arguments). Otherwise the action is withdrawn, with the reason in words

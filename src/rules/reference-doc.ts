@@ -195,7 +195,7 @@ export function renderRulesDoc(): string {
     '',
     "- After each evaluation, the item's pending actions (waiting for a retry) of the rules that ran on this event and no longer plan them are **withdrawn**, with the reason explain and the status page show: `withdrawn: merge when green no longer matches (labels include any of [automerge] seen [])`.",
     '- A retry re-evaluates first: the item is read afresh and evaluated with the rules in force now, under the event that planned the action; the action is sent again only if that fresh plan still holds it (the same call: same rule, same pinned head, same arguments), otherwise it is withdrawn.',
-    '- `merge`, `merge_when_build_succeeds` and `cancel_merge_when_build_succeeds` are re-evaluated on a fresh read immediately before the call, besides pinning the head commit. A merge the merge watch makes (the rule armed merge-when-build-succeeds while its statuses were pending) goes ahead only while every condition of the rule but those pending statuses still holds, the head is the pinned one and every required status has passed.',
+    '- `merge`, `move`, `merge_when_build_succeeds` and `cancel_merge_when_build_succeeds` are re-evaluated on a fresh read immediately before the call, besides pinning the head commit. A merge the merge watch makes (the rule armed merge-when-build-succeeds while its statuses were pending) goes ahead only while every condition of the rule but those pending statuses still holds, the head is the pinned one and every required status has passed.',
     '- Rules reloaded without a rule: its pending actions are withdrawn.',
     '',
     '## Conditions',
