@@ -39,7 +39,7 @@ COPY package.json ./
 COPY --from=build /app/dist ./dist
 COPY rules ./rules
 COPY config.example.yml ./
-RUN mkdir -p /app/data && chown -R node:node /app/data
+RUN mkdir -p /app/data && chown -R node:node /app/data && chmod 700 /app/data
 USER node
 VOLUME ["/app/data"]
 EXPOSE 3000

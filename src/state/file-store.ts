@@ -118,20 +118,30 @@ class FileStore extends ModelStore {
     // Before reading anything: another process writing these files would make any reading stale.
     const lock = await acquireLock(`${this.#files.path}.lock`);
     try {
-      await this.#tightenModes();
       await this.#openLocked();
     } catch (error) {
       await lock.release();
       throw error;
     }
     this.#lock = lock;
+    // Once the files are known good: a refused state is left as it was, modes included.
+    await this.#tightenModes();
   }
 
   /**
    * Files an older version created 0644 become 0600. A folder that others may list is left as it
    * is (it may be shared, e.g. the current folder) with a warning: its files are closed to them.
+   * A mode that cannot be changed (another owner) is a warning too, not a reason to stop.
    */
   async #tightenModes(): Promise<void> {
+    try {
+      await this.#tightenModesOrThrow();
+    } catch (error) {
+      this.#files.log?.warn({ err: error }, 'could not narrow the modes of the state files');
+    }
+  }
+
+  async #tightenModesOrThrow(): Promise<void> {
     const { path, journalPath, backupPath, log } = this.#files;
     const names = new Set([basename(path), basename(backupPath), `${basename(path)}.lock`]);
     const journal = basename(journalPath);

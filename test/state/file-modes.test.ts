@@ -66,4 +66,16 @@ describe('state file modes', () => {
     expect(Object.keys(modes).length).toBeGreaterThan(0);
     expect(Object.entries(modes).filter(([, m]) => m !== 0o600)).toEqual([]);
   });
+
+  it('leaves a state it refuses exactly as it was, mode included', async () => {
+    const folder = join(dir.path, 'refused');
+    await mkdir(folder);
+    const document = join(folder, 'hookbot.json');
+    await writeFile(document, '[1, 2, 3]\n');
+    await chmod(document, 0o644);
+    await expect(createFileStore({ path: document }).open()).rejects.toThrow(
+      'is not a hookbot state document',
+    );
+    expect(await mode(document)).toBe(0o644);
+  });
 });
