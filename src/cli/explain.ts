@@ -21,6 +21,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  explainKind,
   findDecision,
   itemName,
   itemNumber,
@@ -37,8 +38,6 @@ interface ExplainOptions {
   json?: boolean;
 }
 
-type Kind = 'issue' | 'merge_request';
-
 /** What explain prints of a decision (process-item.ts `Decision`), checked at the boundary. */
 interface DecisionLike {
   text: string;
@@ -48,12 +47,6 @@ interface DecisionLike {
 
 const DEFAULT_BOT_URL = 'http://127.0.0.1:3000';
 const DEFAULT_STATE = 'data/hookbot.json';
-const KINDS: Readonly<Record<string, Kind>> = {
-  issue: 'issue',
-  mr: 'merge_request',
-  merge_request: 'merge_request',
-};
-
 const isDecision = (value: unknown): value is DecisionLike =>
   value !== null && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string';
 
@@ -85,7 +78,7 @@ export async function runExplainCommand(
   };
   const problem = projectRefProblem(args.project);
   if (problem) return usage(`PROJECT must be namespace/project (e.g. acme/web) or a project id: ${problem}`);
-  const kind = Object.hasOwn(KINDS, args.kind) ? KINDS[args.kind] : undefined;
+  const kind = explainKind(args.kind);
   if (kind === undefined) return usage(`the kind must be issue or mr (got "${args.kind}")`);
   const number = itemNumber(args.id);
   if (number === undefined) return usage(`NUMBER must be a positive number, e.g. 4 or #4 (got "${args.id}")`);
@@ -165,7 +158,7 @@ async function fromState(
   if (holders.length > 0)
     return fail(
       io,
-      `${file} is in use by process ${holders.join(', ')} (a running bot): the state file has one writer, and opening it from a second process could damage it. Ask the bot instead: hookbot explain ${target.project} ${target.kind === 'issue' ? 'issue' : 'mr'} ${args(target)} --bot [URL]`,
+      `${file} is in use by process ${holders.join(', ')} (a running bot): the state file has one writer, and opening it from a second process could damage it. Ask the bot instead: hookbot explain ${target.project} ${target.kind === 'issue' ? 'issue' : 'mr'} ${target.number} --bot [URL]`,
     );
   // A bot that has not compacted yet has only its journal; opening would create what is missing.
   if (!existsSync(file) && !existsSync(journal))
@@ -189,8 +182,6 @@ async function fromState(
     await store.close({ compact: false });
   }
 }
-
-const args = (target: ExplainQuery): string => String(target.number);
 
 function lookUp(
   store: StateStore,

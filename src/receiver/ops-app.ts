@@ -11,10 +11,10 @@ import express, {
   type Response,
 } from 'express';
 import {
+  explainKind,
   itemNumber,
   projectRefProblem,
   type ExplainAnswer,
-  type ExplainKind,
   type ExplainQuery,
 } from '../rules/find-decision.ts';
 
@@ -30,12 +30,6 @@ export interface OpsAppOptions {
   /** Extra routers (metrics, status page), mounted in order, behind `protect`. */
   extend?: (app: Express) => void;
 }
-
-const KINDS: Readonly<Record<string, ExplainKind>> = {
-  issue: 'issue',
-  mr: 'merge_request',
-  merge_request: 'merge_request',
-};
 
 export function createOpsApp(options: OpsAppOptions): Express {
   const app = express();
@@ -59,7 +53,7 @@ export function createOpsApp(options: OpsAppOptions): Express {
     const project = String(req.params.project);
     const problem = projectRefProblem(project);
     if (problem) return void res.status(400).json({ message: problem });
-    const kind = Object.hasOwn(KINDS, req.params.kind) ? KINDS[req.params.kind] : undefined;
+    const kind = explainKind(String(req.params.kind));
     if (!kind) return void res.status(400).json({ message: 'kind must be issue or mr' });
     const number = itemNumber(String(req.params.number));
     if (number === undefined)

@@ -12,6 +12,17 @@ import type { DecisionRecord } from '../state/store.ts';
 
 export type ExplainKind = 'issue' | 'merge_request';
 
+const KINDS: Readonly<Record<string, ExplainKind>> = {
+  issue: 'issue',
+  mr: 'merge_request',
+  merge_request: 'merge_request',
+};
+
+/** `issue`, `mr` or `merge_request` as a kind; undefined for anything else. */
+export function explainKind(text: string): ExplainKind | undefined {
+  return Object.hasOwn(KINDS, text) ? KINDS[text] : undefined;
+}
+
 export interface ExplainQuery {
   /** The project's id (`12`) or path (`acme/web`, compared ignoring case). */
   project: string;
