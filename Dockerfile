@@ -2,7 +2,12 @@
 #   docker build -t hookbot .
 #   docker run -p 3000:3000 -v hookbot-data:/app/data -v $PWD/rules:/app/rules:ro \
 #     -v $PWD/config.yml:/app/config.yml:ro -e HOOKBOT_CONFIG=/app/config.yml \
-#     -e HOOKBOT_API_TOKEN=... -e HOOKBOT_WEBHOOK_SECRET=... hookbot serve
+#     -e HOOKBOT_API_TOKEN=... -e HOOKBOT_WEBHOOK_SECRET=... \
+#     -e HOOKBOT_STATUS_USERNAME=ops -e HOOKBOT_STATUS_PASSWORD=... hookbot serve
+# The image listens on 0.0.0.0 (a published port must reach it), so the status page, /metrics and
+# /explain would be open to whoever reaches the port: the bot refuses to start that way without
+# status credentials. HOOKBOT_ALLOW_PUBLIC_OPS=true is deliberately not set here: setting it (when a
+# proxy or network policy guards the port) is the operator's decision.
 
 # Build: every dependency, then the TypeScript sources compiled to dist/ (npm run build).
 FROM node:22-bookworm-slim AS build
@@ -34,7 +39,7 @@ COPY package.json ./
 COPY --from=build /app/dist ./dist
 COPY rules ./rules
 COPY config.example.yml ./
-RUN mkdir -p /app/data && chown -R node:node /app/data
+RUN mkdir -p /app/data && chown -R node:node /app/data && chmod 700 /app/data
 USER node
 VOLUME ["/app/data"]
 EXPOSE 3000

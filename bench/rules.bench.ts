@@ -3,10 +3,14 @@
  * (the engine's way), side by side with the same evaluation recompiling the rules on every event
  * (what an engine without a compile step pays). Target: median under 1 ms per evaluation.
  * `ratio` = baseline time / compiled time: how many times faster compiling once is.
+ * Then the regex corpus: patterns that freeze a backtracking engine, each on its hostile 64 KiB
+ * input, on the rules' linear-time engine; `regex_worst_ms` is the slowest (median of 5 runs).
  */
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { compileRules } from '../src/rules/compile.ts';
+import { compileRegex, REGEX_ENGINE, testBounded } from '../src/rules/regex.ts';
+import { PATHOLOGICAL_PATTERNS } from '../test/fixtures/pathological-patterns.ts';
 import { evaluate } from '../src/rules/engine.ts';
 import { ruleFileSchema, type RuleSpec } from '../src/rules/schema.ts';
 import type { MergeRequestSnapshot } from '../src/rules/snapshot.ts';
@@ -223,6 +227,8 @@ export async function run(): Promise<Record<string, number | string>> {
   const everyRule = measure(11, () => evaluate(worst, snapshot, { now: NOW }));
   const baseline = measure(7, () => evaluate(compileRules(realistic), snapshot, { now: NOW }));
 
+  const regex = worstPathological();
+
   const round = (value: number, digits = 3) => Number(value.toFixed(digits));
   return {
     rules: RULES,
@@ -238,7 +244,28 @@ export async function run(): Promise<Record<string, number | string>> {
     all_apply_matched: worstSample.rules.filter((rule) => rule.matched).length,
     all_apply_median_ms: round(everyRule.wall),
     all_apply_median_cpu_ms: round(everyRule.cpu),
+    regex_engine: REGEX_ENGINE,
+    regex_patterns: PATHOLOGICAL_PATTERNS.length,
+    regex_worst_ms: round(regex.ms, 1),
+    regex_worst_pattern: regex.source,
   };
+}
+
+/** The slowest pattern of the corpus on its input: the median of 5 runs each. */
+function worstPathological(): { source: string; ms: number } {
+  let worst = { source: '', ms: 0 };
+  for (const { source, input } of PATHOLOGICAL_PATTERNS) {
+    const pattern = compileRegex(source);
+    const text = input();
+    const times = Array.from({ length: 5 }, () => {
+      const start = performance.now();
+      testBounded(pattern, text);
+      return performance.now() - start;
+    });
+    const ms = median(times);
+    if (ms > worst.ms) worst = { source, ms };
+  }
+  return worst;
 }
 
 // `npx tsx bench/rules.bench.ts` prints the figures; `npm run bench` imports run().

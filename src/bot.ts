@@ -15,6 +15,7 @@ import {
   type Pipeline,
   type PipelineLog,
 } from './receiver/pipeline.ts';
+import { createReadiness } from './receiver/readiness.ts';
 import { createHintResolver } from './receiver/resolve-hints.ts';
 import { createReceiverServer, listen } from './receiver/server.ts';
 import type { VerifyOptions } from './receiver/verify.ts';
@@ -34,9 +35,13 @@ export interface BotOptions {
   pipeline?: { debounceMs?: number; concurrency?: number; queueLimit?: number };
   /** Does the work for one item. Built from the client: the rule engine in production, anything in tests. */
   processor: (context: { client: Client; identity: BotIdentity }) => ItemProcessor;
-  /** The latest decision for an item, for `/explain` (the rule engine's decisions). */
+  /** The latest decision for an item, for `/explain`: from recorded state, never the API. */
   explain?: OpsAppOptions['explain'];
+  /** Host check and authentication of every route but /healthz and /readyz. */
+  protect?: OpsAppOptions['protect'];
   extendApp?: OpsAppOptions['extend'];
+  /** How long a readiness result is reused (default readiness.ts's). */
+  readinessTtlMs?: number;
   log: BotLog;
   onDelivery?: (outcome: DeliveryOutcome, info: { kind?: string; status: number; ackMs: number }) => void;
 }
@@ -93,12 +98,19 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     },
   });
 
-  const app = createOpsApp({
-    readiness: [
+  // The API check is one call per TTL, however often /readyz is asked.
+  const ready = createReadiness({
+    checks: [
       { name: 'state', check: async () => void store.stats() },
       { name: 'api', check: async () => void (await client.users.current()) },
     ],
+    ttlMs: options.readinessTtlMs,
+    log: options.log,
+  });
+  const app = createOpsApp({
+    ready,
     explain: options.explain,
+    protect: options.protect,
     extend: options.extendApp,
   });
   const server = createReceiverServer({ hookPath: options.server.hookPath, hookHandler, app });

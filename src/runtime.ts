@@ -8,7 +8,10 @@ import { startBot, type Bot } from './bot.ts';
 import type { HookbotLogger } from './ops/logger.ts';
 import type { Metrics } from './ops/metrics.ts';
 import { withDecisionMetrics } from './ops/decision-metrics.ts';
+import { exposureProblem, exposureWarning } from './receiver/exposure.ts';
+import { hostCheck } from './receiver/host-check.ts';
 import { createExecutor, type Executor } from './rules/executor.ts';
+import { findDecision } from './rules/find-decision.ts';
 import {
   createScheduler,
   createSweepSet,
@@ -17,14 +20,13 @@ import {
   type SweepSet,
 } from './scheduler/index.ts';
 import { createFreshCheck } from './rules/fresh-check.ts';
-import { createItemProcessor, type Decision } from './rules/process-item.ts';
+import { createItemProcessor } from './rules/process-item.ts';
 import { createSnapshotReader, type SnapshotReader } from './rules/read-snapshot.ts';
 import type { BotIdentity } from './rules/snapshot.ts';
 import { withdrawRemovedRules } from './rules/withdraw.ts';
 import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
 import { createFileStore } from './state/file-store.ts';
 import type { StateStore } from './state/store.ts';
-import type { RequestHandler } from 'express';
 import { basicAuth } from './status/basic-auth.ts';
 import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
 
@@ -45,6 +47,8 @@ export interface RuntimeOverrides {
   api?: { url: string; token: string };
   /** The hook secret to use instead of the config's (generated for the embedded sandbox). */
   webhookSecret?: string;
+  /** How long a /readyz result is reused (tests count the API calls it makes). */
+  readinessTtlMs?: number;
 }
 
 export async function startRuntime(
@@ -53,6 +57,21 @@ export async function startRuntime(
   overrides: RuntimeOverrides = {},
 ): Promise<Runtime> {
   const { log, metrics } = deps;
+  const statusAuth = config.server.status_auth;
+  const auth =
+    statusAuth.username && statusAuth.password
+      ? { username: statusAuth.username, password: statusAuth.password }
+      : undefined;
+  // Before anything is opened: a refusal leaves nothing to undo.
+  const exposure = {
+    host: config.server.host,
+    authenticated: auth !== undefined,
+    publicOps: config.server.public_ops,
+  };
+  const problem = exposureProblem(exposure);
+  if (problem) throw new Error(problem);
+  const warning = exposureWarning(exposure);
+  if (warning) log.warn({ host: config.server.host }, warning);
   const apiUrl = overrides.api?.url ?? config.api.url;
   const token = overrides.api?.token ?? config.api.token;
   if (!apiUrl || !token) throw new Error('api.url and api.token are needed to run against a server');
@@ -84,7 +103,6 @@ export async function startRuntime(
   if (config.rules.watch) rules.watch();
 
   const deliveries = createDeliveryLog();
-  const statusAuth = config.server.status_auth;
 
   let bot: Bot;
   let executor: Executor | undefined;
@@ -155,23 +173,13 @@ export async function startRuntime(
           log: log.child({ part: 'process' }),
         });
       },
-      explain: async (project, kind, id) => {
-        // Decisions are kept by item key (`issue:<project id>:<id>`); a path is looked up once.
-        const projectId = /^\d+$/.test(project)
-          ? Number(project)
-          : (await bot.client.projects.get(project)).id;
-        return (
-          (store.latestDecision(`${kind}:${projectId}:${id}`)?.decision as Decision | undefined) ?? undefined
-        );
-      },
+      // From what the store recorded only: a caller never makes the bot call the API.
+      explain: (query) => findDecision(store.latestDecisions(), query),
+      // The status page, /metrics and /explain: the Host check, then the optional basic auth.
+      protect: [hostCheck(config.server.allowed_hosts), ...(auth ? [basicAuth(auth)] : [])],
+      readinessTtlMs: overrides.readinessTtlMs,
       extendApp: (app) => {
-        // The same optional basic auth guards the status page and the metrics.
-        const auth =
-          statusAuth.username && statusAuth.password
-            ? { username: statusAuth.username, password: statusAuth.password }
-            : undefined;
-        const guard: RequestHandler = auth ? basicAuth(auth) : (_req, _res, next) => next();
-        app.get('/metrics', guard, async (_req, res) => {
+        app.get('/metrics', async (_req, res) => {
           res.set('content-type', metrics.contentType).send(await metrics.text());
         });
         app.use(
@@ -183,13 +191,12 @@ export async function startRuntime(
               .filter(([, sweep]) => sweep.enabled)
               .map(([name]) => name),
             secrets: [token, secret, signatureSecret, statusAuth.password],
-            auth,
           }),
         );
       },
       onDelivery: (outcome, info) => {
         deliveries.record(outcome, info);
-        metrics.delivery(info.kind ?? 'unknown', outcome);
+        metrics.delivery(info.kind, outcome);
         metrics.ack(info.ackMs / 1000);
       },
       log: log.child({ part: 'pipeline' }),

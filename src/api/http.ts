@@ -118,6 +118,10 @@ export function fillRoute(route: string, params: Record<string, string | number>
   return route.replace(/:([a-z_]+)/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined || value === '') throw new TypeError(`route ${route} needs parameter ${name}`);
+    // Not encoded by encodeURIComponent, and read as path steps by URL parsers and servers alike:
+    // `/projects/.` would ask for the project list, `/projects/..` for something else again.
+    if (value === '.' || value === '..')
+      throw new TypeError(`route ${route}: parameter ${name} cannot be "${value}"`);
     return encodeURIComponent(String(value));
   });
 }

@@ -1,21 +1,33 @@
 /**
- * `hookbot explain PROJECT (issue|mr) ID [--bot [URL]] [--state FILE] [--json]`: the latest decision
- * the bot recorded for an item (every rule, every condition's value and verdict, the plan and what
- * became of each call). PROJECT is `namespace/project` or the project's id; ID is the item's global
- * id, the one API paths and `GET /explain/...` use (not the `#3` people see).
+ * `hookbot explain PROJECT (issue|mr) NUMBER [--bot [URL]] [--state FILE] [--json]`: the latest
+ * decision the bot recorded for an item (every rule, every condition's value and verdict, the plan
+ * and what became of each call). PROJECT is `namespace/project` or the project's id; NUMBER is the
+ * number people see (`4` or `#4`, the iid) or the item's global id, the iid first (when it is
+ * both, the answer says which other item the global id is: find-decision.ts).
  *
- * - With `--bot`, it asks a running bot (`GET /explain/:project/:kind/:id`); `--bot` alone means
- *   `HOOKBOT_BOT_URL`, else http://127.0.0.1:3000.
+ * - With `--bot`, it asks a running bot (`GET /explain/:project/:kind/:number`); `--bot` alone
+ *   means `HOOKBOT_BOT_URL`, else http://127.0.0.1:3000. A bot with `server.status_auth` wants
+ *   its credentials: in the URL (`http://user:password@host:port`) or in HOOKBOT_STATUS_USERNAME
+ *   and HOOKBOT_STATUS_PASSWORD.
  * - Without, it reads the state file (`--state`, else `HOOKBOT_STATE`, else data/hookbot.json):
  *   opened, read, closed without compaction. The store has one writer: while a bot holds the file,
  *   a second process opening it could cut the journal under it, so explain refuses and says to use
  *   `--bot` (on Linux it sees the holder in /proc; elsewhere it cannot tell).
  *
- * Exit 0 with the decision; 1 when there is none or it cannot be read; 2 on a wrong command line.
+ * Both answer from recorded decisions only. Exit 0 with the decision; 1 when there is none or it
+ * cannot be read; 2 on a wrong command line.
  */
 import { existsSync } from 'node:fs';
 import { readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import {
+  explainKind,
+  findDecision,
+  itemName,
+  itemNumber,
+  projectRefProblem,
+  type ExplainQuery,
+} from '../rules/find-decision.ts';
 import type { StateStore } from '../state/store.ts';
 import type { CliIo, RegisterCommand } from './main.ts';
 
@@ -26,36 +38,26 @@ interface ExplainOptions {
   json?: boolean;
 }
 
-type Kind = 'issue' | 'merge_request';
-
-interface Target {
-  project: string;
-  kind: Kind;
-  id: number;
-}
-
 /** What explain prints of a decision (process-item.ts `Decision`), checked at the boundary. */
 interface DecisionLike {
   text: string;
+  lookup?: { by?: unknown; note?: unknown };
   [key: string]: unknown;
 }
 
 const DEFAULT_BOT_URL = 'http://127.0.0.1:3000';
 const DEFAULT_STATE = 'data/hookbot.json';
-const PROJECT = /^(\d+|[^/\s]+\/[^/\s]+)$/;
-const KINDS: Readonly<Record<string, Kind>> = {
-  issue: 'issue',
-  mr: 'merge_request',
-  merge_request: 'merge_request',
-};
-
 const isDecision = (value: unknown): value is DecisionLike =>
   value !== null && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string';
 
-const itemName = ({ project, kind, id }: Target): string =>
-  `${kind === 'issue' ? 'issue' : 'merge request'} ${id} of ${/^\d+$/.test(project) ? `project ${project}` : project}`;
-
-function print(io: CliIo, decision: DecisionLike, json: boolean | undefined): number {
+/** The decision on stdout; a note on how the number was read (iid or global id) on stderr. */
+function print(
+  io: CliIo,
+  decision: DecisionLike,
+  json: boolean | undefined,
+  note: string | undefined,
+): number {
+  if (note) io.err(`hookbot explain: ${note}\n`);
   io.out(json ? `${JSON.stringify(decision, null, 2)}\n` : `${decision.text}\n`);
   return 0;
 }
@@ -74,62 +76,89 @@ export async function runExplainCommand(
     io.err(`hookbot explain: ${message}\n`);
     return 2;
   };
-  if (!PROJECT.test(args.project))
-    return usage(`PROJECT must be namespace/project (e.g. acme/web) or a project id (got "${args.project}")`);
-  const kind = Object.hasOwn(KINDS, args.kind) ? KINDS[args.kind] : undefined;
+  const problem = projectRefProblem(args.project);
+  if (problem) return usage(`PROJECT must be namespace/project (e.g. acme/web) or a project id: ${problem}`);
+  const kind = explainKind(args.kind);
   if (kind === undefined) return usage(`the kind must be issue or mr (got "${args.kind}")`);
-  if (!/^[1-9]\d*$/.test(args.id)) return usage(`ID must be a positive number (got "${args.id}")`);
+  const number = itemNumber(args.id);
+  if (number === undefined) return usage(`NUMBER must be a positive number, e.g. 4 or #4 (got "${args.id}")`);
   if (options.bot !== undefined && options.state !== undefined)
     return usage('give --bot (ask a running bot) or --state (read its state file), not both');
-  const target: Target = { project: args.project, kind, id: Number(args.id) };
+  const target: ExplainQuery = { project: args.project, kind, number };
 
   if (options.bot !== undefined) {
     const url = options.bot === true ? process.env.HOOKBOT_BOT_URL || DEFAULT_BOT_URL : String(options.bot);
-    if (!/^https?:\/\/[^/]/.test(url))
+    if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url))
       return usage(`--bot takes the bot's URL, e.g. ${DEFAULT_BOT_URL} (got "${url}"); write --bot=URL`);
     return fromBot(url.replace(/\/+$/, ''), target, options, io);
   }
   return fromState(options.state ?? (process.env.HOOKBOT_STATE || DEFAULT_STATE), target, options, io);
 }
 
-async function fromBot(url: string, target: Target, options: ExplainOptions, io: CliIo): Promise<number> {
-  const route = `/explain/${encodeURIComponent(target.project)}/${target.kind === 'issue' ? 'issue' : 'mr'}/${target.id}`;
+/** The URL without credentials, and an Authorization header from them or from the environment. */
+function botAddress(url: string): { base: string; headers: Record<string, string> } {
+  const parsed = new URL(url);
+  const username = decodeURIComponent(parsed.username) || process.env.HOOKBOT_STATUS_USERNAME || '';
+  const password = decodeURIComponent(parsed.password) || process.env.HOOKBOT_STATUS_PASSWORD || '';
+  parsed.username = '';
+  parsed.password = '';
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (username && password)
+    headers.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  return { base: parsed.toString().replace(/\/+$/, ''), headers };
+}
+
+async function fromBot(
+  url: string,
+  target: ExplainQuery,
+  options: ExplainOptions,
+  io: CliIo,
+): Promise<number> {
+  const { base, headers } = botAddress(url);
+  const route = `/explain/${encodeURIComponent(target.project)}/${target.kind === 'issue' ? 'issue' : 'mr'}/${target.number}`;
   let response: Response;
   try {
-    response = await fetch(`${url}${route}`, { signal: AbortSignal.timeout(10_000) });
+    response = await fetch(`${base}${route}`, { headers, signal: AbortSignal.timeout(10_000) });
   } catch (error) {
     const cause =
       error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
     return fail(
       io,
-      `no bot answers at ${url} (${cause}). Is it running there? Without --bot, explain reads the state file.`,
+      `no bot answers at ${base} (${cause}). Is it running there? Without --bot, explain reads the state file.`,
     );
   }
   const body: unknown = await response.json().catch(() => undefined);
   const message = (body as { message?: unknown } | undefined)?.message;
-  if (response.status === 404 && message === 'no decision recorded for this item yet')
+  if (response.status === 401)
     return fail(
       io,
-      `no decision recorded for ${itemName(target)} yet (the bot records one each time it evaluates the item)`,
+      `${base} asks for the status page's credentials (server.status_auth): set HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD, or give them in the URL (http://USER:PASSWORD@host:port)`,
     );
-  if (response.status === 404 && message === 'no such project')
-    return fail(io, `the bot's server does not know project ${target.project}`);
+  if (response.status === 404 && typeof message === 'string' && message.startsWith('no decision recorded'))
+    return fail(io, `${message} yet (the bot records one each time it evaluates the item)`);
   if (!response.ok || !isDecision(body))
     return fail(
       io,
-      `${url}${route} answered ${response.status}${typeof message === 'string' ? `: ${message}` : ''}; is ${url} a hookbot?`,
+      `${base}${route} answered ${response.status}${typeof message === 'string' ? `: ${message}` : ''}; is ${base} a hookbot?`,
     );
-  return print(io, body, options.json);
+  const note = typeof body.lookup?.note === 'string' ? body.lookup.note : undefined;
+  if (!options.json) delete body.lookup;
+  return print(io, body, options.json, note);
 }
 
-async function fromState(file: string, target: Target, options: ExplainOptions, io: CliIo): Promise<number> {
+async function fromState(
+  file: string,
+  target: ExplainQuery,
+  options: ExplainOptions,
+  io: CliIo,
+): Promise<number> {
   const { createFileStore, resolveFileStoreOptions, StateError } = await import('../state/index.ts');
   const journal = resolveFileStoreOptions({ path: file }).journalPath;
   const holders = await holdersOf(journal);
   if (holders.length > 0)
     return fail(
       io,
-      `${file} is in use by process ${holders.join(', ')} (a running bot): the state file has one writer, and opening it from a second process could damage it. Ask the bot instead: hookbot explain ${target.project} ${target.kind === 'issue' ? 'issue' : 'mr'} ${target.id} --bot [URL]`,
+      `${file} is in use by process ${holders.join(', ')} (a running bot): the state file has one writer, and opening it from a second process could damage it. Ask the bot instead: hookbot explain ${target.project} ${target.kind === 'issue' ? 'issue' : 'mr'} ${target.number} --bot [URL]`,
     );
   // A bot that has not compacted yet has only its journal; opening would create what is missing.
   if (!existsSync(file) && !existsSync(journal))
@@ -154,55 +183,19 @@ async function fromState(file: string, target: Target, options: ExplainOptions, 
   }
 }
 
-interface RecordedItem {
-  itemKey: string;
-  project: string | undefined;
-  iid: number | undefined;
-}
-
-/** What a stored decision says about its item (decisions are opaque to the store). */
-function recordedItem(itemKey: string, decision: unknown): RecordedItem {
-  const item = (decision as { evaluation?: { item?: { project?: unknown; iid?: unknown } } } | null)
-    ?.evaluation?.item;
-  return {
-    itemKey,
-    project: typeof item?.project === 'string' ? item.project : undefined,
-    iid: typeof item?.iid === 'number' ? item.iid : undefined,
-  };
-}
-
-function lookUp(store: StateStore, file: string, target: Target, options: ExplainOptions, io: CliIo): number {
-  // Decisions are kept by `<kind>:<project id>:<id>`; a path is matched through the decisions the
-  // store remembers (the recent ones, and the merge watch's items).
-  const known: RecordedItem[] = [
-    ...store
-      .recentDecisions(Number.MAX_SAFE_INTEGER)
-      .map((record) => recordedItem(record.itemKey, record.decision)),
-    ...store.watched().map((entry) => ({ itemKey: entry.itemKey, project: entry.project, iid: undefined })),
-  ];
-  const projectIdOf = (item: RecordedItem) => item.itemKey.split(':')[1];
-  let projectId: string | undefined = /^\d+$/.test(target.project) ? target.project : undefined;
-  if (projectId === undefined) {
-    const wanted = target.project.toLowerCase();
-    projectId = known.filter((item) => item.project?.toLowerCase() === wanted).map(projectIdOf)[0];
-    if (projectId === undefined)
-      return fail(
-        io,
-        `${file} holds no recent decision for ${target.project}, so its project id is unknown here: give the id instead of the path, or ask a running bot with --bot [URL]`,
-      );
-  }
-  const record = store.latestDecision(`${target.kind}:${projectId}:${target.id}`);
-  if (record && isDecision(record.decision)) return print(io, record.decision, options.json);
-  if (record)
+function lookUp(
+  store: StateStore,
+  file: string,
+  target: ExplainQuery,
+  options: ExplainOptions,
+  io: CliIo,
+): number {
+  const answer = findDecision(store.latestDecisions(), target);
+  if (!answer.found) return fail(io, `${answer.message} in ${file}`);
+  const decision = answer.record.decision;
+  if (!isDecision(decision))
     return fail(io, `the decision recorded for ${itemName(target)} cannot be read (another version?)`);
-  // The id people see is the iid (#3, !7): say which item that is, if a decision names it.
-  const byIid = known.find(
-    (item) => item.iid === target.id && item.itemKey.startsWith(`${target.kind}:${projectId}:`),
-  );
-  const hint = byIid
-    ? ` (ID is the global id, as in API paths; ${target.kind === 'issue' ? '#' : '!'}${target.id} is id ${byIid.itemKey.split(':')[2]})`
-    : '';
-  return fail(io, `no decision recorded for ${itemName(target)} in ${file}${hint}`);
+  return print(io, decision, options.json, answer.note);
 }
 
 /**
@@ -246,11 +239,11 @@ export const registerExplainCommand: RegisterCommand = (program, io, setExitCode
     .description("Show the bot's latest decision for an issue or merge request, and why.")
     .argument('<project>', 'namespace/project, or the project id')
     .argument('<kind>', 'issue or mr')
-    .argument('<id>', 'the global id of the issue or merge request (as in API paths)')
+    .argument('<number>', 'the number people see (4 or #4), or the global id (as in API paths)')
     .option('--bot [url]', `ask a running bot (default: $HOOKBOT_BOT_URL, else ${DEFAULT_BOT_URL})`)
     .option('--state <file>', `read the state file (default: $HOOKBOT_STATE, else ${DEFAULT_STATE})`)
     .option('--json', 'print the whole decision as JSON')
-    .action(async (project: string, kind: string, id: string, options: ExplainOptions) => {
-      setExitCode(await runExplainCommand({ project, kind, id }, options, io));
+    .action(async (project: string, kind: string, number: string, options: ExplainOptions) => {
+      setExitCode(await runExplainCommand({ project, kind, id: number }, options, io));
     });
 };

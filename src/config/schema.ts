@@ -156,16 +156,29 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       hook_path: urlPath().default('/hooks').describe('The path the server delivers hooks to.'),
       body_limit_bytes: integer(1).default(1_048_576).describe('Larger deliveries are refused with 413.'),
       status_auth: section({
-        username: optionalText().describe('Empty: no authentication.'),
+        username: optionalText()
+          .describe('Empty: no authentication.')
+          .meta(meta({ env: 'HOOKBOT_STATUS_USERNAME' })),
         password: optionalText()
           .describe('Required when username is set.')
-          .meta(meta({ secret: true })),
-        password_file: optionalText().describe(
-          'A file holding the password (a trailing newline is dropped).',
-        ),
-      }).describe('Optional basic authentication for the status page (/status) and /metrics.'),
+          .meta(meta({ env: 'HOOKBOT_STATUS_PASSWORD', secret: true })),
+        password_file: optionalText()
+          .describe('A file holding the password (a trailing newline is dropped).')
+          .meta(meta({ env: 'HOOKBOT_STATUS_PASSWORD_FILE' })),
+      }).describe(
+        'Basic authentication for the status page (/status), /metrics and /explain. Needed to listen beyond loopback, unless public_ops is true.',
+      ),
+      public_ops: flag()
+        .default(false)
+        .describe(
+          'Listen beyond loopback (server.host other than 127.0.0.1, ::1 or localhost) without status_auth: the status page, /metrics and /explain are then open to whoever reaches the port. hookbot refuses to start that way unless this is true (e.g. a proxy or network policy guards the port).',
+        )
+        .meta(meta({ env: 'HOOKBOT_ALLOW_PUBLIC_OPS' })),
+      allowed_hosts: textList(nonEmptyText()).describe(
+        'Host names the status page, /metrics and /explain answer to, besides localhost and IP addresses (DNS rebinding protection). .example.com allows its subdomains too.',
+      ),
     }).describe(
-      'The HTTP server that receives hook deliveries and serves /healthz, /readyz, /status and /metrics.',
+      'The HTTP server that receives hook deliveries and serves /healthz, /readyz, /status, /metrics and /explain.',
     ),
 
     webhook: section({

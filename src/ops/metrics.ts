@@ -10,6 +10,29 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export type DeliveryOutcome =
   'accepted' | 'duplicate' | 'ignored' | 'unauthorized' | 'bad_request' | 'too_large' | 'error';
 
+/**
+ * The `kind` label of deliveries: the hook format's object kinds, `unknown` for a delivery without
+ * one, and `other` for any other text. A label value is a series kept for the process's life, and
+ * `object_kind` is whatever the sender wrote: taken as received, invented kinds would grow
+ * /metrics without bound (a test keeps this list equal to the receiver's known kinds).
+ */
+export const DELIVERY_KIND_LABELS = [
+  'push',
+  'tag_push',
+  'issue',
+  'note',
+  'merge_request',
+  'build',
+  'pipeline',
+  'wiki_page',
+] as const;
+const deliveryKindLabels = new Set<string>(DELIVERY_KIND_LABELS);
+
+export function deliveryKindLabel(kind: string | undefined): string {
+  if (kind === undefined) return 'unknown';
+  return deliveryKindLabels.has(kind) ? kind : 'other';
+}
+
 /** What made the engine evaluate an item. */
 export type EvaluationSource = 'hook' | 'sweep' | 'reconcile' | 'simulate';
 
@@ -37,7 +60,8 @@ export interface Metrics {
   readonly contentType: string;
   /** The exposition text. */
   text(): Promise<string>;
-  delivery(kind: string, outcome: DeliveryOutcome): void;
+  /** `kind` as received (undefined when the delivery had none): counted under deliveryKindLabel(kind). */
+  delivery(kind: string | undefined, outcome: DeliveryOutcome): void;
   queueDepth(depth: number): void;
   evaluation(source: EvaluationSource): void;
   ruleMatch(rule: string): void;
@@ -146,7 +170,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     registry,
     contentType: registry.contentType,
     text: () => registry.metrics(),
-    delivery: (kind, outcome) => deliveries.inc({ kind, outcome }),
+    delivery: (kind, outcome) => deliveries.inc({ kind: deliveryKindLabel(kind), outcome }),
     queueDepth: (depth) => queueDepth.set(depth),
     evaluation: (source) => evaluations.inc({ source }),
     ruleMatch: (rule) => ruleMatches.inc({ rule }),

@@ -1,20 +1,33 @@
 /**
- * Everything on the bot's port but the hook route: liveness, readiness and explain, on express.
- * Later parts (metrics, the status page) mount here too.
+ * Everything on the bot's port but the hook route, on express: liveness and readiness (open to
+ * probes), then the ops routes (explain here; metrics and the status page mounted by `extend`),
+ * which pass `protect` first: the Host check and, when configured, basic authentication.
  */
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express, {
+  type Express,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
+import {
+  explainKind,
+  itemNumber,
+  projectRefProblem,
+  type ExplainAnswer,
+  type ExplainQuery,
+} from '../rules/find-decision.ts';
 
-export interface ReadinessCheck {
-  name: string;
-  check: () => Promise<void>;
-}
+export type { ReadinessCheck } from './readiness.ts';
 
 export interface OpsAppOptions {
-  /** Each must resolve for `/readyz` to answer 200 (the state store is open, the API answers...). */
-  readiness: ReadinessCheck[];
-  /** The latest decision for an item, for `GET /explain/:project/:kind/:id`; undefined when none. */
-  explain?: (project: string, kind: 'issue' | 'merge_request', id: number) => Promise<unknown> | unknown;
-  /** Extra routers (metrics, status page), mounted in order. */
+  /** Resolves true when the bot is ready (cached: see readiness.ts). */
+  ready: () => Promise<boolean>;
+  /** The latest recorded decision for an item, for `GET /explain/:project/:kind/:number`. */
+  explain?: (query: ExplainQuery) => ExplainAnswer;
+  /** Run before every route but /healthz and /readyz (Host check, authentication). */
+  protect?: RequestHandler[];
+  /** Extra routers (metrics, status page), mounted in order, behind `protect`. */
   extend?: (app: Express) => void;
 }
 
@@ -26,42 +39,36 @@ export function createOpsApp(options: OpsAppOptions): Express {
     res.json({ status: 'ok' });
   });
 
+  // What failed is in the log ("not ready"): the answer tells a prober only yes or no.
   app.get('/readyz', async (_req, res) => {
-    const results = await Promise.all(
-      options.readiness.map(async ({ name, check }) => {
-        try {
-          await withTimeout(check(), 5_000);
-          return { name, ok: true };
-        } catch (error) {
-          return { name, ok: false, message: error instanceof Error ? error.message : String(error) };
-        }
-      }),
-    );
-    const ready = results.every((r) => r.ok);
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: results });
+    const ready = await options.ready();
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready' });
   });
 
-  // `:project` is a numeric id or `namespace%2Fproject`; kind `issue` or `mr` (or `merge_request`).
-  app.get('/explain/:project/:kind/:id', async (req, res) => {
-    const kind =
-      req.params.kind === 'mr' || req.params.kind === 'merge_request'
-        ? 'merge_request'
-        : req.params.kind === 'issue'
-          ? 'issue'
-          : undefined;
-    const id = Number(req.params.id);
+  for (const handler of options.protect ?? []) app.use(handler);
+
+  // `:project` is a project id or `namespace%2Fproject`; `:number` the iid people see (#4) or the
+  // global id (find-decision.ts says which wins). Text for a terminal, JSON when asked for.
+  app.get('/explain/:project/:kind/:number', (req, res) => {
+    const project = String(req.params.project);
+    const problem = projectRefProblem(project);
+    if (problem) return void res.status(400).json({ message: problem });
+    const kind = explainKind(String(req.params.kind));
     if (!kind) return void res.status(400).json({ message: 'kind must be issue or mr' });
-    if (!Number.isInteger(id) || id <= 0)
-      return void res.status(400).json({ message: 'id must be a positive integer' });
-    let decision: unknown;
-    try {
-      decision = await options.explain?.(String(req.params.project), kind, id);
-    } catch {
-      return void res.status(404).json({ message: 'no such project' });
-    }
-    if (decision === undefined)
-      return void res.status(404).json({ message: 'no decision recorded for this item yet' });
-    res.json(decision);
+    const number = itemNumber(String(req.params.number));
+    if (number === undefined)
+      return void res.status(400).json({ message: 'the number must be a positive integer, e.g. 4 or #4' });
+    const answer = options.explain?.({ project, kind, number }) ?? {
+      found: false,
+      message: 'explain is not available',
+    };
+    res.set('cache-control', 'no-store').set('x-content-type-options', 'nosniff');
+    if (!answer.found) return void res.status(404).json({ message: answer.message });
+    const decision = answer.record.decision as { text?: unknown } | null;
+    const lookup = { by: answer.by, ...(answer.note && { note: answer.note }) };
+    if (req.accepts(['text', 'json']) === 'json') return void res.json({ ...(decision as object), lookup });
+    const text = typeof decision?.text === 'string' ? decision.text : JSON.stringify(decision, null, 2);
+    res.type('text').send(answer.note ? `${answer.note}\n\n${text}\n` : `${text}\n`);
   });
 
   options.extend?.(app);
@@ -74,20 +81,4 @@ export function createOpsApp(options: OpsAppOptions): Express {
     void error;
   });
   return app;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }

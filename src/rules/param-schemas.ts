@@ -17,7 +17,8 @@ export const regexSchema = z
   })
   .meta({
     title: 'regex',
-    description: 'a regular expression (JavaScript syntax; a leading (?i) ignores case)',
+    description:
+      'a regular expression (JavaScript syntax, run in linear time: no backreferences or lookaround; a leading (?i) ignores case)',
   });
 
 export const globSchema = z

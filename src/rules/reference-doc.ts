@@ -222,7 +222,7 @@ export function renderRulesDoc(): string {
     '',
     '## Regular expressions',
     '',
-    `JavaScript syntax. A leading \`(?i)\`, \`(?m)\` or \`(?s)\` (as in Python or RE2) becomes a flag. Patterns longer than ${MAX_PATTERN_LENGTH} characters and patterns that may backtrack catastrophically (nested quantifiers such as \`(a+)+\`) are refused when the file loads; matching reads at most the first ${MAX_INPUT_LENGTH / 1024} KiB of a text.`,
+    `JavaScript syntax. A leading \`(?i)\`, \`(?m)\` or \`(?s)\` (as in Python or RE2) becomes a flag. Patterns run on a linear-time engine (RE2's automaton, in JavaScript): no pattern can make matching slow, whatever the text. What such an engine cannot run is refused when the file loads: backreferences (\`\\1\`, \`\\k<name>\`) and lookaround (\`(?=\`, \`(?!\`, \`(?<=\`, \`(?<!\`); so are patterns longer than ${MAX_PATTERN_LENGTH} characters. \`\\s\`, \`\\w\`, \`\\d\` and \`\\b\` are ASCII classes (\`\\s\` does not match a no-break space). Matching reads at most the first ${MAX_INPUT_LENGTH / 1024} KiB of a text.`,
     '',
   ].join('\n');
 }

@@ -3,6 +3,7 @@
  * query/form field) or an OAuth token (`access_token` or `Authorization: Bearer`); 401 otherwise.
  * Sudo (header `SUDO` or parameter `sudo`) lets an administrator act as another user.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Db, UserRec } from './db.ts';
 import { HttpError, params, unauthorized } from './http.ts';
@@ -24,15 +25,31 @@ export function findUserByRef(db: Db, ref: string): UserRec | undefined {
   return /^\d+$/.test(ref) ? users.find((u) => u.id === Number(ref)) : users.find((u) => u.username === ref);
 }
 
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+
+/**
+ * The user a token belongs to, compared in constant time: both sides are hashed to equal length
+ * (timingSafeEqual needs it, and comparing lengths would tell them), and every user's tokens are
+ * compared, so the answer's timing says nothing about how much of a token matched, or whose.
+ */
+export function userOfToken(
+  db: Db,
+  token: { kind: 'private' | 'oauth'; value: string },
+): UserRec | undefined {
+  const given = digest(token.value);
+  let found: UserRec | undefined;
+  for (const user of db.data.users) {
+    const candidates = token.kind === 'private' ? [user.private_token] : user.oauth_tokens;
+    for (const candidate of candidates)
+      if (timingSafeEqual(digest(candidate), given) && found === undefined) found = user;
+  }
+  return found;
+}
+
 export function authenticate(db: Db) {
   return (req: Request, res: Response, next: NextFunction) => {
     const token = tokenOf(req);
-    const user =
-      token === undefined
-        ? undefined
-        : db.data.users.find((u) =>
-            token.kind === 'private' ? u.private_token === token.value : u.oauth_tokens.includes(token.value),
-          );
+    const user = token === undefined ? undefined : userOfToken(db, token);
     // A blocked user's token no longer opens the API (real servers answer 401 for it too).
     if (!user || user.state === 'blocked') return next(unauthorized());
 

@@ -9,7 +9,7 @@ import { open, readFile, rename, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { refuseFile } from './errors.ts';
-import { linkOrCopy, syncFolder, tempPathOf } from './durable-fs.ts';
+import { linkOrCopy, STATE_FILE_MODE, syncFolder, tempPathOf } from './durable-fs.ts';
 import { stringifyInSlices } from './sliced-json.ts';
 
 export class DocumentFile implements Adapter<unknown> {
@@ -68,7 +68,7 @@ export class DocumentFile implements Adapter<unknown> {
   async write(data: unknown): Promise<void> {
     const text = await stringifyInSlices(data);
     const temp = tempPathOf(this.path);
-    const file = await open(temp, 'w');
+    const file = await open(temp, 'w', STATE_FILE_MODE);
     try {
       await file.writeFile(text);
       await file.sync();

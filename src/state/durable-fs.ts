@@ -4,8 +4,15 @@
  * temp file before the rename (else a power cut can leave the new name on an empty file) and of
  * the folder after it (else the rename itself can be lost).
  */
-import { copyFile, link, open, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, link, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+
+/**
+ * State files hold delivery bodies (titles and texts of private projects) and decisions: only the
+ * bot's user may read them. Files are created 0600 and folders 0700 (the umask can only narrow).
+ */
+export const STATE_FILE_MODE = 0o600;
+export const STATE_FOLDER_MODE = 0o700;
 
 /** `/a/b.json` -> `/a/.b.json.tmp`, the name lowdb's adapters use too. */
 export function tempPathOf(path: string): string {
@@ -15,7 +22,7 @@ export function tempPathOf(path: string): string {
 /** Replaces `path` with `data` atomically and durably; returns the fsync calls made. */
 export async function replaceFile(path: string, data: string | Uint8Array): Promise<number> {
   const temp = tempPathOf(path);
-  const file = await open(temp, 'w');
+  const file = await open(temp, 'w', STATE_FILE_MODE);
   try {
     await file.writeFile(data);
     await file.sync();
@@ -30,6 +37,8 @@ export async function replaceFile(path: string, data: string | Uint8Array): Prom
 export async function copyFileDurably(from: string, to: string): Promise<number> {
   const temp = tempPathOf(to);
   await copyFile(from, temp);
+  // A copy takes its source's mode: one written by an older version may be wider.
+  await chmod(temp, STATE_FILE_MODE);
   const file = await open(temp, 'r+');
   try {
     await file.sync();
@@ -89,4 +98,28 @@ export async function syncFolder(path: string): Promise<number> {
 /** Removes a temp file a crash left behind, if any. */
 export async function removeStaleTemp(path: string): Promise<void> {
   await rm(tempPathOf(path), { force: true });
+}
+
+/**
+ * Narrows to 0600 the files of `folder` that `isOurs` names and that others may read (an older
+ * version created them 0644). Returns the names changed.
+ */
+export async function tightenStateFiles(
+  folder: string,
+  isOurs: (name: string) => boolean,
+): Promise<string[]> {
+  const changed: string[] = [];
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    if (!entry.isFile() || !isOurs(entry.name)) continue;
+    const path = join(folder, entry.name);
+    if (((await stat(path)).mode & 0o077) === 0) continue;
+    await chmod(path, STATE_FILE_MODE);
+    changed.push(entry.name);
+  }
+  return changed;
+}
+
+/** Whether users other than the owner may enter or list `folder`. */
+export async function folderOpenToOthers(folder: string): Promise<boolean> {
+  return ((await stat(folder)).mode & 0o077) !== 0;
 }

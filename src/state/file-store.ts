@@ -15,13 +15,19 @@
  * document, skips the records it holds, and replays every remaining segment in order (segments.ts).
  */
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Low } from 'lowdb';
 import { keptDedupFiles, readDedupFile, writeDedupFile } from './dedup-file.ts';
 import { DedupFolder } from './dedup-folder.ts';
 import { createDocumentDb, DocumentFile } from './document-file.ts';
 import { SCHEMA_VERSION, emptyDocument, type DedupEntry, type DedupFileRef } from './document.ts';
-import { removeStaleTemp, syncFolder } from './durable-fs.ts';
+import {
+  folderOpenToOthers,
+  removeStaleTemp,
+  STATE_FOLDER_MODE,
+  syncFolder,
+  tightenStateFiles,
+} from './durable-fs.ts';
 import { refuseFile, StateError } from './errors.ts';
 import { GroupCommit } from './group-commit.ts';
 import { acquireLock, type HeldLock } from './lock-file.ts';
@@ -108,7 +114,7 @@ class FileStore extends ModelStore {
 
   async open(): Promise<void> {
     if (this.isOpen) return;
-    await mkdir(dirname(this.#files.path), { recursive: true });
+    await mkdir(dirname(this.#files.path), { recursive: true, mode: STATE_FOLDER_MODE });
     // Before reading anything: another process writing these files would make any reading stale.
     const lock = await acquireLock(`${this.#files.path}.lock`);
     try {
@@ -118,11 +124,44 @@ class FileStore extends ModelStore {
       throw error;
     }
     this.#lock = lock;
+    // Once the files are known good: a refused state is left as it was, modes included.
+    await this.#tightenModes();
+  }
+
+  /**
+   * Files an older version created 0644 become 0600. A folder that others may list is left as it
+   * is (it may be shared, e.g. the current folder) with a warning: its files are closed to them.
+   * A mode that cannot be changed (another owner) is a warning too, not a reason to stop.
+   */
+  async #tightenModes(): Promise<void> {
+    try {
+      await this.#tightenModesOrThrow();
+    } catch (error) {
+      this.#files.log?.warn({ err: error }, 'could not narrow the modes of the state files');
+    }
+  }
+
+  async #tightenModesOrThrow(): Promise<void> {
+    const { path, journalPath, backupPath, log } = this.#files;
+    const names = new Set([basename(path), basename(backupPath), `${basename(path)}.lock`]);
+    const journal = basename(journalPath);
+    const isOurs = (name: string) =>
+      names.has(name) || name === journal || name.startsWith(`${journal}.`) || this.#dedupFolder.owns(name);
+    for (const folder of new Set([dirname(path), dirname(journalPath), dirname(backupPath)])) {
+      const changed = await tightenStateFiles(folder, isOurs);
+      if (changed.length > 0)
+        log?.warn({ folder, files: changed }, 'state files were readable by others: now 0600');
+      if (await folderOpenToOthers(folder))
+        log?.warn(
+          { folder },
+          'the state folder can be listed by other users; its files are 0600, but chmod 700 it to hide their names too',
+        );
+    }
   }
 
   async #openLocked(): Promise<void> {
     const { path, journalPath, backupPath, log } = this.#files;
-    await mkdir(dirname(journalPath), { recursive: true });
+    await mkdir(dirname(journalPath), { recursive: true, mode: STATE_FOLDER_MODE });
 
     // Read and check everything before changing anything: a refusal leaves every file as it was.
     await this.#db.read();

@@ -15,7 +15,7 @@ import { writeSync } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { StateError, refuseFile, refuseNewer } from './errors.ts';
-import { replaceFile } from './durable-fs.ts';
+import { replaceFile, STATE_FILE_MODE } from './durable-fs.ts';
 import { mutationSchema, type Mutation } from './mutations.ts';
 
 export interface JournalRecord {
@@ -206,9 +206,15 @@ export class JournalWriter {
       // Empty, absent, or only a torn header: start afresh (atomically, so a crash now is harmless).
       const header = headerLine(version);
       counter.fsyncs += await replaceFile(path, header);
-      return new JournalWriter(path, await open(path, 'a'), counter, Buffer.byteLength(header), []);
+      return new JournalWriter(
+        path,
+        await open(path, 'a', STATE_FILE_MODE),
+        counter,
+        Buffer.byteLength(header),
+        [],
+      );
     }
-    const file = await open(path, 'a');
+    const file = await open(path, 'a', STATE_FILE_MODE);
     const writer = new JournalWriter(path, file, counter, contents.validBytes, contents.records);
     if (contents.totalBytes > contents.validBytes) {
       await file.truncate(contents.validBytes);
@@ -226,7 +232,7 @@ export class JournalWriter {
    */
   static async create(path: string, version: number, counter: FsyncCounter): Promise<JournalWriter> {
     const header = headerLine(version);
-    const file = await open(path, 'w');
+    const file = await open(path, 'w', STATE_FILE_MODE);
     try {
       await file.writeFile(header);
     } catch (error) {

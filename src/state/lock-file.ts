@@ -22,6 +22,7 @@
 import { hostname } from 'node:os';
 import { open, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
+import { STATE_FILE_MODE } from './durable-fs.ts';
 import { StateError } from './errors.ts';
 
 /** What the lock file holds: who has the state open. */
@@ -97,7 +98,7 @@ export async function acquireLock(
   // Two tries: the second follows the removal of a stale lock.
   for (let attempt = 0; ; attempt++) {
     try {
-      const file = await open(path, 'wx');
+      const file = await open(path, 'wx', STATE_FILE_MODE);
       try {
         await file.writeFile(text);
       } finally {

@@ -260,6 +260,11 @@ export abstract class ModelStore implements StateStore {
     return this.model.latest.get(itemKey);
   }
 
+  latestDecisions(): DecisionRecord[] {
+    this.assertOpen();
+    return [...this.model.latest.values()];
+  }
+
   recentDecisions(limit: number = this.options.recentDecisions): DecisionRecord[] {
     this.assertOpen();
     if (limit <= 0) return [];

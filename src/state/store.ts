@@ -182,4 +182,6 @@ export interface StateStore {
   latestDecision(itemKey: string): DecisionRecord | undefined;
   /** The most recent decisions, newest first, at most `limit` (and at most the ring's size). */
   recentDecisions(limit?: number): DecisionRecord[];
+  /** The latest decision of every item kept (at most `decisionItems`), least recently recorded first. */
+  latestDecisions(): DecisionRecord[];
 }

@@ -1,8 +1,8 @@
 /**
  * The read-only status page (issue 7, Operations): `GET /status` (HTML, server-rendered, no script)
- * and `GET /status.json` (the same data). Mounted on the bot's port, which listens on 127.0.0.1 by
- * default (`server.host`): without `server.status_auth` the page is open to whoever reaches that
- * port, so set it before listening on another interface (Docker listens on 0.0.0.0).
+ * and `GET /status.json` (the same data). Mounted on the bot's port behind the ops app's guard (the
+ * Host check and `server.status_auth`: ops-app.ts); `auth` here is for a router mounted alone.
+ * Listening beyond loopback without `status_auth` is refused at start (receiver/exposure.ts).
  *
  * It never shows a secret: every string passes through the redactor with the known secret values
  * (status-data.ts), and no configuration value is read. Nothing here writes to the store.

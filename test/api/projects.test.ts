@@ -87,6 +87,14 @@ describe('projects client', () => {
     expect(found['star_count']).toBe(0);
   });
 
+  it.each(['.', '..'])(
+    'refuses the project id %s before any request (it would name the list)',
+    async (ref) => {
+      // No interceptor: a request would fail differently (nock refuses it).
+      await expect(client.projects.get(ref)).rejects.toThrow(`parameter id cannot be "${ref}"`);
+    },
+  );
+
   it('accepts a project whose repository is empty (default_branch null)', async () => {
     api()
       .get('/projects/8')

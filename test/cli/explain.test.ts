@@ -109,7 +109,7 @@ describe('hookbot explain', () => {
 
   describe('with --bot, from a running bot', () => {
     it('prints the decision the bot recorded: verdicts, plan and what became of each call', async () => {
-      const result = await explain(['acme/web', 'issue', String(issue.id), '--bot', runtime!.bot.url]);
+      const result = await explain(['acme/web', 'issue', String(issue.iid), '--bot', runtime!.bot.url]);
       expect(result).toEqual({ code: 0, out: `${recorded.text}\n`, err: '' });
       const lines = result.out.split('\n');
       expect(lines[0]).toBe(`issue #${issue.iid} in acme/web: "Crash on save" (opened), labels [ui]`);
@@ -123,23 +123,38 @@ describe('hookbot explain', () => {
       const result = await explain([
         'acme/web',
         'issue',
-        String(issue.id),
+        `#${issue.iid}`,
         '--bot',
         runtime!.bot.url,
         '--json',
       ]);
       expect(result.code).toBe(0);
-      expect(JSON.parse(result.out)).toEqual(recorded);
+      expect(JSON.parse(result.out)).toEqual({ ...recorded, lookup: { by: 'iid' } });
     });
 
     it('takes the project id as well as its path', async () => {
-      const result = await explain([String(projectId), 'issue', String(issue.id), '--bot', runtime!.bot.url]);
+      const result = await explain([
+        String(projectId),
+        'issue',
+        String(issue.iid),
+        '--bot',
+        runtime!.bot.url,
+      ]);
       expect(result).toEqual({ code: 0, out: `${recorded.text}\n`, err: '' });
+    });
+
+    it('takes the global id too, and says how it read the number', async () => {
+      const result = await explain(['acme/web', 'issue', String(issue.id), '--bot', runtime!.bot.url]);
+      expect(result).toEqual({
+        code: 0,
+        out: `${recorded.text}\n`,
+        err: `hookbot explain: ${issue.id} is read as the global id (no decision is recorded for #${issue.id}): this is #${issue.iid}\n`,
+      });
     });
 
     it('uses $HOOKBOT_BOT_URL when --bot has no URL', async () => {
       vi.stubEnv('HOOKBOT_BOT_URL', `${runtime!.bot.url}/`);
-      const result = await explain(['acme/web', 'issue', String(issue.id), '--bot']);
+      const result = await explain(['acme/web', 'issue', String(issue.iid), '--bot']);
       expect(result).toEqual({ code: 0, out: `${recorded.text}\n`, err: '' });
     });
 
@@ -157,9 +172,10 @@ describe('hookbot explain', () => {
           'no decision recorded for merge request 1 of acme/web yet (the bot records one each time it evaluates the item)',
       },
       {
-        name: 'a project the server does not know',
+        name: 'a project without decisions (the bot asks no server: known or not, the answer is the same)',
         args: () => ['acme/nothing', 'issue', '1'],
-        message: "the bot's server does not know project acme/nothing",
+        message:
+          'no decision recorded for issue 1 of acme/nothing yet (the bot records one each time it evaluates the item)',
       },
     ])('exits 1 on $name', async ({ args, message }) => {
       const result = await explain([...args(), '--bot', runtime!.bot.url]);
@@ -194,14 +210,14 @@ describe('hookbot explain', () => {
 
     it('prints the decision, and leaves every file of the state as it was', async () => {
       const before = snapshotFolder(path.dirname(stateFile));
-      const result = await explain(['acme/web', 'issue', String(issue.id), '--state', stateFile]);
+      const result = await explain(['acme/web', 'issue', String(issue.iid), '--state', stateFile]);
       expect(result).toEqual({ code: 0, out: `${recorded.text}\n`, err: '' });
       expect(snapshotFolder(path.dirname(stateFile))).toEqual(before);
     });
 
     it('reads $HOOKBOT_STATE when --state is not given, by project id, as JSON', async () => {
       vi.stubEnv('HOOKBOT_STATE', stateFile);
-      const result = await explain([String(projectId), 'issue', String(issue.id), '--json']);
+      const result = await explain([String(projectId), 'issue', `#${issue.iid}`, '--json']);
       expect(result.code).toBe(0);
       expect(JSON.parse(result.out)).toEqual(recorded);
     });
@@ -213,16 +229,9 @@ describe('hookbot explain', () => {
         message: () => `no decision recorded for issue 2 of acme/web in ${stateFile}`,
       },
       {
-        name: 'the number people see (the iid), saying which id it is',
-        args: () => ['acme/web', 'issue', String(issue.iid)],
-        message: () =>
-          `no decision recorded for issue ${issue.iid} of acme/web in ${stateFile} (ID is the global id, as in API paths; #${issue.iid} is id ${issue.id})`,
-      },
-      {
         name: 'a project path the file has no decision for',
         args: () => ['acme/helpdesk', 'issue', '4'],
-        message: () =>
-          `${stateFile} holds no recent decision for acme/helpdesk, so its project id is unknown here: give the id instead of the path, or ask a running bot with --bot [URL]`,
+        message: () => `no decision recorded for issue 4 of acme/helpdesk in ${stateFile}`,
       },
       {
         name: 'a missing state file',
@@ -244,14 +253,21 @@ describe('hookbot explain', () => {
       message: 'PROJECT must be namespace/project (e.g. acme/web) or a project id',
     },
     { args: ['acme/web', 'pr', '1'], message: 'the kind must be issue or mr (got "pr")' },
-    { args: ['acme/web', 'issue', '0'], message: 'ID must be a positive number (got "0")' },
-    { args: ['acme/web', 'issue', '#3'], message: 'ID must be a positive number (got "#3")' },
+    { args: ['acme/web', 'issue', '0'], message: 'NUMBER must be a positive number, e.g. 4 or #4 (got "0")' },
+    {
+      args: ['acme/web', 'issue', '#x'],
+      message: 'NUMBER must be a positive number, e.g. 4 or #4 (got "#x")',
+    },
+    {
+      args: ['acme/..', 'issue', '1'],
+      message: '"acme/.." is not a project: "." and ".." are not project names',
+    },
     {
       args: ['acme/web', 'issue', '1', '--bot', 'http://127.0.0.1:1', '--state', 'x.json'],
       message: 'give --bot (ask a running bot) or --state (read its state file), not both',
     },
     { args: ['acme/web', 'issue', '1', '--bot=localhost:3000'], message: "--bot takes the bot's URL" },
-    { args: ['acme/web', 'issue'], message: "missing required argument 'id'" },
+    { args: ['acme/web', 'issue'], message: "missing required argument 'number'" },
   ])('exits 2 on $args', async ({ args, message }) => {
     const result = await explain(args);
     expect(result.code).toBe(2);

@@ -3,7 +3,7 @@
  * an issue opened in the sandbox, SIGTERM stops it with exit 0; a bad configuration lists every problem.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,9 +106,14 @@ describe('hookbot serve', () => {
       expect(metrics).toMatch(
         /hookbot_api_calls_total\{method="PUT",route="\/projects\/:id\/issues\/:issue_id",status="200"\} 1/,
       );
-      const explained = await fetch(hookUrl.replace('/hooks', `/explain/acme%2Fweb/issue/${issue.id}`));
+      // The number people see (#1), as text for a terminal and as JSON when asked for.
+      const explainUrl = hookUrl.replace('/hooks', `/explain/acme%2Fweb/issue/${issue.iid}`);
+      const explained = await fetch(explainUrl);
       expect(explained.status).toBe(200);
-      expect(((await explained.json()) as { text: string }).text).toContain('triage bugs');
+      expect(explained.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await explained.text()).toContain('triage bugs');
+      const asJson = await fetch(explainUrl, { headers: { accept: 'application/json' } });
+      expect(((await asJson.json()) as { text: string }).text).toContain('triage bugs');
     } finally {
       serve.child.kill('SIGTERM');
     }
@@ -134,6 +139,26 @@ describe('hookbot serve', () => {
     expect(await serve.exited).toBe(1);
     expect(serve.output()).toMatch(/could not start: the rules in .* have problems/);
     expect(serve.output()).toMatch(/default\.yml:3:\d+: .*issue\.opne/);
+  });
+
+  it('refuses to listen beyond loopback without status_auth, saying why, before opening the state', async () => {
+    const state = path.join(dir, 'public', 'hookbot.json');
+    const serve = runServe([], {
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_HOST: '0.0.0.0',
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: dir,
+      HOOKBOT_STATE: state,
+      HOOKBOT_LOG_LEVEL: 'warn',
+    });
+    expect(await serve.exited).toBe(1);
+    expect(serve.output()).toContain(
+      'hookbot serve: could not start: server.host is 0.0.0.0, beyond loopback, and server.status_auth is not set',
+    );
+    expect(serve.output()).toContain('HOOKBOT_ALLOW_PUBLIC_OPS=true');
+    expect(existsSync(path.dirname(state))).toBe(false);
   });
 
   it('refuses a bad configuration with every problem listed', async () => {

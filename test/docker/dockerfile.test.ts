@@ -44,6 +44,14 @@ describe('Dockerfile', () => {
     expect(all('ENTRYPOINT')).toEqual(['["node", "dist/cli/run.js"]']);
   });
 
+  it('listens on every interface but leaves opening the ops routes to the operator', () => {
+    const env = all('ENV').join(' ');
+    expect(env).toContain('HOOKBOT_HOST=0.0.0.0');
+    // Without status credentials the bot then refuses to start, saying what to set.
+    expect(env).not.toContain('HOOKBOT_ALLOW_PUBLIC_OPS');
+    expect(env).not.toContain('HOOKBOT_STATUS_PASSWORD');
+  });
+
   it('copies only files that exist, and its entry point is what the build emits', () => {
     const sources = all('COPY')
       .filter((args) => !args.startsWith('--from'))

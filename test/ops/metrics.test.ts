@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/ops/metrics.ts';
+import { createMetrics, DELIVERY_KIND_LABELS } from '../../src/ops/metrics.ts';
+import { KNOWN_KINDS } from '../../src/receiver/parse-delivery.ts';
 
 const MERGE_ROUTE = '/projects/:id/merge_requests/:merge_request_id/merge';
 
@@ -66,5 +67,19 @@ describe('createMetrics', () => {
 
   it('names its content type for GET /metrics', () => {
     expect(createMetrics({ defaultMetrics: false }).contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+  });
+
+  it('labels deliveries from a closed set: the known kinds, unknown (none given) and other', async () => {
+    expect([...DELIVERY_KIND_LABELS]).toEqual([...KNOWN_KINDS]);
+    const metrics = createMetrics({ defaultMetrics: false });
+    for (let n = 0; n < 100; n++) metrics.delivery(`made-up-${n}`, 'ignored');
+    metrics.delivery(undefined, 'bad_request');
+    metrics.delivery('note', 'accepted');
+    const lines = (await metrics.text()).split('\n').filter((l) => l.startsWith('hookbot_deliveries_total{'));
+    expect(lines.sort()).toEqual([
+      'hookbot_deliveries_total{kind="note",outcome="accepted"} 1',
+      'hookbot_deliveries_total{kind="other",outcome="ignored"} 100',
+      'hookbot_deliveries_total{kind="unknown",outcome="bad_request"} 1',
+    ]);
   });
 });

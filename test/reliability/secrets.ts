@@ -168,6 +168,8 @@ export async function secretsScenario(sizes: Sizes): Promise<ScenarioResult> {
     }
     const unauthorized = await fetch(`${second.baseUrl}/status`);
     expect.equal('/status without the password', unauthorized.status, 401);
+    const unexplained = await fetch(`${second.baseUrl}/explain/acme%2Fweb/issue/${ids[0]}`);
+    expect.equal('/explain without the password', unexplained.status, 401);
     fetched.push({ where: 'GET /status without password', text: await unauthorized.text() });
 
     const code = await second.stop();

@@ -440,6 +440,10 @@ const cases: Case[] = [
       expect(store.latestDecision('i3')?.decision).toEqual({ verdict: 'four' });
       // i2 was decided least recently: it went first when i3 came in.
       expect(store.latestDecision('i2')).toBeUndefined();
+      expect(store.latestDecisions().map((d) => [d.itemKey, d.decision])).toEqual([
+        ['i1', { verdict: 'three' }],
+        ['i3', { verdict: 'four' }],
+      ]);
       expect(store.recentDecisions().map((d) => d.decision)).toEqual([
         { verdict: 'four' },
         { verdict: 'three' },

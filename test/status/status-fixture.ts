@@ -185,7 +185,10 @@ export interface Served {
 
 /** The status router on the ops app (as the bot mounts it), on 127.0.0.1 and a random port. */
 export async function serveStatus(options: StatusRouterOptions): Promise<Served> {
-  const app = createOpsApp({ readiness: [], extend: (a) => void a.use(createStatusRouter(options)) });
+  const app = createOpsApp({
+    ready: async () => true,
+    extend: (a) => void a.use(createStatusRouter(options)),
+  });
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
