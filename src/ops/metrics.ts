@@ -8,7 +8,15 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 /** How the receiver answered a delivery (issue 4). */
 export type DeliveryOutcome =
-  'accepted' | 'duplicate' | 'ignored' | 'unauthorized' | 'bad_request' | 'too_large' | 'error';
+  | 'accepted'
+  | 'duplicate'
+  | 'ignored'
+  | 'unauthorized'
+  | 'bad_request'
+  | 'too_large'
+  | 'inbox_full'
+  | 'overloaded'
+  | 'error';
 
 /** What made the engine evaluate an item. */
 export type EvaluationSource = 'hook' | 'sweep' | 'reconcile' | 'simulate';

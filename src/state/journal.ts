@@ -16,11 +16,17 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { StateError, refuseFile, refuseNewer } from './errors.ts';
 import { replaceFile } from './durable-fs.ts';
+import { HeldEntry } from './held-entry.ts';
 import { mutationSchema, type Mutation } from './mutations.ts';
 
 export interface JournalRecord {
   seq: number;
   mutation: Mutation;
+  /**
+   * For an accept: its entry, held as text. The mutation's own entry then carries no body: a
+   * journal full of large deliveries is never all parsed at once (held-entry.ts).
+   */
+  held?: HeldEntry;
 }
 
 export interface JournalContents {
@@ -129,7 +135,14 @@ function decodeRecord(text: string): JournalRecord | 'damaged' | string {
     const op = (m as { op?: unknown } | null)?.op;
     return `holds a record this hookbot does not understand (op ${JSON.stringify(op)}; written by a newer version?)`;
   }
-  return { seq: s, mutation: mutation.data };
+  const data = mutation.data;
+  if (data.op !== 'accept') return { seq: s, mutation: data };
+  // Read one line at a time, the parsed body is garbage by the next line.
+  return {
+    seq: s,
+    mutation: { ...data, entry: { ...data.entry, body: null } },
+    held: HeldEntry.fromEntry(data.entry),
+  };
 }
 
 function parseHeader(text: string): number | undefined {

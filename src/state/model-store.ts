@@ -27,6 +27,7 @@ import type {
   InboxEntry,
   OutboxAction,
   PausedRule,
+  PendingDelivery,
   StateStats,
   StateStore,
   WatchEntry,
@@ -85,7 +86,7 @@ export abstract class ModelStore implements StateStore {
     if (this.model.inbox.size >= this.options.maxPending)
       throw new StateError(
         'inbox_full',
-        `${this.label}: the inbox holds ${this.model.inbox.size} unprocessed deliveries (maxPending); refusing more until some are processed`,
+        `the inbox holds ${this.model.inbox.size} unprocessed deliveries (the limit, maxPending); refusing more until some are processed`,
       );
     const entry: InboxEntry = {
       id: randomUUID(),
@@ -101,7 +102,13 @@ export abstract class ModelStore implements StateStore {
     // Throws a TypeError, before anything changed, for a body JSON cannot hold (BigInt, cycles).
     const json =
       delivery.bodyText === undefined ? JSON.stringify(entry) : entryJson(entry, delivery.bodyText);
-    this.model.acceptHeld(HeldEntry.fromJson(entry.id, entry.key, json), now, expiresAt);
+    const held = HeldEntry.fromJson(entry, json);
+    if (this.model.inboxBytes + held.bytes > this.options.maxPendingBytes)
+      throw new StateError(
+        'inbox_full',
+        `the inbox holds ${this.model.inboxBytes} bytes of unprocessed deliveries and this one (${held.bytes} bytes) would pass the limit of ${this.options.maxPendingBytes} (maxPendingBytes); refusing more until some are processed`,
+      );
+    this.model.acceptHeld(held, now, expiresAt);
     // The same text as JSON.stringify of the whole mutation, without serialising the body twice.
     await this.persist(`{"op":"accept","entry":${json},"expiresAt":${expiresAt}}`);
     return { id: entry.id, duplicate: false };
@@ -110,6 +117,32 @@ export abstract class ModelStore implements StateStore {
   pending(): InboxEntry[] {
     this.assertOpen();
     return Array.from(this.model.inbox.values(), (held) => held.entry);
+  }
+
+  pendingDeliveries(): PendingDelivery[] {
+    this.assertOpen();
+    return Array.from(this.model.inbox.values(), (held) =>
+      this.delivery(held.id, held.kind, undefined, held.receivedAt),
+    );
+  }
+
+  delivery(id: string, kind: string, fresh?: unknown, receivedAt?: number): PendingDelivery {
+    const model = () => this.model;
+    let handOver = fresh;
+    return {
+      id,
+      kind,
+      receivedAt: receivedAt ?? model().inbox.get(id)?.receivedAt ?? 0,
+      get body(): unknown {
+        // The receiver's parsed body goes to the first reader; later reads parse the stored text.
+        if (handOver !== undefined) {
+          const body = handOver;
+          handOver = undefined;
+          return body;
+        }
+        return model().inbox.get(id)?.entry.body;
+      },
+    };
   }
 
   async markProcessed(id: string): Promise<void> {
@@ -272,6 +305,7 @@ export abstract class ModelStore implements StateStore {
   protected counts(): Pick<
     StateStats,
     | 'inbox'
+    | 'inboxBytes'
     | 'dedupKeys'
     | 'outbox'
     | 'parked'
@@ -283,6 +317,7 @@ export abstract class ModelStore implements StateStore {
     const m = this.model;
     return {
       inbox: m.inbox.size,
+      inboxBytes: m.inboxBytes,
       dedupKeys: m.dedup.size,
       outbox: m.outbox.size,
       parked: m.parked.size,

@@ -37,6 +37,19 @@ export interface InboxEntry extends Delivery {
   acceptedAt: number;
 }
 
+/**
+ * A pending delivery as processing holds it: the small part in memory, the body read when asked
+ * (parsed from the stored text on each read, so nothing parsed outlives its reader). A backlog of
+ * these costs its stored text and no more. `body` is undefined once the delivery is processed.
+ */
+export interface PendingDelivery {
+  readonly id: string;
+  readonly kind: string;
+  /** When the receiver got it (ms since the epoch). */
+  readonly receivedAt: number;
+  readonly body: unknown;
+}
+
 export interface AcceptResult {
   /** The delivery's id; for a duplicate, the id of the delivery first accepted with that key. */
   id: string;
@@ -103,6 +116,8 @@ export interface DecisionRecord {
 /** Counts and file sizes, for metrics and the status page. File figures are 0 without files. */
 export interface StateStats {
   inbox: number;
+  /** The inbox's size as stored (what `maxPendingBytes` bounds). */
+  inboxBytes: number;
   dedupKeys: number;
   outbox: number;
   parked: number;
@@ -138,10 +153,23 @@ export interface StateStore {
   stats(): StateStats;
 
   // Inbox
-  /** Durable before it resolves. Rejects with StateError `inbox_full` at the pending bound. */
+  /**
+   * Durable before it resolves. Rejects with StateError `inbox_full` at the pending bounds (entries,
+   * `maxPending`, or bytes, `maxPendingBytes`).
+   */
   accept(delivery: Delivery): Promise<AcceptResult>;
-  /** Accepted, not processed, in acceptance order (what to resume after a restart). */
+  /** Accepted, not processed, in acceptance order, each parsed in full (for tools and tests). */
   pending(): InboxEntry[];
+  /**
+   * The same, each body read only when asked: what to resume after a restart, whatever the size of
+   * the backlog.
+   */
+  pendingDeliveries(): PendingDelivery[];
+  /**
+   * A pending delivery by id, its body read when asked. `fresh`: the body already parsed (by the
+   * receiver), handed to the first reader instead of parsing the stored text again.
+   */
+  delivery(id: string, kind: string, fresh?: unknown): PendingDelivery;
   /** Durable before it resolves; the de-dup key stays until it expires. Unknown or processed ids are a no-op. */
   markProcessed(id: string): Promise<void>;
 
