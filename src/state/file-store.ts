@@ -272,7 +272,7 @@ class FileStore extends ModelStore {
     };
   }
 
-  protected persist(json: string): Promise<void> {
+  protected persist(json: string | readonly string[]): Promise<void> {
     // Numbers are given out in the order mutations were applied, which is the journal's order.
     this.#seq += 1;
     return this.#current().commit.submit({ seq: this.#seq, data: encodeLine(this.#seq, json) });

@@ -180,6 +180,15 @@ describe('POST /hooks intake', () => {
     expect(s.inbox.entries.at(-1)?.bodyText).toBe('{"object_kind":"issue","x":1}');
   });
 
+  it('knows a body sent again with a byte order mark as the same delivery (the key is of the JSON text)', async () => {
+    const text = '{"object_kind":"issue","y":2}';
+    const first = await post(text, { 'x-gitlab-event': 'Issue Hook' });
+    const again = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]), {
+      'x-gitlab-event': 'Issue Hook',
+    });
+    expect(again).toEqual({ status: 202, body: { message: 'duplicate', id: first.body.id } });
+  });
+
   it('answers a body over the limit with 413', async () => {
     const big = JSON.stringify({ object_kind: 'issue', pad: 'x'.repeat(70 * 1024) });
     const res = await post(big, { 'x-gitlab-event': 'Issue Hook' });
