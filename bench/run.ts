@@ -3,7 +3,8 @@
  * side with its baseline in the same run, and writes `bench/results/latest.json` (one object per
  * benchmark, stamped with the date, Node version and CPU model), the README's short table (result,
  * target, met: bench/targets.ts) and the full figures in docs/benchmarks.md.
- * A partial run (names given) keeps the other benchmarks' last figures.
+ * A partial run (names given) keeps the other benchmarks' last figures; `--tables` runs nothing and
+ * rewrites both tables from `latest.json`.
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -17,12 +18,13 @@ const DETAILS = new URL('../docs/benchmarks.md', import.meta.url);
 const BEGIN = '<!-- bench:begin -->';
 const END = '<!-- bench:end -->';
 
-const wanted = process.argv.slice(2);
+const tablesOnly = process.argv.includes('--tables');
+const wanted = tablesOnly ? [] : process.argv.slice(2);
 const all = readdirSync(new URL('.', import.meta.url))
   .filter((f) => f.endsWith('.bench.ts'))
   .map((f) => f.replace(/\.bench\.ts$/, ''))
   .sort();
-const names = wanted.length > 0 ? wanted : all;
+const names = tablesOnly ? [] : wanted.length > 0 ? wanted : all;
 for (const name of names)
   if (!all.includes(name)) throw new Error(`no benchmark named ${name} (have: ${all.join(', ')})`);
 
