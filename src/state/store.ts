@@ -8,7 +8,9 @@
  *
  * Values given as `unknown` (delivery bodies, planned calls, decisions) are stored as JSON: what a
  * read returns is what `JSON.parse(JSON.stringify(value))` gives, before and after a restart alike.
- * Objects a read returns are the store's own (no copy, for speed): treat them as read-only.
+ * Objects a read returns are the store's own (no copy, for speed): treat them as read-only. Inbox
+ * entries are the exception: they are held as their JSON text and parsed anew on each read, so that
+ * a backlog costs its text only (held-entry.ts).
  */
 
 /** A delivery as the receiver hands it over. */
