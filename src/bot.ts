@@ -97,7 +97,7 @@ export async function startBot(options: BotOptions): Promise<Bot> {
       options.onDelivery?.(outcome, info);
       // A full inbox refuses every delivery until some are processed: one line per burst.
       if (outcome === 'inbox_full' || outcome === 'overloaded') refusals.refused(outcome, info.reason ?? '');
-      else if (outcome === 'accepted') refusals.accepted();
+      else if (outcome === 'accepted') refusals.accepted(performance.now() - info.ackMs);
       // The delivery id where there is one (accepted, duplicate): the same id then marks every line
       // of its processing (the pipeline's log context), so one filter follows it from the door on.
       // Logged after the answer went out; debug lines cost a level check when off.
