@@ -158,7 +158,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       reading_limit_bytes: integer(1)
         .default(33_554_432)
         .describe(
-          'Bytes of delivery bodies being read at once, all senders together; past it a delivery is answered 503 (with Retry-After) without being read.',
+          'Bytes of delivery bodies being read at once, all senders together; past it a delivery is answered 503 (with Retry-After) without being read. Never less than body_limit_bytes.',
         ),
       status_auth: section({
         username: optionalText().describe('Empty: no authentication.'),

@@ -84,7 +84,8 @@ type Header = (name: string) => string | undefined;
 
 export function createHookHandler(options: HookHandlerOptions) {
   const limit = options.limitBytes ?? DEFAULT_LIMIT_BYTES;
-  const readingLimit = options.readingLimitBytes ?? DEFAULT_READING_LIMIT_BYTES;
+  // Never below one body at the limit: a lone delivery the body limit admits is always read.
+  const readingLimit = Math.max(options.readingLimitBytes ?? DEFAULT_READING_LIMIT_BYTES, limit);
   const retryAfter = String(options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS);
   const handled = new Set(options.handledKinds ?? DEFAULT_HANDLED_KINDS);
   const now = options.now ?? Date.now;

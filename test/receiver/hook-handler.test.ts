@@ -375,6 +375,21 @@ describe('POST /hooks refuses before reading the body (issue 15)', () => {
     expect(third.status).toBe(202);
   });
 
+  it('reads a lone body at the body limit even when the cap is set lower', async () => {
+    const low = start({ limitBytes: 64 * 1024, readingLimitBytes: 1024 });
+    const lowUrl = `${(await listen(low.server, 0, '127.0.0.1')).url}/hooks`;
+    try {
+      const res = await fetch(lowUrl, {
+        method: 'POST',
+        headers: { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' },
+        body: body(60 * 1024),
+      });
+      expect(res.status).toBe(202);
+    } finally {
+      await new Promise<void>((resolve) => low.server.close(() => resolve()));
+    }
+  });
+
   it('counts a body without a declared length as it arrives, and refuses it past the cap', async () => {
     const text = body(60 * 1024);
     const auth = { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' };
