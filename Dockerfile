@@ -31,8 +31,9 @@ WORKDIR /app
 ENV NODE_ENV=production HOOKBOT_IN_DOCKER=1 HOOKBOT_HOST=0.0.0.0 HOOKBOT_PORT=3000 HOOKBOT_STATE=/app/data/hookbot.json
 # A sidecar's heap: the bot's live data is about 30 MB (bounded by the state store's limits), and
 # V8 left alone grows its heap to whatever a burst allocated (240 MB RSS after 20,000 deliveries,
-# measured). With these limits: 144-150 MB after 100,000 (bench/memory.bench.ts); raise
-# --max-old-space-size for very large backlogs of large payloads.
+# measured). With these limits: 144-150 MB after 100,000 (bench/memory.bench.ts). The inbox's byte
+# bound (state.max_pending_bytes, 32 MiB) is chosen to fit this heap, restart included
+# (test/state/backlog-heap.test.ts); raise both together for larger backlogs.
 ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=256"
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./

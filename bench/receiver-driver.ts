@@ -1,23 +1,39 @@
 /**
  * What the receiver and Probot benchmarks share: the ~4 KB merge request payload, a server of
- * bench/receiver-server.ts in its own process, and one measured round against it (a warm-up, then
- * the load, then the server's own figures, printed as it stops).
+ * bench/receiver-server.ts in its own process on its own core (pinning.ts), and one measured round
+ * against it (a warm-up, then the load, then the server's own figures, printed as it stops).
  */
 import type autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { onServerCore } from './pinning.ts';
 
-export type ServerMode = 'hookbot' | 'bare' | 'noop' | 'probot';
+export type ServerMode = 'hookbot' | 'bare' | 'noop' | 'floor' | 'probot';
 
-/** The merge request fixture padded to about 4 KB; `"iid":1` is the counter each request replaces. */
+/** Where each request's distinct part goes: autocannon's `idReplacement` placeholder. */
+export const ID_PLACEHOLDER = '[<id>]';
+
+/**
+ * The merge request fixture padded to about 4 KB, its title holding `ID_PLACEHOLDER`. autocannon
+ * (`idReplacement`) puts a distinct id there in each request: every body is distinct, so every
+ * delivery is persisted, at a cost to the load generator of one native replace per request. The
+ * earlier loads rewrote each body in a `setupRequest` callback, which made the load generator the
+ * limit (issue 15).
+ */
 export function payloadTemplate(): string {
   const base = JSON.parse(
     readFileSync(new URL('../test/fixtures/hooks/merge_request.json', import.meta.url), 'utf8'),
   );
+  base.object_attributes.title = `bench ${ID_PLACEHOLDER}`;
   base.object_attributes.description = 'x'.repeat(4096 - JSON.stringify(base).length - 40);
   return JSON.stringify(base);
+}
+
+/** Request `n`'s body, for loads that build their own (paced load, pre-signed Probot bodies). */
+export function payloadFor(template: string, n: number): string {
+  return template.replace(ID_PLACEHOLDER, `n${n}`);
 }
 
 /** autocannon's figures of one load, as the benchmarks report them. */
@@ -50,9 +66,15 @@ export async function measureRound(
   seconds: number,
 ): Promise<{ load: Load; output: string }> {
   const dir = mkdtempSync(path.join(tmpdir(), `hookbot-bench-${mode}-`));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/receiver-server.ts', mode, dir], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const [command, args] = onServerCore(process.execPath, [
+    ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    '--import',
+    'tsx',
+    'bench/receiver-server.ts',
+    mode,
+    dir,
+  ]);
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let text = '';
   try {
     const port = await new Promise<number>((resolve, reject) => {

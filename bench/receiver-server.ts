@@ -2,7 +2,8 @@
  * A receiver for the benchmark, run in its own process so the load generator does not share its
  * core: `hookbot` (the real hook handler and server), `bare` (node:http doing the same token check,
  * JSON parse and durable persist by hand: the baseline), `noop` (reads the body and answers: the
- * ceiling of this machine and load generator) or `probot` (a minimal Probot 14 app behind
+ * ceiling of this machine and load generator), `floor` (answers without reading: node:http's own
+ * cost per request) or `probot` (a minimal Probot 14 app behind
  * `createNodeMiddleware`, verifying `X-Hub-Signature-256` with the same secret, its handler doing
  * nothing: the framework most bots are built on). Prints `PORT <n>` once listening.
  */
@@ -37,6 +38,15 @@ let stopping = false;
 
 if (mode === 'probot') {
   await startProbot();
+} else if (mode === 'floor') {
+  // The floor: answers 202 without reading the body (node discards it). What node:http alone costs.
+  const server = createServer((_req, res) => {
+    res.writeHead(202, { 'content-type': 'application/json' }).end('{"message":"accepted"}');
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
+  });
 } else if (mode === 'noop') {
   // The ceiling: reads the body and answers 202, nothing else. What autocannon and node:http reach
   // on this machine with no work at all; no server that does work can answer faster.

@@ -1,10 +1,12 @@
 /**
  * Ack throughput and latency of POST /hooks with a ~4 KB merge request payload at 64 connections,
  * side by side with a bare node:http server doing the same token check, JSON parse and durable
- * persist (issue 4). Each server runs in its own process; autocannon runs here. Every request body
- * is distinct (a counter in the payload), so every delivery is persisted, none is a duplicate.
- * A third server that does nothing but answer (`noop`) runs in the same rounds: the ceiling the
- * load generator and node:http reach on this machine, so the p99 target can be read against it.
+ * persist (issue 4). Each server runs in its own process on one core, autocannon here on the other
+ * (pinning.ts). Every request body is distinct (autocannon's `idReplacement`), so every delivery is
+ * persisted, none is a duplicate. A server that does nothing but read and answer (`noop`) runs in the
+ * same rounds: the ceiling the load generator and node:http reach on this machine, so the p99 target
+ * can be read against it; and one that answers without reading (`floor`): node:http's own CPU per
+ * request, beside hookbot's.
  *
  * At 64 connections that never wait, the load is closed-loop: each connection sends its next request
  * as soon as its answer arrives, so every server runs saturated and its mean latency is 64 divided by
@@ -13,12 +15,21 @@
  * that all three servers keep up with: the ack latency of a receiver that is busy but not overrun,
  * which is where a real server's deliveries arrive.
  */
-import autocannon from 'autocannon';
+import autocannon from './autocannon.ts';
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pacedLoad } from './paced-load.ts';
-import { loadOf, measureRound, median, payloadTemplate, percentile, type Load } from './receiver-driver.ts';
+import { onLoadCore, canPin } from './pinning.ts';
+import {
+  loadOf,
+  measureRound,
+  median,
+  payloadFor,
+  payloadTemplate,
+  percentile,
+  type Load,
+} from './receiver-driver.ts';
 
 const DURATION_S = Number(process.env.BENCH_RECEIVER_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_RECEIVER_ROUNDS ?? 3);
@@ -44,46 +55,58 @@ const loadAt = (rate?: number) => (port: number, durationS: number) => {
     connections: 64,
     headers: HEADERS,
     // Distinct from the warm-up's bodies too, so none is a duplicate.
-    body: (n) => template.replace('"iid":1', `"iid":${durationS * 1_000_000 + n}`),
+    body: (n) => payloadFor(template, durationS * 1_000_000 + n),
   });
 };
 
 async function load(port: number, durationS: number): Promise<Load> {
-  const template = payloadTemplate();
-  let n = 0;
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/hooks`,
     connections: 64,
     duration: durationS,
     method: 'POST',
     headers: HEADERS,
-    requests: [{ setupRequest: (req) => ({ ...req, body: template.replace('"iid":1', `"iid":${++n}`) }) }],
+    body: payloadTemplate(),
+    idReplacement: true,
   });
   return loadOf(result);
 }
 
-type Mode = 'hookbot' | 'bare' | 'noop';
+type Mode = 'hookbot' | 'bare' | 'noop' | 'floor';
 
 async function measure(mode: Mode, rate?: number) {
   const { load: result, output } = await measureRound(mode, loadAt(rate), DURATION_S);
   const commits = /COMMIT_MS (\S+) (\S+)/.exec(output);
-  return { ...result, commitP50: Number(commits?.[1] ?? NaN), commitP99: Number(commits?.[2] ?? NaN) };
+  const cpuUs = Number(/CPU_US (\d+)/.exec(output)?.[1] ?? NaN);
+  return {
+    ...result,
+    commitP50: Number(commits?.[1] ?? NaN),
+    commitP99: Number(commits?.[2] ?? NaN),
+    cpuUsPerRequest: cpuUs / result.answered,
+  };
 }
 
-export async function run(): Promise<Record<string, number | string>> {
+export function run(): Promise<Record<string, number | string>> {
+  return onLoadCore(measureAll);
+}
+
+async function measureAll(): Promise<Record<string, number | string>> {
   type Round = Awaited<ReturnType<typeof measure>>;
   const ours: Round[] = [];
   const bare: Round[] = [];
   const noop: Round[] = [];
-  const atRate: Record<Mode, Round[]> = { hookbot: [], bare: [], noop: [] };
+  const floor: Round[] = [];
+  const atRate: Record<Exclude<Mode, 'floor'>, Round[]> = { hookbot: [], bare: [], noop: [] };
   // Interleaved rounds, so drift on a shared machine hits all alike.
   for (let i = 0; i < ROUNDS; i++) {
     bare.push(await measure('bare'));
     ours.push(await measure('hookbot'));
     noop.push(await measure('noop'));
+    floor.push(await measure('floor'));
     for (const mode of ['bare', 'hookbot', 'noop'] as const) atRate[mode].push(await measure(mode, RATE));
   }
   const p = (rounds: Round[], q: 'p50' | 'p99') => median(rounds.map((r) => r[q]));
+  const cpu = (rounds: Round[]) => Math.round(median(rounds.map((r) => r.cpuUsPerRequest)));
   const disk = diskFloor();
   const rps = median(ours.map((r) => r.rps));
   const baselineRps = median(bare.map((r) => r.rps));
@@ -99,6 +122,13 @@ export async function run(): Promise<Record<string, number | string>> {
     noop_rps: Math.round(median(noop.map((r) => r.rps))),
     noop_p99_ms: median(noop.map((r) => r.p99)),
     ratio_to_noop: Number((rps / median(noop.map((r) => r.rps))).toFixed(2)),
+    // Server CPU per answered request (user + system, the server process alone), hookbot's beside
+    // node:http answering without reading (the floor) and the others'.
+    cpu_us_per_request: cpu(ours),
+    baseline_cpu_us_per_request: cpu(bare),
+    noop_cpu_us_per_request: cpu(noop),
+    floor_cpu_us_per_request: cpu(floor),
+    floor_rps: Math.round(median(floor.map((r) => r.rps))),
     // The state store's group commits during hookbot's rounds, from the write until the event loop
     // sees the fdatasync done: every ack waits for one (and, under load, for the one before it).
     commit_p50_ms: median(ours.map((r) => r.commitP50)),
@@ -120,6 +150,7 @@ export async function run(): Promise<Record<string, number | string>> {
     payload_bytes: payloadTemplate().length,
     seconds_per_round: DURATION_S,
     rounds: ROUNDS,
+    pinned: canPin ? 'yes' : 'no',
   };
 }
 

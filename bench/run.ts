@@ -1,25 +1,30 @@
 /**
  * `npm run bench`: runs every `bench/*.bench.ts` (or those named on the command line), each side by
  * side with its baseline in the same run, and writes `bench/results/latest.json` (one object per
- * benchmark, stamped with the date, Node version and CPU model) and the README's benchmark table.
- * A partial run (names given) keeps the other benchmarks' last figures.
+ * benchmark, stamped with the date, Node version and CPU model), the README's short table (result,
+ * target, met: bench/targets.ts) and the full figures in docs/benchmarks.md.
+ * A partial run (names given) keeps the other benchmarks' last figures; `--tables` runs nothing and
+ * rewrites both tables from `latest.json`.
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { summarise } from './targets.ts';
 
 type Figures = Record<string, number | string>;
 
 const RESULTS = new URL('./results/latest.json', import.meta.url);
 const README = new URL('../README.md', import.meta.url);
+const DETAILS = new URL('../docs/benchmarks.md', import.meta.url);
 const BEGIN = '<!-- bench:begin -->';
 const END = '<!-- bench:end -->';
 
-const wanted = process.argv.slice(2);
+const tablesOnly = process.argv.includes('--tables');
+const wanted = tablesOnly ? [] : process.argv.slice(2);
 const all = readdirSync(new URL('.', import.meta.url))
   .filter((f) => f.endsWith('.bench.ts'))
   .map((f) => f.replace(/\.bench\.ts$/, ''))
   .sort();
-const names = wanted.length > 0 ? wanted : all;
+const names = tablesOnly ? [] : wanted.length > 0 ? wanted : all;
 for (const name of names)
   if (!all.includes(name)) throw new Error(`no benchmark named ${name} (have: ${all.join(', ')})`);
 
@@ -54,12 +59,20 @@ if (receiver && probot) {
 }
 
 writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
-writeReadmeTable(results);
+replaceBetweenMarkers(README, summaryTable(results));
+replaceBetweenMarkers(DETAILS, figuresTable(results));
 
-function writeReadmeTable(all: Record<string, unknown>): void {
-  if (!existsSync(README)) return;
-  const text = readFileSync(README, 'utf8');
-  if (!text.includes(BEGIN) || !text.includes(END)) return;
+/** The README's table: one short row per benchmark. */
+function summaryTable(all: Record<string, unknown>): string {
+  const rows = Object.entries(all).map(([name, value]) => {
+    const { result, target, met } = summarise(name, value as Figures);
+    return `| ${name} | ${result} | ${target} | ${met} |`;
+  });
+  return ['| benchmark | result | target | met |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** docs/benchmarks.md's table: every figure, one benchmark per row, with the machine. */
+function figuresTable(all: Record<string, unknown>): string {
   const rows = Object.entries(all).map(([name, value]) => {
     const f = value as Figures;
     const ratio = f.ratio === undefined ? '' : `**${f.ratio}x**`;
@@ -69,9 +82,13 @@ function writeReadmeTable(all: Record<string, unknown>): void {
       .join(', ');
     return `| ${name} | ${ratio} | ${rest} | ${f.node} on ${f.cpu} (${f.cores} cores), ${String(f.date).slice(0, 10)} |`;
   });
-  const table = ['| benchmark | ratio vs baseline | figures | machine |', '|---|---|---|---|', ...rows].join(
-    '\n',
-  );
+  return ['| benchmark | ratio vs baseline | figures | machine |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+function replaceBetweenMarkers(file: URL, table: string): void {
+  if (!existsSync(file)) return;
+  const text = readFileSync(file, 'utf8');
+  if (!text.includes(BEGIN) || !text.includes(END)) return;
   const updated = `${text.slice(0, text.indexOf(BEGIN) + BEGIN.length)}\n${table}\n${text.slice(text.indexOf(END))}`;
-  writeFileSync(README, updated);
+  writeFileSync(file, updated);
 }

@@ -12,6 +12,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { backlogScenario } from '../test/reliability/backlog.ts';
 import { allBotOutput } from '../test/reliability/bot-process.ts';
 import { badInputScenario } from '../test/reliability/bad-input.ts';
 import { badFilesScenario } from '../test/reliability/bad-files.ts';
@@ -26,6 +27,7 @@ const scenarios: Record<string, (sizes: Sizes) => Promise<ScenarioResult>> = {
   outage: outageScenario,
   'bad-input': badInputScenario,
   'bad-files': badFilesScenario,
+  backlog: backlogScenario,
   secrets: secretsScenario,
 };
 

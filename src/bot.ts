@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import { ApiError } from './api/errors.ts';
 import { createClient, type Client, type ClientOptions } from './api/client.ts';
 import { createHookHandler, type DeliveryOutcome } from './receiver/hook-handler.ts';
+import { createRefusalLog } from './receiver/refusal-log.ts';
 import { createOpsApp, type OpsAppOptions } from './receiver/ops-app.ts';
 import {
   createPipeline,
@@ -30,7 +31,14 @@ export interface BotOptions {
   /** The bot's own user (loop prevention); read from `GET /user` when not given. */
   identity?: BotIdentity;
   webhook: VerifyOptions;
-  server: { host: string; port: number; hookPath: string; bodyLimitBytes?: number };
+  server: {
+    host: string;
+    port: number;
+    hookPath: string;
+    bodyLimitBytes?: number;
+    /** Bytes of bodies being read at once, all deliveries together (hook-handler.ts). */
+    readingLimitBytes?: number;
+  };
   store: StateStore;
   pipeline?: { debounceMs?: number; concurrency?: number; queueLimit?: number };
   /** Does the work for one item. Built from the client: the rule engine in production, anything in tests. */
@@ -81,13 +89,20 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     log: options.log,
   });
 
+  const refusals = createRefusalLog(options.log);
   const hookHandler = createHookHandler({
     verify: options.webhook,
     inbox: store,
     limitBytes: options.server.bodyLimitBytes,
-    onAccepted: (delivery) => pipeline.wake(delivery),
+    readingLimitBytes: options.server.readingLimitBytes,
+    // The store's handle on the delivery, not the parsed body: a delivery waiting for its turn (or
+    // for the server to come back) then holds only its stored text.
+    onAccepted: (delivery) => pipeline.wake(store.delivery(delivery.id, delivery.kind, delivery.body)),
     onOutcome: (outcome, info) => {
       options.onDelivery?.(outcome, info);
+      // A full inbox refuses every delivery until some are processed: one line per burst.
+      if (outcome === 'inbox_full' || outcome === 'overloaded') refusals.refused(outcome, info.reason ?? '');
+      else if (outcome === 'accepted') refusals.accepted(performance.now() - info.ackMs);
       // The delivery id where there is one (accepted, duplicate): the same id then marks every line
       // of its processing (the pipeline's log context), so one filter follows it from the door on.
       // Logged after the answer went out; debug lines cost a level check when off.

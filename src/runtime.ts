@@ -85,6 +85,8 @@ export async function startRuntime(
     path: config.state.path,
     dedupTtlMs: config.state.dedup_ttl_ms,
     decisionItems: config.state.decisions,
+    maxPending: config.state.max_pending,
+    maxPendingBytes: config.state.max_pending_bytes,
     onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
     log: log.child({ part: 'state' }),
   });
@@ -144,6 +146,7 @@ export async function startRuntime(
         port: config.server.port,
         hookPath: config.server.hook_path,
         bodyLimitBytes: config.server.body_limit_bytes,
+        readingLimitBytes: config.server.reading_limit_bytes,
       },
       store,
       pipeline: {

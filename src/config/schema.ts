@@ -155,6 +155,11 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .meta(meta({ env: 'HOOKBOT_PORT' })),
       hook_path: urlPath().default('/hooks').describe('The path the server delivers hooks to.'),
       body_limit_bytes: integer(1).default(1_048_576).describe('Larger deliveries are refused with 413.'),
+      reading_limit_bytes: integer(1)
+        .default(33_554_432)
+        .describe(
+          'Bytes of delivery bodies being read at once, all senders together; past it a delivery is answered 503 (with Retry-After) without being read. Never less than body_limit_bytes.',
+        ),
       status_auth: section({
         username: optionalText()
           .describe('Empty: no authentication.')
@@ -229,6 +234,14 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       decisions: integer(1)
         .default(500)
         .describe('How many recent decisions are kept for explain and the status page.'),
+      max_pending: integer(1)
+        .default(10_000)
+        .describe('Most deliveries accepted and not yet processed; past it new deliveries get 503.'),
+      max_pending_bytes: integer(1)
+        .default(33_554_432)
+        .describe(
+          "Most bytes of deliveries accepted and not yet processed (held in memory as text); past it new deliveries get 503. The default fits the Docker image's 256 MB heap.",
+        ),
     }).describe('The embedded state store.'),
 
     pipeline: section({

@@ -8,7 +8,15 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 /** How the receiver answered a delivery (issue 4). */
 export type DeliveryOutcome =
-  'accepted' | 'duplicate' | 'ignored' | 'unauthorized' | 'bad_request' | 'too_large' | 'error';
+  | 'accepted'
+  | 'duplicate'
+  | 'ignored'
+  | 'unauthorized'
+  | 'bad_request'
+  | 'too_large'
+  | 'inbox_full'
+  | 'overloaded'
+  | 'error';
 
 /**
  * The `kind` label of deliveries: the hook format's object kinds, `unknown` for a delivery without

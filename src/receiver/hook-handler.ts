@@ -30,13 +30,31 @@ export interface AcceptedDelivery {
 }
 
 export type DeliveryOutcome =
-  'accepted' | 'duplicate' | 'ignored' | 'unauthorized' | 'bad_request' | 'too_large' | 'error';
+  | 'accepted'
+  | 'duplicate'
+  | 'ignored'
+  | 'unauthorized'
+  | 'bad_request'
+  | 'too_large'
+  /** 503: the inbox is full (by entries or by bytes); the delivery was not kept. */
+  | 'inbox_full'
+  /** 503: bodies being read at once reached their cap; this one was not read. */
+  | 'overloaded'
+  | 'error';
 
 export interface HookHandlerOptions {
   verify: VerifyOptions;
   inbox: Inbox;
   /** Body limit in bytes. Default 1 MiB. */
   limitBytes?: number;
+  /**
+   * Bytes of bodies being read at once, all requests together (declared lengths count from the
+   * headers on, until the answer is out). Past it a delivery is answered 503 without being read, so
+   * slow or many senders cannot hold more than this in memory. Default 32 MiB.
+   */
+  readingLimitBytes?: number;
+  /** What a 503 tells the sender to wait, in seconds (`Retry-After`). Default 30. */
+  retryAfterSeconds?: number;
   /** Kinds the bot acts on; others are answered 202 `ignored`. Default: every kind but `wiki_page`. */
   handledKinds?: readonly string[];
   /** Called after a delivery is durable and answered, to wake the processing pipeline. */
@@ -44,27 +62,48 @@ export interface HookHandlerOptions {
   /** Called once per delivery with its outcome and timing, for logs and metrics. */
   onOutcome?: (
     outcome: DeliveryOutcome,
-    info: { kind?: string; status: number; ackMs: number; id?: string; error?: unknown },
+    info: {
+      kind?: string;
+      status: number;
+      ackMs: number;
+      id?: string;
+      error?: unknown;
+      /** Why a refusal (503) happened, as the answer's message says it. */
+      reason?: string;
+    },
   ) => void;
   now?: () => number;
 }
 
 export const DEFAULT_LIMIT_BYTES = 1024 * 1024;
+export const DEFAULT_READING_LIMIT_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 export const DEFAULT_HANDLED_KINDS: readonly string[] = KNOWN_KINDS.filter((k) => k !== 'wiki_page');
+
+type Header = (name: string) => string | undefined;
 
 export function createHookHandler(options: HookHandlerOptions) {
   const limit = options.limitBytes ?? DEFAULT_LIMIT_BYTES;
+  // Never below one body at the limit: a lone delivery the body limit admits is always read.
+  const readingLimit = Math.max(options.readingLimitBytes ?? DEFAULT_READING_LIMIT_BYTES, limit);
+  const retryAfter = String(options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS);
   const handled = new Set(options.handledKinds ?? DEFAULT_HANDLED_KINDS);
   const now = options.now ?? Date.now;
-  const verifyDelivery = createDeliveryVerifier(options.verify);
+  const verifier = createDeliveryVerifier(options.verify);
+  /** Bytes of the bodies being read or handled now, all requests together. */
+  let reading = 0;
 
-  return function handleHook(req: IncomingMessage, res: ServerResponse): void {
+  const handleHook = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
+    const header: Header = (name) => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
     const answer = (
       status: number,
       outcome: DeliveryOutcome,
       body: Record<string, unknown>,
-      extra: { kind?: string; id?: string; error?: unknown } = {},
+      extra: { kind?: string; id?: string; error?: unknown; reason?: string } = {},
     ) => {
       const json = JSON.stringify(body);
       res.writeHead(status, {
@@ -74,15 +113,29 @@ export function createHookHandler(options: HookHandlerOptions) {
       res.end(json);
       options.onOutcome?.(outcome, { status, ackMs: performance.now() - started, ...extra });
     };
-    const tooLarge = () => {
+    /** Answers without reading (the rest of) the body: the connection closes once the answer is out. */
+    const refuseUnread = (status: number, outcome: DeliveryOutcome, message: string) => {
       res.setHeader('connection', 'close');
-      answer(413, 'too_large', { message: `body too large (limit ${limit} bytes)` });
-      // Stop reading an oversized body: the connection closes once the answer is out.
+      if (status === 503) res.setHeader('retry-after', retryAfter);
+      answer(status, outcome, { message }, status === 503 ? { reason: message } : {});
       res.once('finish', () => req.destroy());
     };
+    const tooLarge = () => refuseUnread(413, 'too_large', `body too large (limit ${limit} bytes)`);
 
+    // What the headers settle is settled before a byte of the body is read: a caller without the
+    // token costs no memory, however large or slow its body.
+    if (!verifier.headersPass(header)) return refuseUnread(401, 'unauthorized', 'unauthorized');
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) return tooLarge();
+    let held = Number.isFinite(declared) ? declared : 0;
+    if (reading + held > readingLimit)
+      return refuseUnread(503, 'overloaded', overloadedMessage(readingLimit));
+    reading += held;
+    // Released once, when the answer is out or the connection is gone, whichever comes first.
+    res.once('close', () => {
+      reading -= held;
+      held = 0;
+    });
 
     const chunks: Buffer[] = [];
     let size = 0;
@@ -94,6 +147,16 @@ export function createHookHandler(options: HookHandlerOptions) {
         over = true;
         tooLarge();
         return;
+      }
+      // A body without a declared length counts as it arrives.
+      if (size > held) {
+        reading += size - held;
+        held = size;
+        if (reading > readingLimit) {
+          over = true;
+          refuseUnread(503, 'overloaded', overloadedMessage(readingLimit));
+          return;
+        }
       }
       chunks.push(chunk);
     });
@@ -107,14 +170,9 @@ export function createHookHandler(options: HookHandlerOptions) {
     });
 
     async function finish(raw: Buffer): Promise<void> {
-      const header = (name: string) => {
-        const value = req.headers[name];
-        return Array.isArray(value) ? value[0] : value;
-      };
-      // Verify before parsing: an unauthenticated caller learns nothing about what we accept.
-      // The body as text only when a signature is checked (the token check does not read it).
-      const rawText = () => raw.toString('utf8');
-      if (!(await verifyDelivery(header, rawText))) {
+      // The signature, when one is configured, needs the body (as text only then). Verified before
+      // parsing: an unauthenticated caller learns nothing about what we accept.
+      if (verifier.readsBody && !(await verifier.verify(header, () => raw.toString('utf8')))) {
         return answer(401, 'unauthorized', { message: 'unauthorized' });
       }
       const event = header('x-gitlab-event');
@@ -135,6 +193,11 @@ export function createHookHandler(options: HookHandlerOptions) {
         });
       } catch (error) {
         // Not persisted means not accepted: say so, so nobody believes it will be processed.
+        res.setHeader('retry-after', retryAfter);
+        if (isInboxFull(error)) {
+          const reason = `inbox full: ${error.message}`;
+          return answer(503, 'inbox_full', { message: reason }, { kind: parsed.kind, reason });
+        }
         return answer(
           503,
           'error',
@@ -154,4 +217,15 @@ export function createHookHandler(options: HookHandlerOptions) {
       options.onAccepted?.({ id: stored.id, kind: parsed.kind, body: parsed.body });
     }
   };
+  /** Bytes of bodies being read or handled now (for tests and metrics). */
+  return Object.assign(handleHook, { readingBytes: () => reading });
+}
+
+function overloadedMessage(limit: number): string {
+  return `too many deliveries being read at once (over ${limit} bytes); try again later`;
+}
+
+/** The store's back-pressure (StateError `inbox_full`), told apart from a failed write. */
+function isInboxFull(error: unknown): error is Error {
+  return error instanceof Error && (error as { code?: unknown }).code === 'inbox_full';
 }

@@ -26,8 +26,9 @@ export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDel
   // Checked natively, then decoded: cheaper than a fatal TextDecoder on the hook route.
   if (!isUtf8(raw)) return { ok: false, message: 'body is not valid UTF-8' };
   // A byte order mark is dropped, as a decoder does by default (it is not part of the JSON).
-  const decoded = raw.toString('utf8');
-  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+  const bom = raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
+  const bytes = bom ? raw.subarray(3) : raw;
+  const text = bytes.toString('utf8');
   // Real payloads nest a few levels; a body nested deeper cannot be stored (serialising it again would
   // exhaust the stack), so it is refused here as bad input rather than failing later as a 503.
   if (nestedTooDeep(text)) return { ok: false, message: `body is nested more than ${MAX_DEPTH} levels deep` };
@@ -49,16 +50,17 @@ export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDel
     kind,
     body: body as Record<string, unknown>,
     text,
-    key: deliveryKey(event, text),
+    key: deliveryKey(event, bytes),
   };
 }
 
 /**
  * Real servers send no delivery id, and retry a slow delivery with the same body: the content is the
- * identity. Same event header and same bytes mean the same delivery.
+ * identity. Same event header and same bytes mean the same delivery. Hashed from the received bytes
+ * (the UTF-8 of the text), not the decoded text: hashing a string encodes it to UTF-8 again.
  */
-export function deliveryKey(event: string, text: string): string {
-  return createHash('sha256').update(event).update('\0').update(text).digest('hex');
+export function deliveryKey(event: string, body: Buffer | string): string {
+  return createHash('sha256').update(event).update('\0').update(body).digest('hex');
 }
 
 export const MAX_DEPTH = 64;

@@ -23,7 +23,11 @@ import { unionEvents } from '../rules/event-names.ts';
 import type { Trigger } from '../rules/snapshot.ts';
 import { triggerOf, type BotIdentity } from './trigger.ts';
 
-/** An accepted delivery: its inbox id, its `object_kind` and its body. */
+/**
+ * An accepted delivery: its inbox id, its `object_kind` and its body. The store hands out deliveries
+ * whose body is read from the stored text when asked (store.ts `PendingDelivery`): a delivery
+ * waiting here (backlog, retries while the server is away) holds no parsed body.
+ */
 export type Delivery = Pick<InboxEntry, 'id' | 'kind' | 'body'>;
 
 export type { BotIdentity } from './trigger.ts';
@@ -44,7 +48,7 @@ export interface PipelineLog {
 }
 
 export interface PipelineOptions {
-  store: { pending(): InboxEntry[]; markProcessed(id: string): Promise<void> };
+  store: { pendingDeliveries(): Delivery[]; markProcessed(id: string): Promise<void> };
   resolver: HintResolver;
   process: ItemProcessor;
   bot: BotIdentity;
@@ -131,7 +135,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function resume(): void {
     backlog = false;
-    for (const entry of options.store.pending()) {
+    for (const entry of options.store.pendingDeliveries()) {
       if (held.size >= queueLimit) {
         backlog = true;
         break;
@@ -151,15 +155,15 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   async function takeNow(entry: Delivery, attempt: number): Promise<void> {
     pendingWork++;
     try {
-      const parsed = parseHookEvent(entry.kind, entry.body);
-      if (!parsed.ok) {
+      const hints = hintsOfDelivery(entry);
+      if (typeof hints === 'string') {
         // A payload we cannot read will not get better by waiting: record why and let it go.
-        log.warn({ delivery: entry.id, problem: parsed.message }, 'delivery skipped: payload not understood');
+        log.warn({ delivery: entry.id, problem: hints }, 'delivery skipped: payload not understood');
         await finishDelivery(entry.id);
         return;
       }
       const targets: [ItemRef, Trigger][] = [];
-      for (const hint of hintsOf(parsed.event)) {
+      for (const hint of hints) {
         for (const ref of await resolve(hint)) targets.push([ref, triggerOf(hint.trigger, options.bot)]);
       }
       if (targets.length === 0) {
@@ -185,6 +189,15 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       pendingWork--;
       pump();
     }
+  }
+
+  /**
+   * The delivery's hints, or why its payload is not understood. Synchronous: the parsed body is
+   * garbage before the first await, so deliveries waiting for the API hold only their hints.
+   */
+  function hintsOfDelivery(entry: Delivery): Hint[] | string {
+    const parsed = parseHookEvent(entry.kind, entry.body);
+    return parsed.ok ? hintsOf(parsed.event) : parsed.message;
   }
 
   /** The items a hint concerns: named directly, or the open MRs of a branch or commit. */

@@ -18,11 +18,20 @@ export const DEFAULT_SIGNATURE_HEADER = 'x-hookbot-signature-256';
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
-/** Checks a delivery against the configured secrets: `(header, rawBody) => valid`. */
-export type DeliveryVerifier = (
-  header: (name: string) => string | undefined,
-  rawBody: string | (() => string),
-) => Promise<boolean>;
+/** Checks a delivery against the configured secrets. */
+export interface DeliveryVerifier {
+  /**
+   * What the headers alone settle, before a byte of the body is read: the token, and that a
+   * signature is there and well formed. A caller that fails this never gets its body read.
+   */
+  headersPass(header: (name: string) => string | undefined): boolean;
+  /** The whole check, body included (the signature, when one is configured). */
+  verify(header: (name: string) => string | undefined, rawBody: string | (() => string)): Promise<boolean>;
+  /** Whether `verify` needs the body at all (only a signature does). */
+  readonly readsBody: boolean;
+}
+
+const SIGNATURE_FORMAT = /^sha256=[0-9a-f]{64}$/i;
 
 /**
  * Made once per hook route: the expected token's digest is computed here, not per delivery. Tokens
@@ -33,22 +42,24 @@ export function createDeliveryVerifier(options: VerifyOptions): DeliveryVerifier
   const expected = options.token === undefined ? undefined : sha256(options.token);
   const signature = options.signature;
   const signatureHeader = (signature?.header ?? DEFAULT_SIGNATURE_HEADER).toLowerCase();
-  return async (header, rawBody) => {
+  const headersPass = (header: (name: string) => string | undefined): boolean => {
     let ok = true;
     if (expected !== undefined) ok = timingSafeEqual(sha256(header('x-gitlab-token') ?? ''), expected) && ok;
-    if (signature) {
-      const given = header(signatureHeader);
-      let valid = false;
-      if (given && /^sha256=[0-9a-f]{64}$/i.test(given)) {
-        try {
-          const text = typeof rawBody === 'string' ? rawBody : rawBody();
-          valid = await verifyHmac(signature.secret, text, given);
-        } catch {
-          valid = false;
-        }
-      }
-      ok = valid && ok;
-    }
+    if (signature) ok = SIGNATURE_FORMAT.test(header(signatureHeader) ?? '') && ok;
     return ok;
+  };
+  return {
+    headersPass,
+    readsBody: signature !== undefined,
+    async verify(header, rawBody) {
+      if (!headersPass(header)) return false;
+      if (!signature) return true;
+      try {
+        const text = typeof rawBody === 'string' ? rawBody : rawBody();
+        return await verifyHmac(signature.secret, text, header(signatureHeader) ?? '');
+      } catch {
+        return false;
+      }
+    },
   };
 }

@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { refuseFile } from './errors.ts';
 import { linkOrCopy, STATE_FILE_MODE, syncFolder, tempPathOf } from './durable-fs.ts';
+import { splitInbox } from './document-inbox.ts';
 import { stringifyInSlices } from './sliced-json.ts';
 
 export class DocumentFile implements Adapter<unknown> {
@@ -19,25 +20,32 @@ export class DocumentFile implements Adapter<unknown> {
   bytes = 0;
   /** fsync calls made by writes so far. */
   fsyncs = 0;
+  #inboxEntries: string[] | undefined;
 
   constructor(path: string, backupPath: string) {
     this.path = path;
     this.backupPath = backupPath;
   }
 
-  /** Parsed JSON, or null when there is no document yet. Never returns a value it could not parse. */
+  /**
+   * Parsed JSON, or null when there is no document yet. Never returns a value it could not parse.
+   * In the store's own layout the inbox comes back empty and its entries' texts wait in
+   * `takeInboxEntries()` (document-inbox.ts): a large backlog is never parsed all at once.
+   */
   async read(): Promise<unknown> {
-    let text: string;
+    let data: Buffer;
     try {
-      text = await readFile(this.path, 'utf8');
+      data = await readFile(this.path);
     } catch (error) {
       if (isMissing(error)) return null;
       throw error;
     }
-    this.bytes = Buffer.byteLength(text);
+    this.bytes = data.length;
+    const split = splitInbox(data);
+    this.#inboxEntries = split?.entries;
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(split === undefined ? data.toString('utf8') : split.rest);
     } catch (error) {
       throw refuseFile(
         'corrupt',
@@ -56,6 +64,16 @@ export class DocumentFile implements Adapter<unknown> {
         `Restore it from its backup ${this.backupPath} or move it away to start empty.`,
       );
     return parsed;
+  }
+
+  /**
+   * The inbox entries' JSON texts split off by the last read (then the document read has an empty
+   * inbox), or undefined when the document was parsed whole. Handed over once.
+   */
+  takeInboxEntries(): string[] | undefined {
+    const entries = this.#inboxEntries;
+    this.#inboxEntries = undefined;
+    return entries;
   }
 
   /**

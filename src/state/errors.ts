@@ -16,7 +16,7 @@ export type StateErrorCode =
   | 'locked'
   /** The store is not open (never opened, or closed). */
   | 'closed'
-  /** The inbox holds `maxPending` deliveries already: back-pressure for the receiver. */
+  /** The inbox is at its bound (`maxPending` deliveries or `maxPendingBytes`): back-pressure for the receiver. */
   | 'inbox_full'
   /** An outbox operation named an action the outbox does not hold. */
   | 'unknown_action';

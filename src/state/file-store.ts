@@ -30,9 +30,11 @@ import {
 } from './durable-fs.ts';
 import { refuseFile, StateError } from './errors.ts';
 import { GroupCommit } from './group-commit.ts';
+import { HeldEntry } from './held-entry.ts';
 import { acquireLock, type HeldLock } from './lock-file.ts';
 import { encodeLine, JournalWriter, type FsyncCounter, type JournalLine } from './journal.ts';
 import { migrateDocument } from './migrations.ts';
+import { inboxEntrySchema } from './mutations.ts';
 import { ModelStore } from './model-store.ts';
 import { resolveFileStoreOptions, type FileStoreOptions, type ResolvedFileStoreOptions } from './options.ts';
 import { openSegments, planReplay, SegmentNames, type SealedSegment } from './segments.ts';
@@ -166,6 +168,9 @@ class FileStore extends ModelStore {
     // Read and check everything before changing anything: a refusal leaves every file as it was.
     await this.#db.read();
     const raw = this.#db.data;
+    // Not kept once read: the model holds what it needs (the inbox as text), the parsed document
+    // would hold every pending body parsed until the next compaction.
+    this.#db.data = null;
     const { document, migratedFrom } =
       raw === null
         ? { document: emptyDocument(), migratedFrom: undefined }
@@ -189,8 +194,8 @@ class FileStore extends ModelStore {
         );
       for (const entry of read.entries) filed.push(entry);
     }
-    const model = StateModel.fromDocument(document, this.options, filed);
-    for (const record of plan.records) model.apply(record.mutation);
+    const model = StateModel.fromDocument(document, this.options, filed, this.#heldInbox());
+    for (const record of plan.records) model.apply(record.mutation, record.held);
     model.pruneExpired(this.options.now());
 
     // From here on the files change: drop what an interrupted replacement left (temp files, de-dup
@@ -241,6 +246,28 @@ class FileStore extends ModelStore {
       await this.compact();
   }
 
+  /** The inbox entries the document read split off, each checked and kept as its text. */
+  #heldInbox(): HeldEntry[] {
+    const texts = this.#document.takeInboxEntries() ?? [];
+    return texts.map((text, i) => {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        raw = undefined;
+      }
+      const entry = inboxEntrySchema.safeParse(raw);
+      if (!entry.success)
+        throw refuseFile(
+          'corrupt',
+          this.#files.path,
+          `does not have the shape of a hookbot state document at inbox.${i}`,
+          `Restore it from its backup ${this.#files.backupPath} or move it away to start empty.`,
+        );
+      return HeldEntry.fromJson(entry.data, text);
+    });
+  }
+
   async compact(): Promise<void> {
     this.assertOpen();
     await this.#queueFold();
@@ -284,7 +311,7 @@ class FileStore extends ModelStore {
     };
   }
 
-  protected persist(json: string): Promise<void> {
+  protected persist(json: string | readonly string[]): Promise<void> {
     // Numbers are given out in the order mutations were applied, which is the journal's order.
     this.#seq += 1;
     return this.#current().commit.submit({ seq: this.#seq, data: encodeLine(this.#seq, json) });

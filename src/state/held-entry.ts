@@ -1,49 +1,57 @@
 /**
- * An inbox entry as the state holds it: the JSON it was journaled as, parsed only when someone reads
- * it. Most deliveries are accepted and marked processed moments later without anyone reading them
- * back (the pipeline gets the parsed body from the receiver), so parsing every body again on accept
- * (24 µs for 4 KB, and as much garbage) was wasted; and a compaction writes the pending entries'
- * JSON as it is instead of serialising each body again.
+ * An inbox entry as the state holds it: the JSON text it was journaled as, and nothing parsed. A
+ * backlog then costs its text and no more: a 1 MB push body parsed is several times its text, and
+ * holding every pending body parsed is what made a 256 MB heap run out on a backlog of 1 MB
+ * deliveries, at every restart again (issue 15). The body is parsed when someone reads it (the
+ * pipeline, when it takes the delivery), each time, and is garbage once that reader is done.
  *
- * Either form is the JSON form: `entry` is what `JSON.parse(json)` gives, so reads before and after
- * a restart are equal (store.ts: values are stored as JSON). As a `RawJson`, it goes into the
- * document as its JSON, serialised (if it came parsed, from a restart) only when its slice comes.
+ * Most deliveries are accepted and marked processed moments later without anyone reading them back
+ * (the pipeline gets the parsed body from the receiver), so nothing is parsed on accept either; and a
+ * compaction writes the pending entries' JSON as it is instead of serialising each body again.
+ *
+ * `entry` is what `JSON.parse(json)` gives, so reads before and after a restart are equal (store.ts:
+ * values are stored as JSON). As a `RawJson`, it goes into the document as its JSON.
  */
 import { RawJson } from './sliced-json.ts';
 import type { InboxEntry } from './store.ts';
 
+/** What is kept beside the text, for bounds, de-duplication, the pipeline and the status page. */
+export type HeldFields = Pick<InboxEntry, 'id' | 'key' | 'kind' | 'receivedAt'>;
+
 export class HeldEntry extends RawJson {
   readonly id: string;
   readonly key: string;
-  #entry: InboxEntry | undefined;
-  #json: string | undefined;
+  readonly kind: string;
+  readonly receivedAt: number;
+  readonly json: string;
+  /** Its size as stored (UTF-8): what the inbox's byte bound counts. */
+  readonly bytes: number;
 
-  private constructor(id: string, key: string, entry: InboxEntry | undefined, json: string | undefined) {
+  private constructor(fields: HeldFields, json: string, bytes?: number) {
     super();
-    this.id = id;
-    this.key = key;
-    this.#entry = entry;
-    this.#json = json;
+    this.id = fields.id;
+    this.key = fields.key;
+    this.kind = fields.kind;
+    this.receivedAt = fields.receivedAt;
+    this.json = json;
+    this.bytes = bytes ?? Buffer.byteLength(json);
   }
 
-  /** From an entry's JSON, as encoded by the store (validated before it was encoded). */
-  static fromJson(id: string, key: string, json: string): HeldEntry {
-    return new HeldEntry(id, key, undefined, json);
+  /**
+   * From an entry's JSON, as encoded by the store (validated before it was encoded). `bytes`: its
+   * UTF-8 size, when the caller knows it (counting it would flatten a joined string at once).
+   */
+  static fromJson(fields: HeldFields, json: string, bytes?: number): HeldEntry {
+    return new HeldEntry(fields, json, bytes);
   }
 
-  /** From a parsed entry (journal replay, the document). */
+  /** From a parsed entry (journal replay, the document): kept as text, the parsed form let go. */
   static fromEntry(entry: InboxEntry): HeldEntry {
-    return new HeldEntry(entry.id, entry.key, entry, undefined);
+    return new HeldEntry(entry, JSON.stringify(entry));
   }
 
-  /** The entry, parsed on first read; the same object on every later read. */
+  /** The entry, parsed anew on each read (nothing parsed is kept). */
   get entry(): InboxEntry {
-    this.#entry ??= JSON.parse(this.#json as string) as InboxEntry;
-    return this.#entry;
-  }
-
-  get json(): string {
-    this.#json ??= JSON.stringify(this.#entry);
-    return this.#json;
+    return JSON.parse(this.json) as InboxEntry;
   }
 }

@@ -16,11 +16,17 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { StateError, refuseFile, refuseNewer } from './errors.ts';
 import { replaceFile, STATE_FILE_MODE } from './durable-fs.ts';
+import { HeldEntry } from './held-entry.ts';
 import { mutationSchema, type Mutation } from './mutations.ts';
 
 export interface JournalRecord {
   seq: number;
   mutation: Mutation;
+  /**
+   * For an accept: its entry, held as text. The mutation's own entry then carries no body: a
+   * journal full of large deliveries is never all parsed at once (held-entry.ts).
+   */
+  held?: HeldEntry;
 }
 
 export interface JournalContents {
@@ -48,11 +54,21 @@ export function encodeRecord(seq: number, json: string): string {
 }
 
 /**
- * The same line as bytes, ready to append: encoded to UTF-8 once, and checksummed over those bytes
- * (checksumming the string and then encoding the batch encoded every 4 KB body twice).
+ * The same line as bytes, ready to append: checksummed over those bytes (checksumming the string and
+ * then encoding the batch encoded every 4 KB body twice). The mutation's JSON may come in pieces,
+ * written one after the other into the line and never joined into one string first: on the hook
+ * route the body's received text is one piece, copied once, into the line.
  */
-export function encodeLine(seq: number, json: string): Buffer {
-  const line = Buffer.from(`${PREFIX}00000000","s":${seq},"m":${json}}\n`, 'utf8');
+export function encodeLine(seq: number, json: string | readonly string[]): Buffer {
+  const pieces = typeof json === 'string' ? [json] : json;
+  const head = `${PREFIX}00000000","s":${seq},"m":`;
+  const sizes = pieces.map((piece) => Buffer.byteLength(piece));
+  const line = Buffer.allocUnsafe(head.length + sizes.reduce((sum, size) => sum + size, 0) + 2);
+  let at = line.write(head, 0, 'latin1');
+  for (let i = 0; i < pieces.length; i++)
+    at += line.write(pieces[i] as string, at, sizes[i] as number, 'utf8');
+  line[at] = 0x7d; // }
+  line[at + 1] = NEWLINE;
   line.write(checksum(line.subarray(CHECKED_FROM, line.length - 1)), PREFIX.length, 'latin1');
   return line;
 }
@@ -129,7 +145,14 @@ function decodeRecord(text: string): JournalRecord | 'damaged' | string {
     const op = (m as { op?: unknown } | null)?.op;
     return `holds a record this hookbot does not understand (op ${JSON.stringify(op)}; written by a newer version?)`;
   }
-  return { seq: s, mutation: mutation.data };
+  const data = mutation.data;
+  if (data.op !== 'accept') return { seq: s, mutation: data };
+  // Read one line at a time, the parsed body is garbage by the next line.
+  return {
+    seq: s,
+    mutation: { ...data, entry: { ...data.entry, body: null } },
+    held: HeldEntry.fromEntry(data.entry),
+  };
 }
 
 function parseHeader(text: string): number | undefined {

@@ -27,6 +27,7 @@ import type {
   InboxEntry,
   OutboxAction,
   PausedRule,
+  PendingDelivery,
   StateStats,
   StateStore,
   WatchEntry,
@@ -39,6 +40,10 @@ import type {
 const SECRET_HEADERS = new Set(['x-gitlab-token', 'authorization', 'private-token', 'cookie']);
 
 function storableHeaders(headers: Record<string, string>): Record<string, string> {
+  // The usual case (the receiver passes only X-Gitlab-Event) copies nothing: checked first.
+  let secret = false;
+  for (const name in headers) if (SECRET_HEADERS.has(name.toLowerCase())) secret = true;
+  if (!secret) return headers;
   return Object.fromEntries(
     Object.entries(headers).filter(([name]) => !SECRET_HEADERS.has(name.toLowerCase())),
   );
@@ -60,8 +65,8 @@ export abstract class ModelStore implements StateStore {
   abstract compact(): Promise<void>;
   abstract close(options?: CloseOptions): Promise<void>;
   abstract stats(): StateStats;
-  /** Makes an applied mutation durable; `json` is its encoding. */
-  protected abstract persist(json: string): Promise<void>;
+  /** Makes an applied mutation durable; `json` is its encoding (in pieces, to be written in order). */
+  protected abstract persist(json: string | readonly string[]): Promise<void>;
   /** Resolves once every mutation persisted so far is durable. */
   protected abstract settled(): Promise<void>;
 
@@ -85,7 +90,7 @@ export abstract class ModelStore implements StateStore {
     if (this.model.inbox.size >= this.options.maxPending)
       throw new StateError(
         'inbox_full',
-        `${this.label}: the inbox holds ${this.model.inbox.size} unprocessed deliveries (maxPending); refusing more until some are processed`,
+        `the inbox holds ${this.model.inbox.size} unprocessed deliveries (the limit, maxPending); refusing more until some are processed`,
       );
     const entry: InboxEntry = {
       id: randomUUID(),
@@ -99,17 +104,56 @@ export abstract class ModelStore implements StateStore {
     const expiresAt = now + this.options.dedupTtlMs;
     this.checkAccept(entry, expiresAt);
     // Throws a TypeError, before anything changed, for a body JSON cannot hold (BigInt, cycles).
-    const json =
-      delivery.bodyText === undefined ? JSON.stringify(entry) : entryJson(entry, delivery.bodyText);
-    this.model.acceptHeld(HeldEntry.fromJson(entry.id, entry.key, json), now, expiresAt);
-    // The same text as JSON.stringify of the whole mutation, without serialising the body twice.
-    await this.persist(`{"op":"accept","entry":${json},"expiresAt":${expiresAt}}`);
+    const pieces =
+      delivery.bodyText === undefined ? [JSON.stringify(entry)] : entryJsonPieces(entry, delivery.bodyText);
+    const bytes = pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0);
+    // Concatenated, not joined: a join copies the 4 KB body into a new string at once.
+    const held = HeldEntry.fromJson(
+      entry,
+      pieces.reduce((json, piece) => json + piece),
+      bytes,
+    );
+    if (this.model.inboxBytes + held.bytes > this.options.maxPendingBytes)
+      throw new StateError(
+        'inbox_full',
+        `the inbox holds ${this.model.inboxBytes} bytes of unprocessed deliveries and this one (${held.bytes} bytes) would pass the limit of ${this.options.maxPendingBytes} (maxPendingBytes); refusing more until some are processed`,
+      );
+    this.model.acceptHeld(held, now, expiresAt);
+    // The same text as JSON.stringify of the whole mutation, without serialising the body twice,
+    // in pieces: the body's text goes into the journal line as it is (journal.ts encodeLine).
+    await this.persist(['{"op":"accept","entry":', ...pieces, `,"expiresAt":${expiresAt}}`]);
     return { id: entry.id, duplicate: false };
   }
 
   pending(): InboxEntry[] {
     this.assertOpen();
     return Array.from(this.model.inbox.values(), (held) => held.entry);
+  }
+
+  pendingDeliveries(): PendingDelivery[] {
+    this.assertOpen();
+    return Array.from(this.model.inbox.values(), (held) =>
+      this.delivery(held.id, held.kind, undefined, held.receivedAt),
+    );
+  }
+
+  delivery(id: string, kind: string, fresh?: unknown, receivedAt?: number): PendingDelivery {
+    const model = () => this.model;
+    let handOver = fresh;
+    return {
+      id,
+      kind,
+      receivedAt: receivedAt ?? model().inbox.get(id)?.receivedAt ?? 0,
+      get body(): unknown {
+        // The receiver's parsed body goes to the first reader; later reads parse the stored text.
+        if (handOver !== undefined) {
+          const body = handOver;
+          handOver = undefined;
+          return body;
+        }
+        return model().inbox.get(id)?.entry.body;
+      },
+    };
   }
 
   async markProcessed(id: string): Promise<void> {
@@ -277,6 +321,7 @@ export abstract class ModelStore implements StateStore {
   protected counts(): Pick<
     StateStats,
     | 'inbox'
+    | 'inboxBytes'
     | 'dedupKeys'
     | 'outbox'
     | 'parked'
@@ -288,6 +333,7 @@ export abstract class ModelStore implements StateStore {
     const m = this.model;
     return {
       inbox: m.inbox.size,
+      inboxBytes: m.inboxBytes,
       dedupKeys: m.dedup.size,
       outbox: m.outbox.size,
       parked: m.parked.size,
@@ -314,8 +360,8 @@ export abstract class ModelStore implements StateStore {
     for (const field of ['receivedAt', 'acceptedAt'] as const)
       if (!Number.isFinite(entry[field])) throw invalid(`entry.${field}`, 'a finite number');
     if (!Number.isFinite(expiresAt)) throw invalid('expiresAt', 'a finite number');
-    for (const [name, value] of Object.entries(entry.headers))
-      if (typeof value !== 'string') throw invalid(`entry.headers.${name}`, 'a string');
+    for (const name in entry.headers)
+      if (typeof entry.headers[name] !== 'string') throw invalid(`entry.headers.${name}`, 'a string');
   }
 
   /**
@@ -339,14 +385,15 @@ export abstract class ModelStore implements StateStore {
 
 /**
  * The entry's JSON with the body's received text spliced in, rather than the parsed body serialised
- * again. The text is valid JSON (the caller parsed it), so a line break can only be whitespace
- * between tokens (JSON strings cannot hold one unescaped): it becomes a space, and the journal's one
- * line per record holds. Read back, the text parses to the same body the caller had.
+ * again, in three pieces (before the body, the body, after it). The text is valid JSON (the caller
+ * parsed it), so a line break can only be whitespace between tokens (JSON strings cannot hold one
+ * unescaped): it becomes a space, and the journal's one line per record holds. Read back, the text
+ * parses to the same body the caller had.
  */
-export function entryJson(entry: InboxEntry, bodyText: string): string {
+export function entryJsonPieces(entry: InboxEntry, bodyText: string): [string, string, string] {
   const head = JSON.stringify({ ...entry, body: undefined });
   // indexOf, not a regular expression: this runs over every 4 KB body on the hook route.
   const text =
     bodyText.includes('\n') || bodyText.includes('\r') ? bodyText.replace(/[\r\n]/g, ' ') : bodyText;
-  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"body":${text}}`;
+  return [`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"body":`, text, '}'];
 }

@@ -13,6 +13,13 @@ export interface StateOptions {
   maxDedupKeys?: number;
   /** Most accepted-but-unprocessed deliveries; `accept` rejects with `inbox_full` past it. Default 10,000. */
   maxPending?: number;
+  /**
+   * Most bytes of accepted-but-unprocessed deliveries (as stored: the entry's JSON); `accept` rejects
+   * with `inbox_full` when a delivery would pass it. Default 32 MiB: the pending bodies are held in
+   * memory as text, and this fits beside everything else in the Docker image's 256 MB heap with
+   * room for a restart's replay (docs/state.md).
+   */
+  maxPendingBytes?: number;
   /** Most parked actions kept; past it the oldest parked are dropped. Default 1,000. */
   maxParked?: number;
   /** Items whose latest decision is kept for explain (least recently decided go first). Default 500. */
@@ -75,6 +82,7 @@ export const STATE_DEFAULTS = {
   dedupTtlMs: 24 * 60 * 60 * 1000,
   maxDedupKeys: 100_000,
   maxPending: 10_000,
+  maxPendingBytes: 32 * 1024 * 1024,
   maxParked: 1_000,
   decisionItems: 500,
   recentDecisions: 200,
@@ -94,6 +102,7 @@ export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOp
     dedupTtlMs: options.dedupTtlMs ?? STATE_DEFAULTS.dedupTtlMs,
     maxDedupKeys: options.maxDedupKeys ?? STATE_DEFAULTS.maxDedupKeys,
     maxPending: options.maxPending ?? STATE_DEFAULTS.maxPending,
+    maxPendingBytes: options.maxPendingBytes ?? STATE_DEFAULTS.maxPendingBytes,
     maxParked: options.maxParked ?? STATE_DEFAULTS.maxParked,
     decisionItems: options.decisionItems ?? STATE_DEFAULTS.decisionItems,
     recentDecisions: options.recentDecisions ?? STATE_DEFAULTS.recentDecisions,
@@ -104,6 +113,7 @@ export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOp
     'dedupTtlMs',
     'maxDedupKeys',
     'maxPending',
+    'maxPendingBytes',
     'maxParked',
     'decisionItems',
     'recentDecisions',

@@ -31,6 +31,8 @@ interface ScheduleEntry {
 export class StateModel {
   /** Insertion order is acceptance order. */
   readonly inbox = new Map<string, HeldEntry>();
+  /** The inbox entries' stored size, summed (the byte bound, `maxPendingBytes`). */
+  inboxBytes = 0;
   /** De-dup key -> the entry in force for it. */
   readonly dedup = new Map<string, DedupEntry>();
   /**
@@ -65,10 +67,19 @@ export class StateModel {
     this.#bounds = bounds;
   }
 
-  /** `filed`: the keys of the document's de-dup files, oldest first (older than its inline ones). */
-  static fromDocument(doc: StateDocument, bounds: ModelBounds, filed: Iterable<DedupEntry> = []): StateModel {
+  /**
+   * `filed`: the keys of the document's de-dup files, oldest first (older than its inline ones).
+   * `held`: inbox entries read apart from the document (document-inbox.ts), after its own.
+   */
+  static fromDocument(
+    doc: StateDocument,
+    bounds: ModelBounds,
+    filed: Iterable<DedupEntry> = [],
+    held: Iterable<HeldEntry> = [],
+  ): StateModel {
     const model = new StateModel(bounds);
-    for (const entry of doc.inbox) model.inbox.set(entry.id, HeldEntry.fromEntry(entry));
+    for (const entry of doc.inbox) model.#hold(HeldEntry.fromEntry(entry));
+    for (const entry of held) model.#hold(entry);
     for (const entry of filed) model.#setKey(entry.key, entry.id, entry.expiresAt);
     for (const entry of doc.dedup) model.recentKeys.push(model.#setKey(entry.key, entry.id, entry.expiresAt));
     for (const action of doc.outbox) model.outbox.set(action.id, action);
@@ -142,14 +153,23 @@ export class StateModel {
     return this.nextRuns.get(scheduleKey(sweep, project))?.at;
   }
 
-  apply(m: Mutation): void {
+  /**
+   * `held`: for an accept, its entry already held as text (journal replay converts each record as
+   * it reads it, so a backlog is never all parsed at once); the mutation's entry is used otherwise.
+   */
+  apply(m: Mutation, held?: HeldEntry): void {
     switch (m.op) {
       case 'accept':
-        this.#accept(HeldEntry.fromEntry(m.entry), m.entry.acceptedAt, m.expiresAt);
+        this.#accept(held ?? HeldEntry.fromEntry(m.entry), m.entry.acceptedAt, m.expiresAt);
         break;
-      case 'processed':
-        this.inbox.delete(m.id);
+      case 'processed': {
+        const gone = this.inbox.get(m.id);
+        if (gone !== undefined) {
+          this.inbox.delete(m.id);
+          this.inboxBytes -= gone.bytes;
+        }
         break;
+      }
       case 'put_action':
         if (!this.outbox.has(m.action.id) && !this.parked.has(m.action.id))
           this.outbox.set(m.action.id, m.action);
@@ -198,8 +218,15 @@ export class StateModel {
     this.#enforceBounds();
   }
 
-  #accept(held: HeldEntry, acceptedAt: number, expiresAt: number): void {
+  #hold(held: HeldEntry): void {
+    const replaced = this.inbox.get(held.id);
+    if (replaced !== undefined) this.inboxBytes -= replaced.bytes;
     this.inbox.set(held.id, held);
+    this.inboxBytes += held.bytes;
+  }
+
+  #accept(held: HeldEntry, acceptedAt: number, expiresAt: number): void {
+    this.#hold(held);
     this.recentKeys.push(this.#setKey(held.key, held.id, expiresAt));
     this.pruneExpired(acceptedAt);
     // Without compactions (the in-memory store) nobody takes the recent keys: keep them bounded.

@@ -8,7 +8,9 @@
  *
  * Values given as `unknown` (delivery bodies, planned calls, decisions) are stored as JSON: what a
  * read returns is what `JSON.parse(JSON.stringify(value))` gives, before and after a restart alike.
- * Objects a read returns are the store's own (no copy, for speed): treat them as read-only.
+ * Objects a read returns are the store's own (no copy, for speed): treat them as read-only. Inbox
+ * entries are the exception: they are held as their JSON text and parsed anew on each read, so that
+ * a backlog costs its text only (held-entry.ts).
  */
 
 /** A delivery as the receiver hands it over. */
@@ -35,6 +37,19 @@ export interface InboxEntry extends Delivery {
   id: string;
   /** When the store accepted it (ms since the epoch). */
   acceptedAt: number;
+}
+
+/**
+ * A pending delivery as processing holds it: the small part in memory, the body read when asked
+ * (parsed from the stored text on each read, so nothing parsed outlives its reader). A backlog of
+ * these costs its stored text and no more. `body` is undefined once the delivery is processed.
+ */
+export interface PendingDelivery {
+  readonly id: string;
+  readonly kind: string;
+  /** When the receiver got it (ms since the epoch). */
+  readonly receivedAt: number;
+  readonly body: unknown;
 }
 
 export interface AcceptResult {
@@ -103,6 +118,8 @@ export interface DecisionRecord {
 /** Counts and file sizes, for metrics and the status page. File figures are 0 without files. */
 export interface StateStats {
   inbox: number;
+  /** The inbox's size as stored (what `maxPendingBytes` bounds). */
+  inboxBytes: number;
   dedupKeys: number;
   outbox: number;
   parked: number;
@@ -138,10 +155,23 @@ export interface StateStore {
   stats(): StateStats;
 
   // Inbox
-  /** Durable before it resolves. Rejects with StateError `inbox_full` at the pending bound. */
+  /**
+   * Durable before it resolves. Rejects with StateError `inbox_full` at the pending bounds (entries,
+   * `maxPending`, or bytes, `maxPendingBytes`).
+   */
   accept(delivery: Delivery): Promise<AcceptResult>;
-  /** Accepted, not processed, in acceptance order (what to resume after a restart). */
+  /** Accepted, not processed, in acceptance order, each parsed in full (for tools and tests). */
   pending(): InboxEntry[];
+  /**
+   * The same, each body read only when asked: what to resume after a restart, whatever the size of
+   * the backlog.
+   */
+  pendingDeliveries(): PendingDelivery[];
+  /**
+   * A pending delivery by id, its body read when asked. `fresh`: the body already parsed (by the
+   * receiver), handed to the first reader instead of parsing the stored text again.
+   */
+  delivery(id: string, kind: string, fresh?: unknown): PendingDelivery;
   /** Durable before it resolves; the de-dup key stays until it expires. Unknown or processed ids are a no-op. */
   markProcessed(id: string): Promise<void>;
 

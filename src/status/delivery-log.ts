@@ -10,7 +10,7 @@ export interface DeliveryInfo {
   at: number;
   /** The hook kind, when the delivery got far enough to tell (`merge_request`, `push`...). */
   kind?: string;
-  /** `accepted`, `duplicate`, `ignored`, `unauthorized`, `bad_request`, `too_large`, `error`. */
+  /** `accepted`, `duplicate`, `ignored`, `unauthorized`, `bad_request`, `too_large`, `inbox_full`, `overloaded`, `error`. */
   outcome: string;
   /** The HTTP status answered. */
   status: number;

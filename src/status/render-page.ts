@@ -22,6 +22,8 @@ const TONES: Record<string, Tone> = {
   unauthorized: 'bad',
   bad_request: 'bad',
   too_large: 'bad',
+  inbox_full: 'bad',
+  overloaded: 'bad',
   error: 'bad',
   failed: 'bad',
   ambiguous: 'bad',

@@ -12,7 +12,7 @@ import type { DeliveryInfo } from './delivery-log.ts';
 
 export type StatusStore = Pick<
   StateStore,
-  | 'pending'
+  | 'pendingDeliveries'
   | 'recentDecisions'
   | 'watched'
   | 'listParked'
@@ -76,7 +76,8 @@ export const DEFAULT_DECISION_LIMIT = 25;
 export function collectStatus(sources: StatusSources): StatusData {
   const { store } = sources;
   const now = (sources.now ?? Date.now)();
-  const pending = store.pending();
+  // Not `pending()`: that parses every pending body, and a backlog may be tens of megabytes.
+  const pending = store.pendingDeliveries();
   const oldest = pending[0];
   const data: StatusData = {
     now,

@@ -1,6 +1,7 @@
 import { sign } from '@octokit/webhooks-methods';
 import express from 'express';
 import type { Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createHookHandler, type DeliveryOutcome, type Inbox } from '../../src/receiver/hook-handler.ts';
 import { createReceiverServer, listen } from '../../src/receiver/server.ts';
@@ -18,13 +19,18 @@ interface Kept {
   headers: Record<string, string>;
 }
 
-function memoryInbox(): Inbox & { entries: Kept[]; fail: boolean } {
+function memoryInbox(): Inbox & { entries: Kept[]; fail: boolean; full: boolean } {
   const entries: Kept[] = [];
   return {
     entries,
     fail: false,
+    full: false,
     async accept(delivery) {
       if (this.fail) throw new Error('disk full');
+      if (this.full)
+        throw Object.assign(new Error('the inbox holds 2 unprocessed deliveries (the limit, maxPending)'), {
+          code: 'inbox_full',
+        });
       const seen = entries.find((e) => e.key === delivery.key);
       if (seen) return { id: seen.id, duplicate: true };
       const id = `d${entries.length + 1}`;
@@ -41,9 +47,12 @@ function memoryInbox(): Inbox & { entries: Kept[]; fail: boolean } {
   };
 }
 
-function start(options: { signature?: boolean; limitBytes?: number; open?: boolean } = {}) {
+function start(
+  options: { signature?: boolean; limitBytes?: number; readingLimitBytes?: number; open?: boolean } = {},
+) {
   const inbox = memoryInbox();
   const outcomes: DeliveryOutcome[] = [];
+  const reasons: string[] = [];
   const woken: string[] = [];
   const handler = createHookHandler({
     verify: {
@@ -52,11 +61,15 @@ function start(options: { signature?: boolean; limitBytes?: number; open?: boole
     },
     inbox,
     limitBytes: options.limitBytes,
+    readingLimitBytes: options.readingLimitBytes,
     onAccepted: (delivery) => woken.push(delivery.id),
-    onOutcome: (outcome) => outcomes.push(outcome),
+    onOutcome: (outcome, info) => {
+      outcomes.push(outcome);
+      if (info.reason !== undefined) reasons.push(info.reason);
+    },
   });
   const server = createReceiverServer({ hookPath: '/hooks', hookHandler: handler, app: express() });
-  return { server, inbox, outcomes, woken };
+  return { server, inbox, outcomes, woken, reasons, handler };
 }
 
 describe('POST /hooks intake', () => {
@@ -72,6 +85,8 @@ describe('POST /hooks intake', () => {
   beforeEach(() => {
     s.inbox.entries.length = 0;
     s.inbox.fail = false;
+    s.inbox.full = false;
+    s.reasons.length = 0;
     s.outcomes.length = 0;
     s.woken.length = 0;
   });
@@ -165,6 +180,15 @@ describe('POST /hooks intake', () => {
     expect(s.inbox.entries.at(-1)?.bodyText).toBe('{"object_kind":"issue","x":1}');
   });
 
+  it('knows a body sent again with a byte order mark as the same delivery (the key is of the JSON text)', async () => {
+    const text = '{"object_kind":"issue","y":2}';
+    const first = await post(text, { 'x-gitlab-event': 'Issue Hook' });
+    const again = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]), {
+      'x-gitlab-event': 'Issue Hook',
+    });
+    expect(again).toEqual({ status: 202, body: { message: 'duplicate', id: first.body.id } });
+  });
+
   it('answers a body over the limit with 413', async () => {
     const big = JSON.stringify({ object_kind: 'issue', pad: 'x'.repeat(70 * 1024) });
     const res = await post(big, { 'x-gitlab-event': 'Issue Hook' });
@@ -175,6 +199,25 @@ describe('POST /hooks intake', () => {
     s.inbox.fail = true;
     const res = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
     expect(res).toEqual({ status: 503, body: { message: 'could not persist the delivery; try again' } });
+    expect(s.woken).toEqual([]);
+  });
+
+  it('answers a full inbox 503 with the reason and Retry-After, and does not wake processing', async () => {
+    s.inbox.full = true;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' },
+      body: fixtureText('issue.json'),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('30');
+    expect(await res.json()).toEqual({
+      message: 'inbox full: the inbox holds 2 unprocessed deliveries (the limit, maxPending)',
+    });
+    expect(s.outcomes).toEqual(['inbox_full']);
+    expect(s.reasons).toEqual([
+      'inbox full: the inbox holds 2 unprocessed deliveries (the limit, maxPending)',
+    ]);
     expect(s.woken).toEqual([]);
   });
 
@@ -220,3 +263,154 @@ describe('POST /hooks with an HMAC signature (signing proxy)', () => {
     });
   });
 });
+
+/** A raw HTTP exchange: headers and part of a body sent, the rest held back until `finish`. */
+function heldRequest(url: string, headers: Record<string, string | number>, sent: string) {
+  const { hostname, port, pathname } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.setEncoding('utf8');
+  let received = '';
+  socket.on('data', (chunk: string) => (received += chunk));
+  socket.on('error', () => undefined); // the server may close while we still write: that is the point
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
+  socket.write(`POST ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\n${lines.join('\r\n')}\r\n\r\n${sent}`);
+  return {
+    /** The server's whole answer, once it closed the connection. */
+    answer: async () => {
+      await closed;
+      return received;
+    },
+    /** Resolves once the server answered (at least its status line and headers). */
+    answered: () =>
+      new Promise<string>((resolve) => {
+        const check = () => (received.includes('\r\n\r\n') ? resolve(received) : undefined);
+        socket.on('data', check);
+        check();
+      }),
+    finish: (rest: string) => socket.write(rest),
+    destroy: () => socket.destroy(),
+  };
+}
+
+describe('POST /hooks refuses before reading the body (issue 15)', () => {
+  let s: ReturnType<typeof start>;
+  let url = '';
+  beforeAll(async () => {
+    s = start({ limitBytes: 64 * 1024, readingLimitBytes: 100 * 1024 });
+    url = `${(await listen(s.server, 0, '127.0.0.1')).url}/hooks`;
+  });
+  afterAll(() => new Promise<void>((resolve) => s.server.close(() => resolve())));
+  beforeEach(() => {
+    s.inbox.entries.length = 0;
+    s.outcomes.length = 0;
+    s.reasons.length = 0;
+  });
+
+  const body = (bytes: number) => {
+    const head = '{"object_kind":"issue","pad":"';
+    return `${head}${'x'.repeat(bytes - head.length - 2)}"}`;
+  };
+
+  it('answers a wrong token 401 with Connection: close as soon as the headers arrive, the body unread', async () => {
+    const text = body(60 * 1024);
+    // The last byte is held back: the answer cannot wait for the body.
+    const held = heldRequest(
+      url,
+      { 'content-length': text.length, 'x-gitlab-token': 'guess', 'x-gitlab-event': 'Issue Hook' },
+      text.slice(0, -1),
+    );
+    const answer = await held.answer();
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    expect(answer).toContain('{"message":"unauthorized"}');
+    expect(s.outcomes).toEqual(['unauthorized']);
+    expect(s.inbox.entries).toEqual([]);
+  });
+
+  it('answers a missing signature 401 from the headers alone too', async () => {
+    const signed = start({ signature: true });
+    const signedUrl = `${(await listen(signed.server, 0, '127.0.0.1')).url}/hooks`;
+    try {
+      const text = body(10 * 1024);
+      const held = heldRequest(
+        signedUrl,
+        { 'content-length': text.length, 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' },
+        text.slice(0, -1),
+      );
+      expect(await held.answer()).toMatch(/^HTTP\/1\.1 401 /);
+    } finally {
+      await new Promise<void>((resolve) => signed.server.close(() => resolve()));
+    }
+  });
+
+  it('caps the bytes of bodies being read at once: past it 503 with the reason and Retry-After, unread', async () => {
+    const text = body(60 * 1024);
+    const headers = {
+      'x-gitlab-token': SECRET,
+      'x-gitlab-event': 'Issue Hook',
+      'content-length': text.length,
+    };
+    // 60 KB being read (held back by its last byte): a second 60 KB would pass the 100 KB cap.
+    const first = heldRequest(url, headers, text.slice(0, -1));
+    // The first is counted from its headers on: wait until the server is reading it.
+    await until(() => s.handler.readingBytes() > 0);
+    const second = heldRequest(url, headers, text.slice(0, -1));
+    const refused = await second.answer();
+    expect(refused).toMatch(/^HTTP\/1\.1 503 /);
+    expect(refused.toLowerCase()).toContain('retry-after: 30');
+    expect(refused.toLowerCase()).toContain('connection: close');
+    expect(refused).toContain('too many deliveries being read at once (over 102400 bytes); try again later');
+    expect(s.outcomes).toEqual(['overloaded']);
+    // The first completes, and its bytes are released: the next one is read.
+    first.finish(text.slice(-1));
+    expect(await first.answered()).toMatch(/^HTTP\/1\.1 202 /);
+    first.destroy();
+    await until(() => s.handler.readingBytes() === 0);
+    const third = await fetch(url, {
+      method: 'POST',
+      headers: { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' },
+      body: text.replace('pad', 'pad3'),
+    });
+    expect(third.status).toBe(202);
+  });
+
+  it('reads a lone body at the body limit even when the cap is set lower', async () => {
+    const low = start({ limitBytes: 64 * 1024, readingLimitBytes: 1024 });
+    const lowUrl = `${(await listen(low.server, 0, '127.0.0.1')).url}/hooks`;
+    try {
+      const res = await fetch(lowUrl, {
+        method: 'POST',
+        headers: { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' },
+        body: body(60 * 1024),
+      });
+      expect(res.status).toBe(202);
+    } finally {
+      await new Promise<void>((resolve) => low.server.close(() => resolve()));
+    }
+  });
+
+  it('counts a body without a declared length as it arrives, and refuses it past the cap', async () => {
+    const text = body(60 * 1024);
+    const auth = { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Issue Hook' };
+    const first = heldRequest(url, { ...auth, 'content-length': text.length }, text.slice(0, -1));
+    await until(() => s.handler.readingBytes() > 0);
+    const chunk = body(50 * 1024);
+    // Chunked: no declared length, so it is counted as its bytes come in.
+    const chunked = heldRequest(
+      url,
+      { ...auth, 'transfer-encoding': 'chunked' },
+      `${chunk.length.toString(16)}\r\n${chunk}\r\n`,
+    );
+    const refused = await chunked.answer();
+    expect(refused).toMatch(/^HTTP\/1\.1 503 /);
+    expect(refused.toLowerCase()).toContain('retry-after: 30');
+    expect(s.outcomes).toEqual(['overloaded']);
+    first.destroy();
+    await until(() => s.handler.readingBytes() === 0);
+  });
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}

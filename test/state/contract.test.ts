@@ -136,6 +136,27 @@ const cases: Case[] = [
     },
   ],
   [
+    'accept refuses with inbox_full when a delivery would pass maxPendingBytes, counted again after a reopen',
+    { maxPendingBytes: 2_700 },
+    async ({ store }) => {
+      const big = (key: string) => delivery(key, { object_kind: 'push', pad: 'x'.repeat(1_000) });
+      const a = await store.accept(big('a'));
+      await store.accept(big('b'));
+      const error: unknown = await store.accept(big('c')).catch((e: unknown) => e);
+      expect((error as StateError).code).toBe('inbox_full');
+      expect((error as StateError).message).toMatch(/would pass the limit of 2700 \(maxPendingBytes\)/);
+      // A small one still fits: the bound is on bytes, not on a count.
+      const small = await store.accept(delivery('small'));
+      await store.close();
+      await store.open();
+      await expectStateError(store.accept(big('c')), 'inbox_full');
+      await store.markProcessed(a.id);
+      await store.markProcessed(small.id);
+      expect((await store.accept(big('c'))).duplicate).toBe(false);
+      expect(store.pending().map((e) => e.key)).toEqual(['b', 'c']);
+    },
+  ],
+  [
     'de-dup keys beyond maxDedupKeys drop the oldest first',
     { maxDedupKeys: 3 },
     async ({ store }) => {
@@ -222,15 +243,48 @@ const cases: Case[] = [
     },
   ],
   [
-    'pending hands out the same entry objects on every call, equal to what was accepted',
+    'pending hands out entries equal to what was accepted, parsed anew on each call (nothing parsed is kept)',
     {},
     async ({ store, clock }) => {
       const a = await store.accept(delivery('a', { nested: { list: [1, 'two', null] } }));
       const first = store.pending();
-      expect(store.pending()[0]).toBe(first[0]);
       expect(first).toEqual([
         { ...delivery('a', { nested: { list: [1, 'two', null] } }), id: a.id, acceptedAt: clock.now },
       ]);
+      expect(store.pending()).toEqual(first);
+      expect(store.pending()[0]).not.toBe(first[0]);
+    },
+  ],
+  [
+    'pendingDeliveries gives id, kind and receipt time, and reads each body only when asked',
+    {},
+    async ({ store }) => {
+      const a = await store.accept(delivery('a', { n: 1 }));
+      const b = await store.accept(delivery('b', { n: 2 }));
+      const [first, second] = store.pendingDeliveries();
+      expect([first?.id, first?.kind, first?.receivedAt]).toEqual([
+        a.id,
+        delivery('a').kind,
+        delivery('a').receivedAt,
+      ]);
+      expect(first?.body).toEqual({ n: 1 });
+      expect(second?.id).toBe(b.id);
+      await store.markProcessed(b.id);
+      // Processed: there is no body to read any more.
+      expect(second?.body).toBeUndefined();
+      expect(store.pendingDeliveries().map((d) => d.id)).toEqual([a.id]);
+    },
+  ],
+  [
+    "delivery hands the receiver's parsed body to its first reader, then reads the stored text",
+    {},
+    async ({ store }) => {
+      const a = await store.accept(delivery('a', { n: 1 }));
+      const parsed = { n: 1 };
+      const handle = store.delivery(a.id, 'issue', parsed);
+      expect(handle.body).toBe(parsed);
+      expect(handle.body).toEqual({ n: 1 });
+      expect(handle.body).not.toBe(parsed);
     },
   ],
   [

@@ -14,14 +14,21 @@ const entry: InboxEntry = {
 
 describe('held inbox entries', () => {
   it.each([
-    ['from its JSON (the write path)', () => HeldEntry.fromJson('d-1', 'k', JSON.stringify(entry))],
+    ['from its JSON (the write path)', () => HeldEntry.fromJson(entry, JSON.stringify(entry))],
     ['from a parsed entry (replay)', () => HeldEntry.fromEntry(structuredClone(entry))],
-  ])('built %s, gives the entry and its JSON, each the same on every read', (_name, make) => {
+  ])('built %s, gives the entry and its JSON, equal on every read', (_name, make) => {
     const held = make();
-    expect([held.id, held.key]).toEqual(['d-1', 'k']);
+    expect([held.id, held.key, held.kind, held.receivedAt]).toEqual(['d-1', 'k', 'Issue Hook', 1]);
     expect(held.entry).toEqual(entry);
-    expect(held.entry).toBe(held.entry);
     expect(JSON.parse(held.json)).toEqual(entry);
     expect(held.json).toBe(held.json);
+    expect(held.bytes).toBe(Buffer.byteLength(held.json));
+  });
+
+  it('keeps no parsed body: each read parses anew, so a reader that lets go leaves only the text', () => {
+    const held = HeldEntry.fromEntry(structuredClone(entry));
+    const first = held.entry;
+    expect(held.entry).toEqual(first);
+    expect(held.entry).not.toBe(first);
   });
 });

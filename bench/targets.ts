@@ -1,0 +1,68 @@
+/**
+ * Each benchmark's headline for the README: its result in a few words, the target it is held to
+ * (from the issue that set it), and whether the last run met it. A benchmark without a target says
+ * so; a Probot run whose load generator was the limit says that instead of met or not.
+ */
+type Figures = Record<string, number | string>;
+
+export interface Summary {
+  result: string;
+  target: string;
+  met: string;
+}
+
+const yes = (ok: boolean) => (ok ? 'yes' : '**no**');
+const n = (value: number | string | undefined) =>
+  typeof value === 'number' ? value.toLocaleString('en-US') : String(value ?? '?');
+
+export function summarise(name: string, f: Figures): Summary {
+  switch (name) {
+    case 'receiver':
+      return {
+        result: `${f.ratio}x bare node:http; ack p99 ${f.p99_ms} ms at 64 connections; ${n(f.cpu_us_per_request)} µs CPU/delivery (floor ${n(f.floor_cpu_us_per_request)})`,
+        target: '≥ 0.7x bare; p99 < 10 ms, durable before the 202',
+        met: `${yes(Number(f.ratio) >= 0.7)}; ${yes(Number(f.p99_ms) < 10)}`,
+      };
+    case 'probot':
+      return {
+        result: `${f.ratio}x Probot 14's requests/s (do-nothing server ${f.ceiling_ratio}x)`,
+        target: '≥ 2x Probot',
+        met:
+          f.load_generator_bound === 'yes'
+            ? 'not measurable: load-generator bound'
+            : yes(Number(f.ratio) >= 2),
+      };
+    case 'rules':
+      return {
+        result: `${f.median_ms} ms median per evaluation of ${n(f.rules)} rules`,
+        target: '< 1 ms',
+        met: yes(Number(f.median_ms) < 1),
+      };
+    case 'memory':
+      return {
+        result: `${f.rss_mb_100k} MB RSS after 100,000 deliveries; state size ratio ${f.ratio}`,
+        target: '< 150 MB; state bounded',
+        met: yes(Number(f.rss_mb_100k) < 150 && Number(f.ratio) <= 1.1),
+      };
+    case 'hook-to-action':
+      return {
+        result: `delivery to API call p50 ${f.p50_ms} ms, p99 ${f.p99_ms} ms`,
+        target: 'none (reported)',
+        met: '',
+      };
+    case 'state':
+      return {
+        result: `${f.ratio}x the writes/s of one fsync per mutation (group commit)`,
+        target: 'none (reported)',
+        met: '',
+      };
+    case 'sweep':
+      return {
+        result: `${f.ratio}x the minimum API calls (${n(f.calls)} for ${n(f.open_mrs)} open MRs)`,
+        target: 'none (reported)',
+        met: '',
+      };
+    default:
+      return { result: f.ratio === undefined ? '' : `${f.ratio}x baseline`, target: 'none', met: '' };
+  }
+}
