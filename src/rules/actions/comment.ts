@@ -25,12 +25,9 @@ export const comment = defineAction({
     nonEmptyTemplateSchema,
     z.strictObject({
       text: nonEmptyTemplateSchema,
-      repost_when_changed: z
-        .boolean()
-        .optional()
-        .meta({
-          description: 'post again when the rendered text changes (default false: once per rule and item)',
-        }),
+      repost_when_changed: z.boolean().optional().meta({
+        description: 'post again when the rendered text changes (default false: once per rule and item)',
+      }),
     }),
   ]),
   describe: (p) => {
