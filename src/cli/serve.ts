@@ -5,6 +5,7 @@
  * exits 0.
  */
 import type { CliIo, RegisterCommand } from './main.ts';
+import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
 interface ServeOptions {
@@ -51,7 +52,10 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     runtime = await startRuntime(config, { log, metrics: createMetrics() });
   } catch (error) {
     signals.release();
-    io.err(`hookbot serve: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    const problem = listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration');
+    io.err(
+      `hookbot serve: could not start: ${problem ?? (error instanceof Error ? error.message : String(error))}\n`,
+    );
     return 1;
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Runtime } from '../runtime.ts';
 import type { Sandbox } from '../sandbox/server.ts';
 import type { CliIo, RegisterCommand } from './main.ts';
+import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
 interface StartOptions {
@@ -66,7 +67,12 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           webhookSecret: secret,
         },
       );
-      const registered = await registerDemoHooks(sandbox, runtime.bot.hookUrl, secret);
+      const { createClient } = await import('../api/client.ts');
+      const { registerDemoHooks } = await import('./demo-hooks.ts');
+      const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
+      const hooks = await registerDemoHooks(admin, runtime.bot.hookUrl, secret);
+      if (hooks.removed > 0)
+        log.warn({ removed: hooks.removed }, 'removed extra copies of the bot hook left by earlier starts');
       io.out(
         [
           'hookbot is running on the embedded sandbox (no server configured; see config.example.yml to use yours).',
@@ -77,7 +83,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           `  demo users:  ${Object.entries(DEMO_TOKENS)
             .map(([user, token]) => `${user} (${token})`)
             .join(', ')}`,
-          `  hook registered on: ${registered.join(', ') || 'no project'}`,
+          `  hook registered on: ${hooks.registered.join(', ') || 'no project'}`,
           `  rules:       ${config.rules.dir}/ (reloaded on change)`,
           `  state:       ${config.state.path}, sandbox data ${config.sandbox.data}`,
           'Press Ctrl+C to stop.',
@@ -89,7 +95,17 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     signals.release();
     await runtime?.close();
     await sandbox?.close();
-    io.err(`hookbot start: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    // The sandbox listens first: a listen error before it is up is the sandbox's port.
+    const problem = sandbox
+      ? listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration')
+      : listenProblem(
+          error,
+          'the embedded sandbox',
+          'HOOKBOT_SANDBOX_PORT or sandbox.port in the configuration',
+        );
+    io.err(
+      `hookbot start: could not start: ${problem ?? (error instanceof Error ? error.message : String(error))}\n`,
+    );
     return 1;
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());
@@ -104,33 +120,4 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   }
   io.out('hookbot: stopped\n');
   return 0;
-}
-
-/**
- * Points each project's hook at this bot with this run's secret: an existing hook to a `/hooks`
- * URL on loopback (an earlier run, perhaps on another port) is updated rather than added again.
- */
-async function registerDemoHooks(sandbox: Sandbox, hookUrl: string, secret: string): Promise<string[]> {
-  const { createClient } = await import('../api/client.ts');
-  const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
-  const events = {
-    push_events: true,
-    issues_events: true,
-    merge_requests_events: true,
-    note_events: true,
-    build_events: true,
-    pipeline_events: true,
-    enable_ssl_verification: false,
-    token: secret,
-  };
-  const registered: string[] = [];
-  for await (const project of admin.projects.listAll()) {
-    const hooks = [];
-    for await (const hook of admin.hooks.list(project.id)) hooks.push(hook);
-    const ours = hooks.find((h) => /^http:\/\/127\.0\.0\.1:\d+\/hooks$/.test(h.url));
-    if (ours) await admin.hooks.update(project.id, ours.id, { url: hookUrl, ...events });
-    else await admin.hooks.create(project.id, { url: hookUrl, ...events });
-    registered.push(project.path_with_namespace);
-  }
-  return registered;
 }
