@@ -148,6 +148,7 @@ export function renderRulesDoc(): string {
     '- A file defines its rules under `rules:`. A file with neither `rules:` nor `extends:` (empty, only comments) is refused as a mistake rather than read as "no rules"; write `rules: []` to mean none on purpose.',
     '- Rule names must be unique within the rules a project gets. `hookbot check` reports every problem as `file:line:column: message (hint)`; `hookbot schema` prints the JSON Schema for editors.',
     '- The running bot refuses exactly what `hookbot check` reports: a reload with any problem keeps the last good rules in force, and at start (no rules in force yet) `hookbot serve` exits 1 with every problem listed rather than load the valid files alone (a broken guard rule must not leave the rules it holds back acting).',
+    "- The running bot reloads the folder by itself (`rules.watch`, on by default) about 0.2 s after a change to any file in it or in a subfolder, however the file was written: in place, or replaced by a rename as `sed -i` and editors' safe writes do (each directory is watched, not each file). `kill -HUP <pid>` reloads it on demand: where change events never arrive (some network or container mounts) or with `rules.watch: false`. The log says `rules loaded`, or `rules refused` with every problem.",
     '',
     '```yaml',
     'extends: [../default.yml]',
