@@ -211,7 +211,7 @@ export function renderRulesDoc(): string {
     ...actionDefinitions.flatMap(actionSection),
     '## Summary status',
     '',
-    '`summary_status: true` (or `{ name: ... }`, default `hookbot/rules`) posts a commit status on the head commit of an open merge request each time the rule applies: `success` when it matched and nothing held it back, otherwise `pending` with a description (at most 140 characters) of what blocks it, e.g. `blocked: statuses ci/build, ci/test are all success (seen ci/build=success, ci/test=running)`. Real servers refuse a pending status over a pending one, so a blocked description changes when the state does.',
+    '`summary_status: true` (or `{ name: ... }`, default `hookbot/rules`) posts a commit status on the head commit of an open merge request each time the rule applies: `success` when it matched and nothing held it back, otherwise `pending` with a description (at most 140 characters) of what blocks it, e.g. `blocked: statuses ci/build, ci/test are all success (seen ci/build=success, ci/test=running)`. When the reason changes the description follows: real servers refuse a pending status over a pending one, so the old one is finished as `canceled` (its row keeps the old reason in the history, `all=true`) and the new reason is posted as a new pending status.',
     '',
     '## Placeholders',
     '',
