@@ -68,7 +68,8 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { summarise, needsAttention } = await import('../scheduler/summary.ts');
   const { approve, definitionHash, pauseOf } = await import('../scheduler/breaker.ts');
 
-  const loaded = loadConfig({ file: options.config, env: process.env });
+  // A sweep receives no deliveries: it needs no webhook secret.
+  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
   if (!loaded.ok) {
     io.err(
       `hookbot sweep: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
@@ -76,6 +77,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     return 1;
   }
   const { config } = loaded;
+  for (const warning of loaded.warnings) io.err(`hookbot sweep: ${warning}\n`);
   if (config.api.url === undefined || config.api.token === undefined) {
     io.err(
       'hookbot sweep: set api.url and api.token: a sweep talks to the server (the sandbox runs only inside hookbot start)\n',
