@@ -5,6 +5,7 @@
  * exits 0.
  */
 import type { CliIo, RegisterCommand } from './main.ts';
+import { apiProblem } from './api-problem.ts';
 import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
@@ -52,7 +53,9 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     runtime = await startRuntime(config, { log, metrics: createMetrics() });
   } catch (error) {
     signals.release();
-    const problem = listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration');
+    const problem =
+      listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration') ??
+      apiProblem(error, config.api.url ?? '');
     io.err(
       `hookbot serve: could not start: ${problem ?? (error instanceof Error ? error.message : String(error))}\n`,
     );

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Runtime } from '../runtime.ts';
 import type { Sandbox } from '../sandbox/server.ts';
 import type { CliIo, RegisterCommand } from './main.ts';
+import { apiProblem } from './api-problem.ts';
 import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
@@ -96,13 +97,16 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     await runtime?.close();
     await sandbox?.close();
     // The sandbox listens first: a listen error before it is up is the sandbox's port.
-    const problem = sandbox
-      ? listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration')
-      : listenProblem(
+    // On the embedded default the sandbox listens first: a listen error before it is up is its port.
+    const sandboxPort = loaded.mode === 'sandbox' && sandbox === undefined;
+    const problem = sandboxPort
+      ? listenProblem(
           error,
           'the embedded sandbox',
           'HOOKBOT_SANDBOX_PORT or sandbox.port in the configuration',
-        );
+        )
+      : (listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration') ??
+        apiProblem(error, config.api.url ?? sandbox?.apiUrl ?? ''));
     io.err(
       `hookbot start: could not start: ${problem ?? (error instanceof Error ? error.message : String(error))}\n`,
     );

@@ -49,6 +49,8 @@ export type LoadConfigResult =
       sources: ConfigSources;
       /** Worth saying at start, not worth refusing to start (a secret written in the file). */
       warnings: string[];
+      /** Of the warnings, those about `HOOKBOT_*` variables hookbot does not read (one-shot commands say only these). */
+      variableWarnings: string[];
     }
   | { ok: false; problems: string[] };
 
@@ -111,16 +113,19 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
     }),
   );
 
+  const variableWarnings = unknownEnvWarnings(options.env, keys);
+  // A misspelt variable is often why a key is missing (HOOKBOT_API_TOKN): listed with the problems.
   if (!result.success || problems.length > 0)
-    return { ok: false, problems: sortProblems(problems).map(formatProblem) };
+    return { ok: false, problems: [...sortProblems(problems).map(formatProblem), ...variableWarnings] };
   return {
     ok: true,
     config: result.data,
     mode: modeOf(raw),
     file,
     sources,
+    variableWarnings,
     warnings: [
-      ...unknownEnvWarnings(options.env, keys),
+      ...variableWarnings,
       ...warningsOf(sources, keys, raw),
       ...overriddenProblems(schema.safeParse(fileOnly), overridden, keys, fileSource, yaml),
     ],

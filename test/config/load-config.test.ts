@@ -574,6 +574,14 @@ describe('loadConfig: variables and commands', () => {
     ]);
   });
 
+  it('lists a misspelt variable with the problems it explains', () => {
+    const env = { HOOKBOT_API_TOKN: 'api-token-1234', HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' };
+    expect(expectProblems(loadIn(tempDir(), { yaml: SERVER, env }))).toEqual([
+      expect.stringMatching(/^api\.token: required .*set HOOKBOT_API_TOKEN/),
+      'HOOKBOT_API_TOKN is set but hookbot reads no such variable (did you mean HOOKBOT_API_TOKEN?); it is ignored',
+    ]);
+  });
+
   it('says nothing of the variables it reads outside the schema', () => {
     const env = { HOOKBOT_IN_DOCKER: '0', HOOKBOT_BOT_URL: 'http://127.0.0.1:3000', HOOKBOT_DEMO_LOG: '1' };
     expect(expectOk(loadIn(tempDir(), { env })).warnings).toEqual([]);
