@@ -30,6 +30,19 @@ describe('hookbot command line', () => {
     const io = capture();
     expect(await main(['frobnicate'], io)).toBe(2);
     expect(io.errText).toContain("unknown command 'frobnicate'");
+    expect(io.errText).not.toContain('did you mean');
+  });
+
+  it.each([
+    ['stat', 'start'],
+    ['chek', 'check'],
+    ['sandbx', 'sandbox'],
+  ])("suggests the command closest to '%s'", async (typed, meant) => {
+    const io = capture();
+    expect(await main([typed], io)).toBe(2);
+    expect(io.errText).toBe(
+      `hookbot: unknown command '${typed}' (did you mean '${meant}'?). Run 'hookbot --help' to see the commands.\n`,
+    );
   });
 
   it('exits 2 on an unknown option', async () => {
