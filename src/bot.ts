@@ -16,6 +16,7 @@ import {
   type PipelineLog,
 } from './receiver/pipeline.ts';
 import { createHintResolver } from './receiver/resolve-hints.ts';
+import { createRefusalLog, reportRefusals } from './receiver/refusal-log.ts';
 import { createReceiverServer, listen } from './receiver/server.ts';
 import type { VerifyOptions } from './receiver/verify.ts';
 import type { StateStore } from './state/store.ts';
@@ -38,6 +39,8 @@ export interface BotOptions {
   explain?: OpsAppOptions['explain'];
   extendApp?: OpsAppOptions['extend'];
   log: BotLog;
+  /** What a refused delivery's log line tells to fix (where the secret is set). */
+  refusalHint?: string;
   onDelivery?: (outcome: DeliveryOutcome, info: { kind?: string; status: number; ackMs: number }) => void;
 }
 
@@ -101,7 +104,16 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     explain: options.explain,
     extend: options.extendApp,
   });
-  const server = createReceiverServer({ hookPath: options.server.hookPath, hookHandler, app });
+  // A hook with a wrong secret token is refused (401) and the server ignores the answer: logged here,
+  // rate-limited, so whoever set the hook up can see why the bot never acts.
+  const refusals = createRefusalLog(options.log, {
+    hint: options.refusalHint ?? "the project hook's secret token must equal the bot's webhook secret",
+  });
+  const server = createReceiverServer({
+    hookPath: options.server.hookPath,
+    hookHandler: reportRefusals(hookHandler, refusals.refused),
+    app,
+  });
   const { url } = await listen(server, options.server.port, options.server.host);
   // What a crash or a stop left unprocessed goes first.
   pipeline.resume();
@@ -114,6 +126,7 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     pipeline,
     server,
     async close() {
+      refusals.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
