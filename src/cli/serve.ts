@@ -6,6 +6,7 @@
  */
 import type { CliIo, RegisterCommand } from './main.ts';
 import { apiProblem } from './api-problem.ts';
+import { serveBanner } from './hook-address.ts';
 import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
@@ -62,7 +63,14 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     return 1;
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());
-  io.out(`hookbot: receiving hooks at ${runtime.bot.hookUrl} (server ${config.api.url})\n`);
+  io.out(
+    serveBanner({
+      hookUrl: runtime.bot.hookUrl,
+      apiUrl: config.api.url ?? '',
+      configuredHookUrl: config.hooks.url,
+      manageHooks: config.hooks.manage,
+    }),
+  );
   const signal = await signals.stopped;
   log.info({ signal }, 'stopping');
   try {

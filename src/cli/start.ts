@@ -9,6 +9,7 @@ import type { Runtime } from '../runtime.ts';
 import type { Sandbox } from '../sandbox/server.ts';
 import type { CliIo, RegisterCommand } from './main.ts';
 import { apiProblem } from './api-problem.ts';
+import { serveBanner } from './hook-address.ts';
 import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
@@ -48,7 +49,14 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   try {
     if (loaded.mode === 'server') {
       runtime = await startRuntime(config, { log, metrics: createMetrics() });
-      io.out(`hookbot: receiving hooks at ${runtime.bot.hookUrl} (server ${config.api.url})\n`);
+      io.out(
+        serveBanner({
+          hookUrl: runtime.bot.hookUrl,
+          apiUrl: config.api.url ?? '',
+          configuredHookUrl: config.hooks.url,
+          manageHooks: config.hooks.manage,
+        }),
+      );
     } else {
       // The embedded default. The sandbox keeps its state in data/ so the demo survives restarts.
       const { startSandbox } = await import('../sandbox/server.ts');
