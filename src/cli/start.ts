@@ -40,7 +40,14 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   const { createLogger } = await import('../ops/logger.ts');
   const { createMetrics } = await import('../ops/metrics.ts');
   const { startRuntime } = await import('../runtime.ts');
-  const log = createLogger({ level: config.log.level, format: config.log.format });
+  const { quietOnTerminal, startBanner } = await import('./start-banner.ts');
+  const quiet =
+    loaded.mode === 'sandbox' &&
+    quietOnTerminal({
+      levelSet: loaded.sources['log.level'] !== undefined,
+      isTty: process.stdout.isTTY === true,
+    });
+  const log = createLogger({ level: quiet ? 'warn' : config.log.level, format: config.log.format });
   for (const warning of loaded.warnings) log.warn({ config: loaded.file }, warning);
 
   const signals = watchSignals();
@@ -83,21 +90,18 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
       if (hooks.removed > 0)
         log.warn({ removed: hooks.removed }, 'removed extra copies of the bot hook left by earlier starts');
       io.out(
-        [
-          'hookbot is running on the embedded sandbox (no server configured; see config.example.yml to use yours).',
-          `  bot:         ${runtime.bot.url} (hooks at ${runtime.bot.hookUrl})`,
-          `  status page: ${runtime.bot.url}/status`,
-          `  sandbox:     ${sandbox.apiUrl}`,
-          `  admin token: ${sandbox.adminToken} (user root)`,
-          `  demo users:  ${Object.entries(DEMO_TOKENS)
-            .map(([user, token]) => `${user} (${token})`)
-            .join(', ')}`,
-          `  hook registered on: ${hooks.registered.join(', ') || 'no project'}`,
-          `  rules:       ${config.rules.dir}/ (reloaded on change)`,
-          `  state:       ${config.state.path}, sandbox data ${config.sandbox.data}`,
-          'Press Ctrl+C to stop.',
-          '',
-        ].join('\n'),
+        startBanner({
+          botUrl: runtime.bot.url,
+          hookUrl: runtime.bot.hookUrl,
+          sandboxApiUrl: sandbox.apiUrl,
+          adminToken: sandbox.adminToken,
+          demoTokens: DEMO_TOKENS,
+          registered: hooks.registered,
+          rulesDir: config.rules.dir,
+          statePath: config.state.path,
+          sandboxData: config.sandbox.data,
+          quietLogs: quiet,
+        }),
       );
     }
   } catch (error) {

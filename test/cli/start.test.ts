@@ -3,7 +3,7 @@
  * registered as the demo projects' hook, the example rules; a delivery from the sandbox reaches the bot
  * and the bot acts; Ctrl-C (SIGINT) stops both with exit 0. Tested as a process, over HTTP.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -75,6 +75,25 @@ describe('hookbot start on the embedded default', () => {
         return body.labels.includes('bug') ? body.labels : undefined;
       });
       expect(labels).toEqual(expect.arrayContaining(['bug', 'needs-triage']));
+
+      // The banner's next step, run as printed: it opens an issue, then reads its labels back.
+      expect(out).toContain('Next: open an issue as alice');
+      const [open, read] = out
+        .split('\n')
+        .filter((line) => line.startsWith('  id=$(curl') || line.startsWith('  curl -s -H'));
+      expect(open).toBeDefined();
+      expect(read).toBeDefined();
+      const shell = (script: string) =>
+        new Promise<string>((resolve, reject) =>
+          execFile('bash', ['-c', script], (error, stdout) => (error ? reject(error) : resolve(stdout))),
+        );
+      const id = (await shell(`${open!.trim()}\necho "$id"`)).trim();
+      expect(id).toMatch(/^\d+$/);
+      const printed = await waitFor(async () => {
+        const text = await shell(`id=${id}\n${read!.trim()}`);
+        return text.includes("'needs-triage'") ? text : undefined;
+      });
+      expect(printed).toContain("'bug'");
     } finally {
       await started.stop();
     }
