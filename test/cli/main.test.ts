@@ -20,6 +20,13 @@ describe('hookbot command line', () => {
     expect(io.outText.trim()).toBe(packageVersion());
   });
 
+  it('runs as `npx hookbot` in a clone, where nothing put hookbot on the PATH (package.json bin)', async () => {
+    const { stdout } = await promisify(execFile)('npx', ['--offline', 'hookbot', '--version'], {
+      cwd: new URL('../..', import.meta.url).pathname,
+    });
+    expect(stdout.trim()).toBe(packageVersion());
+  }, 60_000);
+
   it('prints help naming itself', async () => {
     const io = capture();
     expect(await main(['--help'], io)).toBe(0);
