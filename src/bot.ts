@@ -18,6 +18,7 @@ import {
 } from './receiver/pipeline.ts';
 import { createReadiness } from './receiver/readiness.ts';
 import { createHintResolver } from './receiver/resolve-hints.ts';
+import { createRefusalLog as createSecretRefusalLog, reportRefusals } from './receiver/secret-refusal-log.ts';
 import { createReceiverServer, listen } from './receiver/server.ts';
 import type { VerifyOptions } from './receiver/verify.ts';
 import type { StateStore } from './state/store.ts';
@@ -51,6 +52,8 @@ export interface BotOptions {
   /** How long a readiness result is reused (default readiness.ts's). */
   readinessTtlMs?: number;
   log: BotLog;
+  /** What a refused delivery's log line tells to fix (where the secret is set). */
+  refusalHint?: string;
   onDelivery?: (outcome: DeliveryOutcome, info: { kind?: string; status: number; ackMs: number }) => void;
 }
 
@@ -128,7 +131,16 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     protect: options.protect,
     extend: options.extendApp,
   });
-  const server = createReceiverServer({ hookPath: options.server.hookPath, hookHandler, app });
+  // A hook with a wrong secret token is refused (401) and the server ignores the answer: logged here,
+  // rate-limited, so whoever set the hook up can see why the bot never acts.
+  const secretRefusals = createSecretRefusalLog(options.log, {
+    hint: options.refusalHint ?? "the project hook's secret token must equal the bot's webhook secret",
+  });
+  const server = createReceiverServer({
+    hookPath: options.server.hookPath,
+    hookHandler: reportRefusals(hookHandler, secretRefusals.refused),
+    app,
+  });
   const { url } = await listen(server, options.server.port, options.server.host);
   // What a crash or a stop left unprocessed goes first.
   pipeline.resume();
@@ -141,6 +153,7 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     pipeline,
     server,
     async close() {
+      secretRefusals.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -203,6 +203,9 @@ export async function startRuntime(
         metrics.ack(info.ackMs / 1000);
       },
       log: log.child({ part: 'pipeline' }),
+      refusalHint: overrides.webhookSecret
+        ? "the project hook's secret token must equal the one this run generated (npm start registers it itself)"
+        : "the project hook's secret token must equal webhook.secret (HOOKBOT_WEBHOOK_SECRET)",
     });
   } catch (error) {
     rules.close();

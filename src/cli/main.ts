@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
+import { closest } from '../text/did-you-mean.ts';
 
 /** Exit codes: 0 ok, 1 the command ran and found problems, 2 the command line itself was wrong. */
 export const EXIT_USAGE = 2;
@@ -44,7 +45,12 @@ export function buildProgram(
       program.outputHelp();
       return;
     }
-    io.err(`hookbot: unknown command '${name}'. Run 'hookbot --help' to see the commands.\n`);
+    const near = closest(
+      name,
+      program.commands.map((command) => command.name()),
+    );
+    const hint = near === undefined ? '' : ` (did you mean '${near}'?)`;
+    io.err(`hookbot: unknown command '${name}'${hint}. Run 'hookbot --help' to see the commands.\n`);
     setExitCode(EXIT_USAGE);
   });
   return program;

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import type { CliIo, RegisterCommand } from './main.ts';
+import { listenProblem } from './listen-problem.ts';
 import { watchSignals } from './signals.ts';
 
 interface SandboxCommandOptions {
@@ -37,7 +38,8 @@ async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<vo
     log: (line) => io.out(`${line}\n`),
   }).catch((error: unknown) => {
     signals.release();
-    throw error;
+    const problem = listenProblem(error, 'the sandbox', '--port');
+    throw problem ? new Error(problem) : error;
   });
   const lines = [
     `hookbot sandbox: serving ${sandbox.apiUrl}`,

@@ -5,6 +5,9 @@
  * exits 0.
  */
 import type { CliIo, RegisterCommand } from './main.ts';
+import { apiProblem } from './api-problem.ts';
+import { serveBanner } from './hook-address.ts';
+import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
 interface ServeOptions {
@@ -51,11 +54,23 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     runtime = await startRuntime(config, { log, metrics: createMetrics() });
   } catch (error) {
     signals.release();
-    io.err(`hookbot serve: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    const problem =
+      listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration') ??
+      apiProblem(error, config.api.url ?? '');
+    io.err(
+      `hookbot serve: could not start: ${problem ?? (error instanceof Error ? error.message : String(error))}\n`,
+    );
     return 1;
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());
-  io.out(`hookbot: receiving hooks at ${runtime.bot.hookUrl} (server ${config.api.url})\n`);
+  io.out(
+    serveBanner({
+      hookUrl: runtime.bot.hookUrl,
+      apiUrl: config.api.url ?? '',
+      configuredHookUrl: config.hooks.url,
+      manageHooks: config.hooks.manage,
+    }),
+  );
   const signal = await signals.stopped;
   log.info({ signal }, 'stopping');
   try {

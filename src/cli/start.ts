@@ -8,6 +8,9 @@ import { randomBytes } from 'node:crypto';
 import type { Runtime } from '../runtime.ts';
 import type { Sandbox } from '../sandbox/server.ts';
 import type { CliIo, RegisterCommand } from './main.ts';
+import { apiProblem } from './api-problem.ts';
+import { serveBanner } from './hook-address.ts';
+import { listenProblem } from './listen-problem.ts';
 import { onHangup, watchSignals } from './signals.ts';
 
 interface StartOptions {
@@ -37,7 +40,14 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   const { createLogger } = await import('../ops/logger.ts');
   const { createMetrics } = await import('../ops/metrics.ts');
   const { startRuntime } = await import('../runtime.ts');
-  const log = createLogger({ level: config.log.level, format: config.log.format });
+  const { quietOnTerminal, startBanner } = await import('./start-banner.ts');
+  const quiet =
+    loaded.mode === 'sandbox' &&
+    quietOnTerminal({
+      levelSet: loaded.sources['log.level'] !== undefined,
+      isTty: process.stdout.isTTY === true,
+    });
+  const log = createLogger({ level: quiet ? 'warn' : config.log.level, format: config.log.format });
   for (const warning of loaded.warnings) log.warn({ config: loaded.file }, warning);
 
   const signals = watchSignals();
@@ -46,7 +56,14 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   try {
     if (loaded.mode === 'server') {
       runtime = await startRuntime(config, { log, metrics: createMetrics() });
-      io.out(`hookbot: receiving hooks at ${runtime.bot.hookUrl} (server ${config.api.url})\n`);
+      io.out(
+        serveBanner({
+          hookUrl: runtime.bot.hookUrl,
+          apiUrl: config.api.url ?? '',
+          configuredHookUrl: config.hooks.url,
+          manageHooks: config.hooks.manage,
+        }),
+      );
     } else {
       // The embedded default. The sandbox keeps its state in data/ so the demo survives restarts.
       const { startSandbox } = await import('../sandbox/server.ts');
@@ -66,30 +83,45 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           webhookSecret: secret,
         },
       );
-      const registered = await registerDemoHooks(sandbox, runtime.bot.hookUrl, secret);
+      const { createClient } = await import('../api/client.ts');
+      const { registerDemoHooks } = await import('./demo-hooks.ts');
+      const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
+      const hooks = await registerDemoHooks(admin, runtime.bot.hookUrl, secret);
+      if (hooks.removed > 0)
+        log.warn({ removed: hooks.removed }, 'removed extra copies of the bot hook left by earlier starts');
       io.out(
-        [
-          'hookbot is running on the embedded sandbox (no server configured; see config.example.yml to use yours).',
-          `  bot:         ${runtime.bot.url} (hooks at ${runtime.bot.hookUrl})`,
-          `  status page: ${runtime.bot.url}/status`,
-          `  sandbox:     ${sandbox.apiUrl}`,
-          `  admin token: ${sandbox.adminToken} (user root)`,
-          `  demo users:  ${Object.entries(DEMO_TOKENS)
-            .map(([user, token]) => `${user} (${token})`)
-            .join(', ')}`,
-          `  hook registered on: ${registered.join(', ') || 'no project'}`,
-          `  rules:       ${config.rules.dir}/ (reloaded on change)`,
-          `  state:       ${config.state.path}, sandbox data ${config.sandbox.data}`,
-          'Press Ctrl+C to stop.',
-          '',
-        ].join('\n'),
+        startBanner({
+          botUrl: runtime.bot.url,
+          hookUrl: runtime.bot.hookUrl,
+          sandboxApiUrl: sandbox.apiUrl,
+          adminToken: sandbox.adminToken,
+          demoTokens: DEMO_TOKENS,
+          registered: hooks.registered,
+          rulesDir: config.rules.dir,
+          statePath: config.state.path,
+          sandboxData: config.sandbox.data,
+          quietLogs: quiet,
+        }),
       );
     }
   } catch (error) {
     signals.release();
     await runtime?.close();
     await sandbox?.close();
-    io.err(`hookbot start: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    // The sandbox listens first: a listen error before it is up is the sandbox's port.
+    // On the embedded default the sandbox listens first: a listen error before it is up is its port.
+    const sandboxPort = loaded.mode === 'sandbox' && sandbox === undefined;
+    const problem = sandboxPort
+      ? listenProblem(
+          error,
+          'the embedded sandbox',
+          'HOOKBOT_SANDBOX_PORT or sandbox.port in the configuration',
+        )
+      : (listenProblem(error, 'the bot', 'HOOKBOT_PORT or server.port in the configuration') ??
+        apiProblem(error, config.api.url ?? sandbox?.apiUrl ?? ''));
+    io.err(
+      `hookbot start: could not start: ${problem ?? (error instanceof Error ? error.message : String(error))}\n`,
+    );
     return 1;
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());
@@ -104,33 +136,4 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   }
   io.out('hookbot: stopped\n');
   return 0;
-}
-
-/**
- * Points each project's hook at this bot with this run's secret: an existing hook to a `/hooks`
- * URL on loopback (an earlier run, perhaps on another port) is updated rather than added again.
- */
-async function registerDemoHooks(sandbox: Sandbox, hookUrl: string, secret: string): Promise<string[]> {
-  const { createClient } = await import('../api/client.ts');
-  const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
-  const events = {
-    push_events: true,
-    issues_events: true,
-    merge_requests_events: true,
-    note_events: true,
-    build_events: true,
-    pipeline_events: true,
-    enable_ssl_verification: false,
-    token: secret,
-  };
-  const registered: string[] = [];
-  for await (const project of admin.projects.listAll()) {
-    const hooks = [];
-    for await (const hook of admin.hooks.list(project.id)) hooks.push(hook);
-    const ours = hooks.find((h) => /^http:\/\/127\.0\.0\.1:\d+\/hooks$/.test(h.url));
-    if (ours) await admin.hooks.update(project.id, ours.id, { url: hookUrl, ...events });
-    else await admin.hooks.create(project.id, { url: hookUrl, ...events });
-    registered.push(project.path_with_namespace);
-  }
-  return registered;
 }

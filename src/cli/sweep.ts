@@ -67,8 +67,10 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/from-config.ts');
   const { summarise, needsAttention } = await import('../scheduler/summary.ts');
   const { approve, definitionHash, pauseOf } = await import('../scheduler/breaker.ts');
+  const { apiProblem, missingProject } = await import('./api-problem.ts');
 
-  const loaded = loadConfig({ file: options.config, env: process.env });
+  // A sweep receives no deliveries: it needs no webhook secret.
+  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
   if (!loaded.ok) {
     io.err(
       `hookbot sweep: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
@@ -76,6 +78,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     return 1;
   }
   const { config } = loaded;
+  for (const warning of loaded.variableWarnings) io.err(`hookbot sweep: ${warning}\n`);
   if (config.api.url === undefined || config.api.token === undefined) {
     io.err(
       'hookbot sweep: set api.url and api.token: a sweep talks to the server (the sandbox runs only inside hookbot start)\n',
@@ -124,6 +127,14 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     const me = config.api.bot_username
       ? { username: config.api.bot_username }
       : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
+    if (options.project !== undefined) {
+      // Checked once here: otherwise every sweep reports the same 404 with its own stack trace.
+      const missing = await missingProject(client, options.project);
+      if (missing !== undefined) {
+        io.err(`hookbot sweep: ${missing}\n`);
+        return 1;
+      }
+    }
     const reader = createSnapshotReader(client, { bot: me });
     const executor = createExecutor({
       client,
@@ -190,6 +201,11 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       exitCode = 1;
     }
     return exitCode;
+  } catch (error) {
+    const problem = apiProblem(error, config.api.url);
+    if (problem === undefined) throw error;
+    io.err(`hookbot sweep: ${problem}\n`);
+    return 1;
   } finally {
     progress.clear();
     process.off('SIGINT', onSignal);

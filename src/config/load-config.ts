@@ -14,6 +14,7 @@ import { modeOf, requirementProblems, type ConfigMode } from './requirements.ts'
 import { createConfigSchema, type Config } from './schema.ts';
 import { schemaProblems } from './schema-problems.ts';
 import { readSecrets, SECRET_KEYS } from './secrets.ts';
+import { unknownEnvWarnings } from './unknown-env.ts';
 import { formatProblem, keyName, sortProblems, type ConfigSource, type ConfigSources } from './sources.ts';
 import { parseYamlSource, type KeyPath, type YamlSource } from './yaml-source.ts';
 
@@ -29,6 +30,11 @@ export interface LoadConfigOptions {
   inDocker?: boolean;
   /** Reads a file as text; tests may replace it. */
   readFile?: (path: string) => string;
+  /**
+   * Whether the command receives hook deliveries (default true). `hookbot sweep` does not, so it
+   * does not ask for the webhook secret.
+   */
+  receivesHooks?: boolean;
 }
 
 export type LoadConfigResult =
@@ -43,6 +49,8 @@ export type LoadConfigResult =
       sources: ConfigSources;
       /** Worth saying at start, not worth refusing to start (a secret written in the file). */
       warnings: string[];
+      /** Of the warnings, those about `HOOKBOT_*` variables hookbot does not read (one-shot commands say only these). */
+      variableWarnings: string[];
     }
   | { ok: false; problems: string[] };
 
@@ -99,17 +107,25 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
         keySource: (path) => fileSource(yaml?.keyAt(path)),
       }),
     );
-  problems.push(...requirementProblems(raw, new Set(secretProblems.map((p) => p.key))));
+  problems.push(
+    ...requirementProblems(raw, new Set(secretProblems.map((p) => p.key)), {
+      receivesHooks: options.receivesHooks ?? true,
+    }),
+  );
 
+  const variableWarnings = unknownEnvWarnings(options.env, keys);
+  // A misspelt variable is often why a key is missing (HOOKBOT_API_TOKN): listed with the problems.
   if (!result.success || problems.length > 0)
-    return { ok: false, problems: sortProblems(problems).map(formatProblem) };
+    return { ok: false, problems: [...sortProblems(problems).map(formatProblem), ...variableWarnings] };
   return {
     ok: true,
     config: result.data,
     mode: modeOf(raw),
     file,
     sources,
+    variableWarnings,
     warnings: [
+      ...variableWarnings,
       ...warningsOf(sources, keys, raw),
       ...overriddenProblems(schema.safeParse(fileOnly), overridden, keys, fileSource, yaml),
     ],

@@ -188,25 +188,57 @@ export async function comment(
 }
 
 /** A commit status: skipped when the head already carries it (same state; same text once finished). */
+/** Pending and running statuses are updated in place by later posts; finished ones never change. */
+const isUnfinished = (state: string): boolean => state === 'pending' || state === 'running';
+
+/**
+ * Whether real servers take `to` over an unfinished status of the same name as an in-place update.
+ * 8.x's state machine enqueues (to pending) only a new status and runs (to running) only a pending
+ * one, so pending over pending or running, and running over running, are refused with 400.
+ */
+const updatesInPlace = (from: string, to: string): boolean =>
+  to === 'running' ? from === 'pending' : to !== 'pending';
+
 export async function postStatus(ctx: CallContext, args: CallArgs['statuses.create']): Promise<CallResult> {
   const { client } = ctx;
-  const holds = async (): Promise<boolean> => {
+  const current = async () => {
     const all = [];
     for await (const status of client.statuses.list(args.project, args.sha)) all.push(status);
-    const current = latestByName(all).find((status) => status.name === args.name);
-    if (current?.status !== args.state) return false;
-    // Real servers refuse pending over pending (400) and update unfinished ones in place.
-    if (args.state === 'pending' || args.state === 'running') return true;
-    return (current.description ?? null) === (args.description ?? null);
+    return latestByName(all.filter((status) => args.ref === undefined || status.ref === args.ref)).find(
+      (status) => status.name === args.name,
+    );
   };
-  if (await holds()) return skipped(`${args.name} is already ${args.state} on ${args.sha.slice(0, 8)}`);
+  const holds = (status: Awaited<ReturnType<typeof current>>): boolean =>
+    status?.status === args.state && (status.description ?? null) === (args.description ?? null);
+
+  const before = await current();
+  if (holds(before)) return skipped(`${args.name} is already ${args.state} on ${args.sha.slice(0, 8)}`);
   const { project, sha, ...status } = args;
+  // A new text for an unfinished status the server will not update in place (a summary status
+  // blocked for another reason: pending over pending): the old one is finished first, as canceled
+  // (its row keeps the old text in the history), so the new one starts a new row. Without this the
+  // old reason stayed on the merge request after it no longer held.
+  if (before && isUnfinished(before.status) && !updatesInPlace(before.status, args.state)) {
+    try {
+      await client.statuses.create(project, sha, {
+        state: 'canceled',
+        name: args.name,
+        ...(args.ref !== undefined ? { ref: args.ref } : {}),
+      });
+    } catch (error) {
+      if (!isUncertain(error)) throw error;
+      const after = await current();
+      if (after && isUnfinished(after.status))
+        return failed('the superseded status was not finished (re-read)', error.message, true);
+    }
+  }
   try {
     await client.statuses.create(project, sha, status);
     return done(`${args.name}: ${args.state} on ${sha.slice(0, 8)}`);
   } catch (error) {
     if (!isUncertain(error)) throw error;
-    if (await holds()) return done(`${args.name}: ${args.state} (the answer was lost; the re-read found it)`);
+    if (holds(await current()))
+      return done(`${args.name}: ${args.state} (the answer was lost; the re-read found it)`);
     return failed('the status did not land (re-read)', error.message, true);
   }
 }

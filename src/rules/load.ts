@@ -71,20 +71,30 @@ function noRules(parsed: ParsedRuleFile, text: string): Problem | undefined {
   };
 }
 
+/** Why the rules folder cannot be listed, and what to give instead. */
+function unreadableFolder(dir: string, error: unknown): { message: string; hint?: string } {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return { message: 'rules folder not found' };
+  if (code === 'ENOTDIR') {
+    const ruleFile = /\.ya?ml$/i.test(dir);
+    return {
+      message: 'is a file, not a rules folder',
+      hint: ruleFile
+        ? `give the folder that holds it, ${path.dirname(dir)}: the files of a folder are checked together, as extends joins them`
+        : 'give the rules folder, which holds default.yml and <namespace>/<project>.yml files',
+    };
+  }
+  if (code === 'EACCES') return { message: 'cannot read the rules folder: permission denied' };
+  return { message: `cannot read the rules folder: ${code ?? String(error)}` };
+}
+
 export async function readRuleFolder(dir: string): Promise<RuleFolder> {
   const problems: Problem[] = [];
   let names: string[];
   try {
     names = await listFiles(dir);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    problems.push({
-      file: dir,
-      line: 1,
-      column: 1,
-      message:
-        code === 'ENOENT' ? 'rules folder not found' : `cannot read the rules folder: ${code ?? error}`,
-    });
+    problems.push({ file: dir, line: 1, column: 1, ...unreadableFolder(dir, error) });
     names = [];
   }
 

@@ -7,10 +7,10 @@
  * half-loaded: the rules of the valid files alone could act where a broken file held them back (an
  * automerge rule without the broken file's do-not-merge guard).
  */
-import { watch, type FSWatcher } from 'node:fs';
 import type { CompiledRuleSet } from './compile.ts';
 import { loadRules, type LoadedRules } from './load.ts';
 import { formatProblem, type Problem } from './problem.ts';
+import { watchFolder, type FolderWatch } from './watch-folder.ts';
 
 export interface RulesLog {
   info(obj: object, msg: string): void;
@@ -47,7 +47,10 @@ export interface RulesHolder {
   state(): RulesState;
   /** Called after each load that put new rules in force (not at the first load). */
   onReload(listener: () => void): void;
-  /** Reloads on every change in the folder (debounced) until `close()`. */
+  /**
+   * Reloads on every change in the folder or its subfolders (debounced) until `close()`, files
+   * replaced by a rename included (watch-folder.ts).
+   */
   watch(): void;
   close(): void;
 }
@@ -59,7 +62,7 @@ export async function createRulesHolder(
   const log = options.log;
   let current: LoadedRules | undefined;
   const state: RulesState = { files: [], problems: [], refused: false };
-  let watcher: FSWatcher | undefined;
+  let watcher: FolderWatch | undefined;
   let timer: NodeJS.Timeout | undefined;
   let loading: Promise<Problem[]> | undefined;
   const listeners: (() => void)[] = [];
@@ -114,7 +117,15 @@ export async function createRulesHolder(
     watch() {
       if (watcher) return;
       try {
-        watcher = watch(dir, { recursive: true }, () => reloadSoon());
+        watcher = watchFolder(
+          dir,
+          () => reloadSoon(),
+          (error) =>
+            log?.warn(
+              { rules: dir, err: error },
+              'the rules folder is no longer watched (removed?); reload with SIGHUP once it is back',
+            ),
+        );
       } catch (error) {
         log?.warn({ rules: dir, err: error }, 'cannot watch the rules folder; reload with SIGHUP');
       }

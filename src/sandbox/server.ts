@@ -5,7 +5,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, mkdir, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -180,9 +180,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   db.changed();
 
   const app = createSandboxApp(ctx);
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve(s));
-    s.once('error', reject);
+  // Not app.listen: express 5 calls its callback on failure too (with the error as argument), so a
+  // taken port would look like a started server. The plain server rejects with Node's own error
+  // (code EADDRINUSE, address, port), which the CLI turns into a message naming the port's setting.
+  const server = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch(async (error: unknown) => {
+    await ctx.hooks.close();
+    await writing;
+    if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
+    throw error;
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

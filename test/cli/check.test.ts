@@ -182,6 +182,21 @@ describe('hookbot check', () => {
     expect(result.out).toBe(`${dir}:1:1: rules folder not found\n`);
   });
 
+  it('exits 1 on a file, saying it expects the rules folder (the one holding it, for a rule file)', async () => {
+    const dir = folder('given-a-file', { 'default.yml': 'rules: []\n' });
+    const ruleFile = path.join(dir, 'default.yml');
+    expect(await run([ruleFile])).toMatchObject({
+      code: 1,
+      out: `${ruleFile}:1:1: is a file, not a rules folder (give the folder that holds it, ${dir}: the files of a folder are checked together, as extends joins them)\n`,
+    });
+    const other = path.join(dir, 'README.md');
+    writeFileSync(other, '# notes\n');
+    expect(await run([other])).toMatchObject({
+      code: 1,
+      out: `${other}:1:1: is a file, not a rules folder (give the rules folder, which holds default.yml and <namespace>/<project>.yml files)\n`,
+    });
+  });
+
   it('exits 0 on an empty folder but says the bot would do nothing', async () => {
     const dir = folder('empty', {});
     const result = await run([dir]);

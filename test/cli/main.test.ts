@@ -20,6 +20,13 @@ describe('hookbot command line', () => {
     expect(io.outText.trim()).toBe(packageVersion());
   });
 
+  it('runs as `npx hookbot` in a clone, where nothing put hookbot on the PATH (package.json bin)', async () => {
+    const { stdout } = await promisify(execFile)('npx', ['--offline', 'hookbot', '--version'], {
+      cwd: new URL('../..', import.meta.url).pathname,
+    });
+    expect(stdout.trim()).toBe(packageVersion());
+  }, 60_000);
+
   it('prints help naming itself', async () => {
     const io = capture();
     expect(await main(['--help'], io)).toBe(0);
@@ -30,6 +37,19 @@ describe('hookbot command line', () => {
     const io = capture();
     expect(await main(['frobnicate'], io)).toBe(2);
     expect(io.errText).toContain("unknown command 'frobnicate'");
+    expect(io.errText).not.toContain('did you mean');
+  });
+
+  it.each([
+    ['stat', 'start'],
+    ['chek', 'check'],
+    ['sandbx', 'sandbox'],
+  ])("suggests the command closest to '%s'", async (typed, meant) => {
+    const io = capture();
+    expect(await main([typed], io)).toBe(2);
+    expect(io.errText).toBe(
+      `hookbot: unknown command '${typed}' (did you mean '${meant}'?). Run 'hookbot --help' to see the commands.\n`,
+    );
   });
 
   it('exits 2 on an unknown option', async () => {

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { holdPort } from '../helpers/hold-port.ts';
 
 interface Running {
   child: ChildProcess;
@@ -112,6 +113,28 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ id, name: 'survivor', path_with_namespace: 'root/survivor' });
     expect(await stop(second)).toEqual({ code: 0, signal: null });
+  });
+
+  it('names the taken port and the option that moves it, without a JavaScript error (exit 1)', async () => {
+    const taken = await holdPort();
+    try {
+      const child = spawn(
+        process.execPath,
+        ['bin/hookbot.js', 'sandbox', '--port', String(taken.port), '--host', '127.0.0.1'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let err = '';
+      child.stderr.on('data', (chunk) => (err += chunk));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code).toBe(1);
+      expect(err).toContain(
+        `cannot listen on 127.0.0.1:${taken.port}: another program is using port ${taken.port}`,
+      );
+      expect(err).toContain('choose another port with --port');
+      expect(err).not.toMatch(/Cannot read properties|TypeError|\n\s+at /);
+    } finally {
+      await taken.release();
+    }
   });
 
   it.each([

@@ -120,6 +120,31 @@ describe('hookbot serve', () => {
     expect(await serve.exited).toBe(0);
   });
 
+  it('on every address, prints a hook URL a server can reach (not 0.0.0.0) and what to do next', async () => {
+    const serve = runServe([], {
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_HOST: '0.0.0.0',
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: dir,
+      HOOKBOT_STATE: path.join(dir, 'state-any', 'hookbot.json'),
+      HOOKBOT_LOG_LEVEL: 'warn',
+    });
+    try {
+      const hookUrl = await waitFor(() => /receiving hooks at (\S+)/.exec(serve.output())?.[1]);
+      expect(hookUrl).not.toContain('0.0.0.0');
+      expect(hookUrl).toMatch(/^http:\/\/[^/]+:\d+\/hooks$/);
+      await waitFor(() => (serve.output().includes('next: add that URL') ? true : undefined));
+      expect(serve.output()).toContain('listening on every address');
+      // The address printed reaches the bot.
+      expect((await fetch(hookUrl.replace(/\/hooks$/, '/healthz'))).status).toBe(200);
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    expect(await serve.exited).toBe(0);
+  });
+
   it('refuses to start on rules with problems, listing them', async () => {
     const rules = mkdtempSync(path.join(tmpdir(), 'hookbot-serve-rules-'));
     writeFileSync(

@@ -3,36 +3,59 @@
  * registered as the demo projects' hook, the example rules; a delivery from the sandbox reaches the bot
  * and the bot acts; Ctrl-C (SIGINT) stops both with exit 0. Tested as a process, over HTTP.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { holdPort } from '../helpers/hold-port.ts';
 import { waitFor } from '../helpers/wait-for.ts';
+
+interface Started {
+  output: () => string;
+  exited: Promise<number | null>;
+  stop: () => Promise<number | null>;
+}
+
+/** `hookbot start` as a process, with its state and the sandbox's data in `dir`. */
+function startProcess(dir: string, env: Record<string, string> = {}): Started {
+  const child = spawn(process.execPath, ['bin/hookbot.js', 'start'], {
+    env: {
+      ...process.env,
+      HOOKBOT_IN_DOCKER: '0',
+      HOOKBOT_PORT: '0',
+      HOOKBOT_STATE: path.join(dir, 'hookbot.json'),
+      HOOKBOT_SANDBOX_PORT: '0',
+      HOOKBOT_SANDBOX_DATA: path.join(dir, 'sandbox.json'),
+      HOOKBOT_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    output: () => out,
+    exited,
+    stop: () => {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
+const sandboxApiOf = (out: string) => /sandbox:\s+(http:\/\/127\.0\.0\.1:\d+\/api\/v3)/.exec(out)?.[1];
+const adminTokenOf = (out: string) => /admin token: (\S+)/.exec(out)?.[1];
 
 describe('hookbot start on the embedded default', () => {
   it('runs the bot on the seeded sandbox, acts on a demo issue, and stops cleanly on Ctrl-C', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-'));
-    const child = spawn(process.execPath, ['bin/hookbot.js', 'start'], {
-      env: {
-        ...process.env,
-        HOOKBOT_IN_DOCKER: '0',
-        HOOKBOT_PORT: '0',
-        HOOKBOT_STATE: path.join(dir, 'hookbot.json'),
-        HOOKBOT_SANDBOX_PORT: '0',
-        HOOKBOT_SANDBOX_DATA: path.join(dir, 'sandbox.json'),
-        HOOKBOT_LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const started = startProcess(dir);
     try {
-      const sandboxApi = await waitFor(
-        () => /sandbox:\s+(http:\/\/127\.0\.0\.1:\d+\/api\/v3)/.exec(out)?.[1],
-      );
+      const sandboxApi = await waitFor(() => sandboxApiOf(started.output()));
+      const out = started.output();
       expect(out).toContain('running on the embedded sandbox');
       expect(out).toMatch(/status page: http:\/\/127\.0\.0\.1:\d+\/status/);
       expect(out).toMatch(/hook registered on: .*acme\/web/);
@@ -52,9 +75,107 @@ describe('hookbot start on the embedded default', () => {
         return body.labels.includes('bug') ? body.labels : undefined;
       });
       expect(labels).toEqual(expect.arrayContaining(['bug', 'needs-triage']));
+
+      // The banner's next step, run as printed: it opens an issue, then reads its labels back.
+      expect(out).toContain('Next: open an issue as alice');
+      const [open, read] = out
+        .split('\n')
+        .filter((line) => line.startsWith('  id=$(curl') || line.startsWith('  curl -s -H'));
+      expect(open).toBeDefined();
+      expect(read).toBeDefined();
+      const shell = (script: string) =>
+        new Promise<string>((resolve, reject) =>
+          execFile('bash', ['-c', script], (error, stdout) => (error ? reject(error) : resolve(stdout))),
+        );
+      const id = (await shell(`${open!.trim()}\necho "$id"`)).trim();
+      expect(id).toMatch(/^\d+$/);
+      const printed = await waitFor(async () => {
+        const text = await shell(`id=${id}\n${read!.trim()}`);
+        return text.includes("'needs-triage'") ? text : undefined;
+      });
+      expect(printed).toContain("'bug'");
     } finally {
-      child.kill('SIGINT');
+      await started.stop();
     }
-    expect(await exited).toBe(0);
+    expect(await started.exited).toBe(0);
   }, 90_000);
+
+  it('keeps one hook per demo project across starts on 0.0.0.0, and removes copies left by earlier starts', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-hooks-'));
+    const project = encodeURIComponent('acme/web');
+    const hooksOf = async (api: string, token: string) => {
+      const res = await fetch(`${api}/projects/${project}/hooks`, { headers: { 'private-token': token } });
+      return (await res.json()) as { id: number; url: string }[];
+    };
+    // The first start, as in a container: the bot listens on every address.
+    const first = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0' });
+    try {
+      const api = await waitFor(() => sandboxApiOf(first.output()));
+      const token = adminTokenOf(first.output())!;
+      // What earlier versions left behind: a copy to the any-address at another port. And a hook to
+      // somewhere else, which is not the bot's and must stay.
+      for (const url of ['http://0.0.0.0:3999/hooks', 'https://ci.example.com/hooks'])
+        await fetch(`${api}/projects/${project}/hooks`, {
+          method: 'POST',
+          headers: { 'private-token': token, 'content-type': 'application/json' },
+          body: JSON.stringify({ url, push_events: true }),
+        });
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+
+    for (let run = 0; run < 2; run++) {
+      const again = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0' });
+      try {
+        const api = await waitFor(() => sandboxApiOf(again.output()));
+        const botPort = /bot:\s+http:\/\/0\.0\.0\.0:(\d+)/.exec(again.output())?.[1];
+        const hooks = await hooksOf(api, adminTokenOf(again.output())!);
+        expect(hooks.map((h) => h.url).sort()).toEqual([
+          `http://127.0.0.1:${botPort}/hooks`,
+          'https://ci.example.com/hooks',
+        ]);
+
+        // The one hook delivers: the rules act on a new issue.
+        const created = await fetch(`${api}/projects/${project}/issues`, {
+          method: 'POST',
+          headers: { 'private-token': 'alice-demo-token', 'content-type': 'application/json' },
+          body: JSON.stringify({ title: `The app crashes on start (run ${run})` }),
+        });
+        const issue = (await created.json()) as { id: number };
+        await waitFor(async () => {
+          const res = await fetch(`${api}/projects/${project}/issues/${issue.id}`, {
+            headers: { 'private-token': 'alice-demo-token' },
+          });
+          const body = (await res.json()) as { labels: string[] };
+          return body.labels.includes('bug') ? true : undefined;
+        });
+      } finally {
+        expect(await again.stop()).toBe(0);
+      }
+    }
+  }, 120_000);
+
+  it.each([
+    ['the embedded sandbox', 'HOOKBOT_SANDBOX_PORT'],
+    ['the bot', 'HOOKBOT_PORT'],
+  ])(
+    'names the taken port of %s and %s, exit 1, no JavaScript error',
+    async (what, variable) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-port-'));
+      const taken = await holdPort();
+      try {
+        const started = startProcess(dir, { [variable]: String(taken.port) });
+        expect(await started.exited).toBe(1);
+        const out = started.output();
+        expect(out).toContain(
+          `${what} cannot listen on 127.0.0.1:${taken.port}: another program is using port`,
+        );
+        expect(out).toContain(`choose another port with ${variable}`);
+        expect(out).not.toMatch(/Cannot read properties|TypeError|\n\s+at /);
+      } finally {
+        await taken.release();
+      }
+    },
+    60_000,
+  );
 });

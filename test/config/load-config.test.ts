@@ -127,28 +127,36 @@ describe('loadConfig: problems, each as `key: problem` with its place', () => {
       name: 'a server without a hook secret',
       yaml: SERVER,
       env: { HOOKBOT_API_TOKEN: 'api-token-1234' },
-      problems: ['webhook.secret: required unless webhook.allow_open is true'],
+      problems: [
+        "webhook.secret: required unless webhook.allow_open is true (the secret token of the projects' hook): set HOOKBOT_WEBHOOK_SECRET, or HOOKBOT_WEBHOOK_SECRET_FILE to a file holding it",
+      ],
     },
     {
       name: 'a server without an API token',
       yaml: SERVER,
       env: { HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
-      problems: ['api.token: required when api.url is set'],
+      problems: [
+        "api.token: required when api.url is set (the bot user's private token): set HOOKBOT_API_TOKEN, or HOOKBOT_API_TOKEN_FILE to a file holding it",
+      ],
     },
     {
       name: 'hook management without the URL to register',
       yaml: 'hooks:\n  manage: true\n',
-      problems: ['hooks.url: required when hooks.manage is true'],
+      problems: ['hooks.url: required when hooks.manage is true: set hooks.url in the configuration file'],
     },
     {
       name: 'a status page user without a password',
       yaml: 'server:\n  status_auth:\n    username: admin\n',
-      problems: ['server.status_auth.password: required when server.status_auth.username is set'],
+      problems: [
+        'server.status_auth.password: required when server.status_auth.username is set: set server.status_auth.password_file to a file holding it (or server.status_auth.password)',
+      ],
     },
     {
       name: 'a status page password without a user',
       yaml: 'server:\n  status_auth:\n    password: s3cret-pass\n',
-      problems: ['server.status_auth.username: required when server.status_auth.password is set'],
+      problems: [
+        'server.status_auth.username: required when server.status_auth.password is set: set server.status_auth.username in the configuration file',
+      ],
     },
     {
       name: 'a bad value from the environment names the variable',
@@ -192,9 +200,9 @@ describe('loadConfig: problems, each as `key: problem` with its place', () => {
         'config.yml:4:1: unknown key "sever" (did you mean "server"?)',
         'config.yml:7:9: server.port: must be an integer between 0 and 65535',
         'log.level: must be one of fatal, error, warn, info, debug, trace, silent (set by HOOKBOT_LOG_LEVEL)',
-        'api.token: required when api.url is set',
-        'webhook.secret: required unless webhook.allow_open is true',
-        'hooks.url: required when hooks.manage is true',
+        "api.token: required when api.url is set (the bot user's private token): set HOOKBOT_API_TOKEN, or HOOKBOT_API_TOKEN_FILE to a file holding it",
+        "webhook.secret: required unless webhook.allow_open is true (the secret token of the projects' hook): set HOOKBOT_WEBHOOK_SECRET, or HOOKBOT_WEBHOOK_SECRET_FILE to a file holding it",
+        'hooks.url: required when hooks.manage is true: set hooks.url in the configuration file',
       ],
     },
   ];
@@ -546,5 +554,46 @@ describe('loadConfig: the default host', () => {
       loadIn(dir, { env: { HOOKBOT_IN_DOCKER: flag }, options: { inDocker: undefined } }),
     );
     expect(result.config.server.host).toBe(host);
+  });
+});
+
+describe('loadConfig: variables and commands', () => {
+  const tempDir = useTempDir();
+
+  it('warns of a HOOKBOT_* variable it does not read, naming the closest one, and keeps the default', () => {
+    const result = expectOk(
+      loadIn(tempDir(), {
+        env: { HOOKBOT_PROT: '8080', HOOKBOT_COLOUR: 'red', HOOKBOT_TOKEN: 'x', HOOKBOT_CONFIG: '' },
+      }),
+    );
+    expect(result.config.server.port).toBe(3000);
+    expect(result.warnings).toEqual([
+      'HOOKBOT_COLOUR is set but hookbot reads no such variable (the variables are listed in docs/configuration.md); it is ignored',
+      'HOOKBOT_PROT is set but hookbot reads no such variable (did you mean HOOKBOT_PORT?); it is ignored',
+      'HOOKBOT_TOKEN is set but hookbot reads no such variable (did you mean HOOKBOT_API_TOKEN?); it is ignored',
+    ]);
+  });
+
+  it('lists a misspelt variable with the problems it explains', () => {
+    const env = { HOOKBOT_API_TOKN: 'api-token-1234', HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' };
+    expect(expectProblems(loadIn(tempDir(), { yaml: SERVER, env }))).toEqual([
+      expect.stringMatching(/^api\.token: required .*set HOOKBOT_API_TOKEN/),
+      'HOOKBOT_API_TOKN is set but hookbot reads no such variable (did you mean HOOKBOT_API_TOKEN?); it is ignored',
+    ]);
+  });
+
+  it('says nothing of the variables it reads outside the schema', () => {
+    const env = { HOOKBOT_IN_DOCKER: '0', HOOKBOT_BOT_URL: 'http://127.0.0.1:3000', HOOKBOT_DEMO_LOG: '1' };
+    expect(expectOk(loadIn(tempDir(), { env })).warnings).toEqual([]);
+  });
+
+  it('does not ask a command that receives no deliveries (sweep) for the webhook secret', () => {
+    const env = { HOOKBOT_API_TOKEN: 'api-token-1234' };
+    expect(expectProblems(loadIn(tempDir(), { yaml: SERVER, env }))).toEqual([
+      expect.stringMatching(/^webhook\.secret: required .*HOOKBOT_WEBHOOK_SECRET/),
+    ]);
+    expect(expectOk(loadIn(tempDir(), { yaml: SERVER, env, options: { receivesHooks: false } })).mode).toBe(
+      'server',
+    );
   });
 });

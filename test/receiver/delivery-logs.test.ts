@@ -134,4 +134,32 @@ describe('a running bot logs the delivery or job id on every line of the work', 
     expect(work.filter((line) => line.job !== job)).toEqual([]);
     expect(work.filter((line) => line.delivery !== undefined)).toEqual([]);
   });
+
+  it('a delivery with a wrong secret: one warning with the remote address, not one per delivery', async () => {
+    const from = raw.length;
+    const send = (token: string) =>
+      fetch(runtime!.bot.hookUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-gitlab-event': 'Issue Hook',
+          'x-gitlab-token': token,
+        },
+        body: JSON.stringify({ object_kind: 'issue' }),
+      });
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push((await send(`wrong-secret-${i}`)).status);
+    expect(answers).toEqual([401, 401, 401]);
+    const refused = await waitFor(() => {
+      const found = lines()
+        .slice(from)
+        .filter((line) => line.msg.startsWith('delivery refused (401)'));
+      return found.length > 0 ? found : undefined;
+    });
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ level: 40, remote: expect.stringMatching(/127\.0\.0\.1$/) });
+    expect(refused[0]!.msg).toContain("the project hook's secret token must equal");
+    // The secrets sent are not logged.
+    expect(raw.slice(from).join('\n')).not.toContain('wrong-secret');
+  });
 });

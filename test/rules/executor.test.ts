@@ -636,6 +636,71 @@ describe('composite calls', () => {
   });
 });
 
+describe('summary status', () => {
+  it('follows a changed blocking reason (the old pending status is finished, the new one posted), then turns success', async () => {
+    const project = await world.newProject('summary-reason');
+    const mr = await openMergeRequest(world.admin, project.id, 'feature', {
+      statuses: { 'ci/build': 'running', 'ci/test': 'running' },
+    });
+    const rules = rulesFrom(`rules:
+  - name: gate
+    on: [merge_request.update]
+    summary_status: true
+    if: [ { statuses: { required: [ci/build, ci/test], state: success } } ]
+    do: [subscribe]
+`);
+    const bot = world.botClient();
+    const executor = executorFor(bot, await openStore());
+    const summary = async () => {
+      const rows: { status: string; description: string | null }[] = [];
+      for await (const status of world.admin.statuses.list(project.id, mr.sha, { all: true }))
+        if (status.name === 'hookbot/rules')
+          rows.push({ status: status.status, description: status.description ?? null });
+      return rows;
+    };
+    const run = async () => {
+      const { snapshot, evaluation } = await evaluateItem(bot, rules, 'merge_request', project.id, mr.id);
+      const report = await executor.execute(evaluation, snapshot);
+      return report.calls.filter((call) => call.op === 'statuses.create').map((call) => call.status);
+    };
+
+    expect(await run()).toEqual(['done']);
+    const [first] = await summary();
+    expect(first).toMatchObject({
+      status: 'pending',
+      description: expect.stringContaining('ci/build=running'),
+    });
+
+    // One status went green: the reason changes, and the summary says the new one.
+    await world.admin.statuses.create(project.id, mr.sha, {
+      state: 'success',
+      name: 'ci/build',
+      ref: 'feature',
+    });
+    expect(await run()).toEqual(['done']);
+    let rows = await summary();
+    expect(rows.map((row) => row.status)).toEqual(['canceled', 'pending']);
+    expect(rows[0]?.description).toBe(first?.description);
+    expect(rows[1]?.description).toContain('ci/build=success');
+    expect(rows[1]?.description).toContain('ci/test=running');
+    const latest = [];
+    for await (const status of world.admin.statuses.list(project.id, mr.sha))
+      if (status.name === 'hookbot/rules') latest.push([status.status, status.description]);
+    expect(latest).toEqual([['pending', rows[1]?.description]]);
+    // The same reason again: nothing posted.
+    expect(await run()).toEqual([]);
+
+    await world.admin.statuses.create(project.id, mr.sha, {
+      state: 'success',
+      name: 'ci/test',
+      ref: 'feature',
+    });
+    expect(await run()).toEqual(['done']);
+    rows = await summary();
+    expect(rows.map((row) => row.status)).toEqual(['canceled', 'success']);
+  });
+});
+
 describe('merge requests from forks', () => {
   it("posts the summary status on the fork's head commit, where it is read back: the next evaluation plans nothing", async () => {
     const upstream = await world.newProject('fork-up');

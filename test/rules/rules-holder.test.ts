@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -133,6 +133,43 @@ describe('rules in force, reloaded', () => {
       writeFileSync(path.join(dir, 'default.yml'), rule('after'));
       await waitFor(() => (names(holder)[0] === 'after' ? true : undefined), 10_000, 'the reload');
       expect(names(holder)).toEqual(['after']);
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('keeps seeing in-place edits after a file was replaced by a rename (sed -i, safe writes), in subfolders too', async () => {
+    const dir = folder(rule('r0'));
+    const holder = await createRulesHolder(dir, { debounceMs: 20 });
+    holder.watch();
+    const reloaded = (name: string, project = 'acme/web') =>
+      waitFor(
+        () => (holder.forProject(project).rules.some((r) => r.name === name) ? true : undefined),
+        10_000,
+        `the reload with rule ${name}`,
+      );
+    try {
+      const file = path.join(dir, 'default.yml');
+      // Replaced by a rename, as `sed -i` and editors' safe write do: a new file takes the name.
+      writeFileSync(`${file}.tmp`, rule('renamed'));
+      renameSync(`${file}.tmp`, file);
+      await reloaded('renamed');
+      // Then written in place, again and again: each write is seen.
+      for (let i = 1; i <= 3; i++) {
+        writeFileSync(file, rule(`in-place-${i}`));
+        await reloaded(`in-place-${i}`);
+      }
+      // A subfolder made after the watch started, its file replaced by a rename, then edited in place.
+      mkdirSync(path.join(dir, 'acme'));
+      const own = path.join(dir, 'acme', 'web.yml');
+      writeFileSync(own, rule('own'));
+      await reloaded('own');
+      writeFileSync(`${own}.tmp`, rule('own-renamed'));
+      renameSync(`${own}.tmp`, own);
+      await reloaded('own-renamed');
+      writeFileSync(own, rule('own-in-place'));
+      await reloaded('own-in-place');
+      expect(holder.forProject('other/project').rules.map((r) => r.name)).toEqual(['in-place-3']);
     } finally {
       holder.close();
     }

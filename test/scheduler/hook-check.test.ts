@@ -110,11 +110,13 @@ describe('hook check', () => {
     const all = { push_events: true, issues_events: true, merge_requests_events: true, note_events: true };
     await world.admin.hooks.create(world.project.id, { url: HOOK_URL, ...all });
     await world.admin.hooks.create(world.project.id, { url: `${HOOK_URL}/`, ...all });
+    // The same address written another way: host in capitals, the default port written out.
+    await world.admin.hooks.create(world.project.id, { url: 'http://HookBot.example.test:80/hooks', ...all });
 
     const report = await check(world, true);
 
-    expect(report.projects).toMatchObject([{ state: 'ok', duplicates: 1 }]);
-    expect(hooksOf(world)).toHaveLength(3);
+    expect(report.projects).toMatchObject([{ state: 'ok', duplicates: 2 }]);
+    expect(hooksOf(world)).toHaveLength(4);
   });
 
   it('says it cannot check without hooks.url', async () => {

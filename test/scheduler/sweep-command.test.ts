@@ -169,4 +169,48 @@ describe('hookbot sweep', () => {
       err: expect.stringContaining('no scheduled rule named "no such rule"'),
     });
   });
+
+  it('names a project the bot cannot see, with the closest one, once and without a stack trace', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'cli5', rules: STALE_RULE });
+    const config = await configFor(world);
+    // One letter swapped in the project's name.
+    const [namespace = '', name = ''] = world.path.split('/');
+    const typo = `${namespace}/${name.slice(0, -2)}${name.slice(-1)}${name.slice(-2, -1)}`;
+
+    const result = await sweep('--once', '--project', typo, '--config', config);
+
+    expect(result).toMatchObject({
+      code: 1,
+      out: '',
+      err: `hookbot sweep: no project ${typo} that the bot's user can see (did you mean ${world.path}?)\n`,
+    });
+  });
+
+  it('says the server refused the token, and which variable holds it', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'cli6', rules: STALE_RULE });
+    const config = await configFor(world);
+    const before = process.env.HOOKBOT_API_TOKEN;
+    process.env.HOOKBOT_API_TOKEN = 'not-the-bot-token';
+    try {
+      const result = await sweep('--once', '--config', config);
+      expect(result.code).toBe(1);
+      expect(result.err).toContain(`the server at ${world.sb.url} refused the API token (401 on GET /user)`);
+      expect(result.err).toContain('HOOKBOT_API_TOKEN');
+      expect(result.err).not.toMatch(/\n\s+at /);
+    } finally {
+      if (before === undefined) delete process.env.HOOKBOT_API_TOKEN;
+      else process.env.HOOKBOT_API_TOKEN = before;
+    }
+  });
+
+  it('runs without a webhook secret, which it does not use', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'cli7', rules: STALE_RULE });
+    const file = await configFor(world);
+    const { readFile } = await import('node:fs/promises');
+    const text = (await readFile(file, 'utf8')).replace('webhook:\n  allow_open: true\n', '');
+    await writeFile(file, text);
+    expect(text).not.toContain('webhook');
+
+    expect(await sweep('--once', '--dry-run', '--config', file)).toMatchObject({ code: 0, err: '' });
+  });
 });

@@ -16,14 +16,12 @@ export function planStatus(mr: MergeRequestSnapshot, wanted: WantedStatus, reaso
   if (mr.sha === null) return skip('the head commit is unknown');
   const current = mr.statuses?.find((status) => status.name === wanted.name);
   if (current?.status === wanted.state) {
-    // Real servers refuse a pending or running status over the same one with 400 (docs/server-behaviour.md#commit-statuses),
-    // so an unfinished status keeps its first description; a finished one is posted again only
-    // when its description is known to differ.
-    const unfinished = wanted.state === 'pending' || wanted.state === 'running';
+    // Posted again only when its description is known to differ: a blocked summary whose reason
+    // changed says the new reason. Real servers refuse pending over pending (400); the executor
+    // finishes the old status first then (postStatus in exec-item-calls.ts).
     const sameText =
       current.description === undefined || current.description === (wanted.description ?? null);
-    if (unfinished || sameText)
-      return skip(`${wanted.name} is already ${wanted.state} on ${shortSha(mr.sha)}`);
+    if (sameText) return skip(`${wanted.name} is already ${wanted.state} on ${shortSha(mr.sha)}`);
   }
   return [
     {

@@ -63,7 +63,20 @@ export interface HookCheckReport {
   aborted: boolean;
 }
 
-const sameUrl = (a: string, b: string): boolean => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+/**
+ * One address written two ways is one hook: the host's case, a default port written out and a
+ * trailing slash do not make another URL (the server stores the URL as it was typed).
+ */
+function normalUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}${parsed.search}`;
+  } catch {
+    return url.replace(/\/+$/, '');
+  }
+}
+
+const sameUrl = (a: string, b: string): boolean => normalUrl(a) === normalUrl(b);
 
 export async function runHookCheck(deps: HookCheckDeps, options: HookCheckOptions): Promise<HookCheckReport> {
   const { client, log } = deps;

@@ -78,11 +78,14 @@ describe('status action', () => {
     ).toHaveLength(1);
   });
 
-  it('never posts pending over pending (real servers answer 400)', () => {
+  it('posts a pending status again when its description changed (a new blocking reason), not when it is the same', () => {
     const item = mergeRequest('mr-green', {
       statuses: [{ name: 'hookbot/x', status: 'pending', allow_failure: false, description: 'old' }],
     });
-    expect(runAction({ status: { name: 'hookbot/x', state: 'pending', description: 'new' } }, item)).toEqual({
+    expect(
+      runAction({ status: { name: 'hookbot/x', state: 'pending', description: 'new' } }, item),
+    ).toMatchObject([{ call: { op: 'statuses.create', args: { state: 'pending', description: 'new' } } }]);
+    expect(runAction({ status: { name: 'hookbot/x', state: 'pending', description: 'old' } }, item)).toEqual({
       skipped: 'hookbot/x is already pending on 1f2e3d4c',
     });
   });

@@ -1,0 +1,60 @@
+/**
+ * What `npm start` prints on the embedded sandbox: where everything is, then the next step, a
+ * copy-paste that opens an issue as a demo user and reads its labels back once the bot acted.
+ * Kept short, and last: on a terminal the logs are quieter at start (see quietOnTerminal) so that
+ * it stays on the screen.
+ */
+export interface StartBannerInput {
+  botUrl: string;
+  hookUrl: string;
+  sandboxApiUrl: string;
+  adminToken: string;
+  demoTokens: Record<string, string>;
+  registered: string[];
+  rulesDir: string;
+  statePath: string;
+  sandboxData: string;
+  /** Why the logs show less than info, if they do. */
+  quietLogs: boolean;
+}
+
+export function startBanner(input: StartBannerInput): string {
+  const issues = `${input.sandboxApiUrl}/projects/acme%2Fweb/issues`;
+  const alice = `-H 'PRIVATE-TOKEN: ${input.demoTokens.alice ?? 'alice-demo-token'}'`;
+  const field = (name: string) => `node -pe 'JSON.parse(require("fs").readFileSync(0)).${name}'`;
+  return [
+    'hookbot is running on the embedded sandbox (no server configured; config.example.yml shows how to use yours).',
+    `  bot:         ${input.botUrl} (hooks at ${input.hookUrl})`,
+    `  status page: ${input.botUrl}/status`,
+    `  sandbox:     ${input.sandboxApiUrl}`,
+    `  admin token: ${input.adminToken} (user root)`,
+    `  demo users:  ${Object.entries(input.demoTokens)
+      .map(([user, token]) => `${user} (${token})`)
+      .join(', ')}`,
+    `  hook registered on: ${input.registered.join(', ') || 'no project'}`,
+    `  rules:       ${input.rulesDir}/ (reloaded on change; kill -HUP reloads too)`,
+    `  state:       ${input.statePath}, sandbox data ${input.sandboxData}`,
+    ...(input.quietLogs
+      ? [
+          '  logs:        warnings and errors only on this terminal (HOOKBOT_LOG_LEVEL=info shows every sweep)',
+        ]
+      : []),
+    '',
+    'Next: open an issue as alice, then read its labels back (the bot adds bug and needs-triage):',
+    `  id=$(curl -s ${alice} -X POST '${issues}' -d 'title=It crashes on start' | ${field('id')})`,
+    `  curl -s ${alice} "${issues}/$id" | ${field('labels')}`,
+    `  curl -s ${input.botUrl}/explain/acme%2Fweb/issue/$id   # why it acted`,
+    'Or run `npx hookbot demo` for a narrated tour. Press Ctrl+C to stop.',
+    '',
+  ].join('\n');
+}
+
+/**
+ * On a terminal, the embedded default logs warnings and errors only, unless a level was asked for
+ * (log.level, HOOKBOT_LOG_LEVEL): at info the scheduler alone writes a dozen pretty lines at start
+ * and more each minute, which pushed the banner off the screen within seconds. The status page
+ * shows what the bot did; a log collector (not a terminal) still gets info.
+ */
+export function quietOnTerminal(options: { levelSet: boolean; isTty: boolean }): boolean {
+  return options.isTty && !options.levelSet;
+}
