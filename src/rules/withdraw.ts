@@ -39,6 +39,10 @@ export async function withdrawUnplanned(
     if (plannedIds.has(action.id)) continue;
     // The merge watch's merge is planned by no rule as such; the fresh check gates it before the call.
     if ((action.call as { origin?: unknown }).origin === 'merge_watch') continue;
+    // What a note planned is judged only by an evaluation of that note: another comment on the
+    // item (by someone else, with other text) says nothing about the first one's command.
+    const planner = (action.call as { trigger?: { kind?: string; noteId?: number } }).trigger;
+    if (planner?.kind === 'note' && evaluation.trigger.noteId !== planner.noteId) continue;
     const rules = rulesOf(action);
     const records = rules.map((rule) => evaluation.rules.find((one) => one.rule === rule));
     // Judged: every rule behind the action ran on this event (or is gone from the rules).
