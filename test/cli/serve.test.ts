@@ -126,6 +126,8 @@ describe('hookbot serve', () => {
       HOOKBOT_API_TOKEN: 'serve-bot-token',
       HOOKBOT_WEBHOOK_SECRET: SECRET,
       HOOKBOT_HOST: '0.0.0.0',
+      // Listening beyond loopback without status auth needs the operator's explicit yes.
+      HOOKBOT_ALLOW_PUBLIC_OPS: 'true',
       HOOKBOT_PORT: '0',
       HOOKBOT_RULES: dir,
       HOOKBOT_STATE: path.join(dir, 'state-any', 'hookbot.json'),

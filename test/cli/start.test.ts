@@ -108,7 +108,7 @@ describe('hookbot start on the embedded default', () => {
       return (await res.json()) as { id: number; url: string }[];
     };
     // The first start, as in a container: the bot listens on every address.
-    const first = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0' });
+    const first = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0', HOOKBOT_ALLOW_PUBLIC_OPS: 'true' });
     try {
       const api = await waitFor(() => sandboxApiOf(first.output()));
       const token = adminTokenOf(first.output())!;
@@ -125,7 +125,7 @@ describe('hookbot start on the embedded default', () => {
     }
 
     for (let run = 0; run < 2; run++) {
-      const again = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0' });
+      const again = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0', HOOKBOT_ALLOW_PUBLIC_OPS: 'true' });
       try {
         const api = await waitFor(() => sandboxApiOf(again.output()));
         const botPort = /bot:\s+http:\/\/0\.0\.0\.0:(\d+)/.exec(again.output())?.[1];

@@ -148,14 +148,14 @@ describe('loadConfig: problems, each as `key: problem` with its place', () => {
       name: 'a status page user without a password',
       yaml: 'server:\n  status_auth:\n    username: admin\n',
       problems: [
-        'server.status_auth.password: required when server.status_auth.username is set: set server.status_auth.password_file to a file holding it (or server.status_auth.password)',
+        'server.status_auth.password: required when server.status_auth.username is set: set HOOKBOT_STATUS_PASSWORD, or HOOKBOT_STATUS_PASSWORD_FILE to a file holding it',
       ],
     },
     {
       name: 'a status page password without a user',
       yaml: 'server:\n  status_auth:\n    password: s3cret-pass\n',
       problems: [
-        'server.status_auth.username: required when server.status_auth.password is set: set server.status_auth.username in the configuration file',
+        'server.status_auth.username: required when server.status_auth.password is set: set HOOKBOT_STATUS_USERNAME (or server.status_auth.username in the configuration file)',
       ],
     },
     {
