@@ -225,7 +225,13 @@ export async function cancelMergeWhenBuildSucceeds(
   ctx: CallContext,
   args: CallArgs['mergeRequests.cancelMergeWhenBuildSucceeds'],
 ): Promise<CallResult> {
-  const mr = await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
+  // The fresh check's read when there is one, for the same reason as for a merge: the evaluation
+  // that planned the cancel is the last read before it.
+  const fresh = ctx.fresh;
+  const mr =
+    fresh?.kind === 'merge_request' && fresh.id === args.merge_request_id
+      ? fresh
+      : await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
   // Whatever happens next, the bot no longer waits to merge it.
   await ctx.store.unwatch(ctx.itemKey);
   if (!isOpenState(mr.state)) return skipped(`the merge request is ${mr.state}`);
