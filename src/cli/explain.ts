@@ -27,7 +27,7 @@ import {
   itemNumber,
   projectRefProblem,
   type ExplainQuery,
-} from '../rules/find-decision.ts';
+} from '../rules/item/find-decision.ts';
 import type { StateStore } from '../state/store.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 

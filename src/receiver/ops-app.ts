@@ -16,7 +16,7 @@ import {
   projectRefProblem,
   type ExplainAnswer,
   type ExplainQuery,
-} from '../rules/find-decision.ts';
+} from '../rules/item/find-decision.ts';
 
 export type { ReadinessCheck } from './readiness.ts';
 

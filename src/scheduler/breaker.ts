@@ -13,7 +13,7 @@
  *   instead of tripping again at every run. A changed definition is not approved.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledRule } from '../rules/compile.ts';
+import type { CompiledRule } from '../rules/engine/compile.ts';
 import type { PausedRule, StateStore } from '../state/store.ts';
 
 export interface BreakerLimits {

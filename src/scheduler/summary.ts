@@ -2,7 +2,7 @@
  * Sweep reports in words, for `hookbot sweep --once` and the logs: what each sweep looked at, the
  * actions taken (or, in a dry run, planned), what waits for the next run and why.
  */
-import type { CallReport } from '../rules/executor.ts';
+import type { CallReport } from '../rules/executor/executor.ts';
 import type { SweepReport } from './sweep-set.ts';
 import type { HookCheckReport } from './sweeps/hook-check.ts';
 import type { MergeWatchReport } from './sweeps/merge-watch.ts';

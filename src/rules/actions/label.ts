@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import type { EvalInput } from '../eval-input.ts';
-import { labelListSchema } from '../param-schemas.ts';
-import { skip, type ApiCall, type Proposal } from '../planned-call.ts';
+import { defineAction } from '../engine/define-action.ts';
+import type { EvalInput } from '../engine/eval-input.ts';
+import { labelListSchema } from '../engine/param-schemas.ts';
+import { skip, type ApiCall, type Proposal } from '../engine/planned-call.ts';
 
 export const labelParams = z
   .strictObject({

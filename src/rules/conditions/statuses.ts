@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defineCondition, MERGE_REQUESTS_ONLY, type JsonValue } from '../define-condition.ts';
-import type { CommitStatusSnapshot } from '../snapshot.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY, type JsonValue } from '../engine/define-condition.ts';
+import type { CommitStatusSnapshot } from '../engine/snapshot.ts';
 
 export const STATUSES_STATES = ['success', 'pending', 'failed', 'missing'] as const;
 

@@ -12,9 +12,9 @@
  */
 import type { MergeRequest } from '../../api/merge-requests.ts';
 import type { Issue } from '../../api/issues.ts';
-import type { CompiledRule } from '../../rules/compile.ts';
-import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/read-snapshot.ts';
-import type { BotIdentity, ItemSnapshot, ProjectRef, Trigger } from '../../rules/snapshot.ts';
+import type { CompiledRule } from '../../rules/engine/compile.ts';
+import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/item/read-snapshot.ts';
+import type { BotIdentity, ItemSnapshot, ProjectRef, Trigger } from '../../rules/engine/snapshot.ts';
 
 export interface SweepNeeds {
   head: boolean;

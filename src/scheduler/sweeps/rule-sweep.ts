@@ -20,11 +20,11 @@
  * A dry run (the executor in dry-run mode) reports the same and writes nothing to the store.
  */
 import type { Client } from '../../api/client.ts';
-import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../../rules/compile.ts';
-import { evaluate, type Evaluation } from '../../rules/engine.ts';
-import type { CallReport, CallStatus, Executor } from '../../rules/executor.ts';
-import { decisionText, type Decision, type ProjectRules } from '../../rules/process-item.ts';
-import type { ItemKind, ItemSnapshot, Trigger } from '../../rules/snapshot.ts';
+import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../../rules/engine/compile.ts';
+import { evaluate, type Evaluation } from '../../rules/engine/engine.ts';
+import type { CallReport, CallStatus, Executor } from '../../rules/executor/executor.ts';
+import { decisionText, type Decision, type ProjectRules } from '../../rules/item/process-item.ts';
+import type { ItemKind, ItemSnapshot, Trigger } from '../../rules/engine/snapshot.ts';
 import type { StateStore } from '../../state/store.ts';
 import {
   DEFAULT_BREAKER,
