@@ -10,8 +10,6 @@ import type { Metrics } from './ops/metrics.ts';
 import { withDecisionMetrics } from './ops/decision-metrics.ts';
 import { exposureProblem, exposureWarning } from './receiver/exposure.ts';
 import { hostCheck } from './receiver/host-check.ts';
-import { createExecutor, type Executor } from './rules/executor/executor.ts';
-import { findDecision } from './rules/item/find-decision.ts';
 import {
   createScheduler,
   createSweepSet,
@@ -19,16 +17,23 @@ import {
   sweepSettingsOf,
   type SweepSet,
 } from './scheduler/index.ts';
-import { createFreshCheck } from './rules/item/fresh-check.ts';
-import { createItemProcessor } from './rules/item/process-item.ts';
-import { createSnapshotReader, type SnapshotReader } from './rules/item/read-snapshot.ts';
-import type { BotIdentity } from './rules/engine/snapshot.ts';
-import { withdrawRemovedRules } from './rules/item/withdraw.ts';
-import { createRulesHolder, type RulesHolder } from './rules/grammar/rules-holder.ts';
 import { createFileStore } from './state/file-store.ts';
 import type { StateStore } from './state/store.ts';
 import { basicAuth } from './status/basic-auth.ts';
 import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
+import {
+  type BotIdentity,
+  createExecutor,
+  createFreshCheck,
+  createItemProcessor,
+  createRulesHolder,
+  createSnapshotReader,
+  type Executor,
+  findDecision,
+  type RulesHolder,
+  type SnapshotReader,
+  withdrawRemovedRules,
+} from './rules/index.ts';
 
 export interface Runtime {
   bot: Bot;

@@ -15,7 +15,7 @@ import type { CliIo, RegisterCommand } from './command.ts';
  */
 export async function rulesJsonSchema(): Promise<Record<string, unknown>> {
   const { z } = await import('zod');
-  const { ruleFileSchema } = await import('../rules/grammar/schema.ts');
+  const { ruleFileSchema } = await import('../rules/index.ts');
   return z.toJSONSchema(ruleFileSchema, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
 }
 

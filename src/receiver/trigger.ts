@@ -10,9 +10,9 @@
  * no other event names an actor at all.
  */
 import type { Trigger as HookTrigger } from '../events/hints.ts';
-import { isBotUser, type BotIdentity, type Trigger, type TriggerAction } from '../rules/engine/snapshot.ts';
+import { type BotIdentity, isBotUser, type Trigger, type TriggerAction } from '../rules/index.ts';
 
-export type { BotIdentity } from '../rules/engine/snapshot.ts';
+export type { BotIdentity } from '../rules/index.ts';
 
 export function triggerOf(hook: HookTrigger, bot: BotIdentity | undefined): Trigger {
   const byBot = isBotUser(bot, hook.actor);

@@ -4,7 +4,7 @@
  */
 import type { Guarantee } from '../engine/define-condition.ts';
 import type { MergeRequestSnapshot } from '../engine/snapshot.ts';
-import { classifyStatus, type StatusBucket } from '../conditions/statuses.ts';
+import { classifyStatus, type StatusBucket } from '../engine/status-buckets.ts';
 import { isOpen } from '../engine/build-calls.ts';
 
 /** Why the merge request cannot be merged at all, or undefined. */

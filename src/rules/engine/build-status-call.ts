@@ -18,7 +18,7 @@ export function planStatus(mr: MergeRequestSnapshot, wanted: WantedStatus, reaso
   if (current?.status === wanted.state) {
     // Posted again only when its description is known to differ: a blocked summary whose reason
     // changed says the new reason. Real servers refuse pending over pending (400); the executor
-    // finishes the old status first then (postStatus in exec-item-calls.ts).
+    // finishes the old status first then (postStatus in executor/item-calls.ts).
     const sameText =
       current.description === undefined || current.description === (wanted.description ?? null);
     if (sameText) return skip(`${wanted.name} is already ${wanted.state} on ${shortSha(mr.sha)}`);

@@ -6,8 +6,8 @@
  * Rules do not see each other's effects within one evaluation: all read the same snapshot. The
  * executor's writes cause new events, and a new evaluation sees the result (level-triggered).
  */
-import { isOpen } from './build-calls.ts';
-import { labelProposal } from '../actions/label.ts';
+import { callKey } from '../executor/calls/index.ts';
+import { isOpen, labelProposal } from './build-calls.ts';
 import { planStatus } from './build-status-call.ts';
 import { blockingSentence } from './blocking.ts';
 import { resultOf } from '../conditions/combine.ts';
@@ -15,7 +15,7 @@ import type { CompiledRule, CompiledRuleSet } from './compile.ts';
 import type { ConditionResult, Guarantee } from './define-condition.ts';
 import type { PlanOutcome } from './define-action.ts';
 import { createEvalInput, type EvalInput } from './eval-input.ts';
-import { isSkip, type ApiCall, type ItemEdit, type PlannedCall } from './planned-call.ts';
+import { isSkip, type PlannedCall } from './planned-call.ts';
 import type { ItemKind, ItemSnapshot, Trigger } from './snapshot.ts';
 
 // Compiling is the other half of the engine's interface; it lives in compile.ts.
@@ -273,21 +273,6 @@ export function mergePlan(planned: readonly PlannedCall[], input: EvalInput): Pl
     if (merging && call.call.op === 'mergeRequests.mergeWhenBuildSucceeds') return [];
     return [call];
   });
-}
-
-/** Two calls with the same key do the same thing to the item (it is the same item throughout). */
-function callKey(call: ApiCall): string {
-  const args = call.args as Partial<Record<string, unknown>>;
-  const edit = args.edit as ItemEdit | undefined;
-  switch (call.op) {
-    case 'notes.createIssueNote':
-    case 'notes.createMergeRequestNote':
-      return `${call.op}|${call.marker ?? String(args.body)}`;
-    case 'statuses.create':
-      return `${call.op}|${call.args.name}|${call.args.state}|${call.args.description ?? ''}|${call.args.target_url ?? ''}`;
-    default:
-      return `${call.op}|${edit?.state_event ?? ''}|${String(args.username ?? args.to_project ?? '')}|${String(args.should_remove_source_branch ?? '')}|${String(args.merge_commit_message ?? '')}`;
-  }
 }
 
 function mergeLabels(calls: readonly PlannedCall[], input: EvalInput): PlannedCall[] {

@@ -71,6 +71,9 @@ export interface LabelDelta {
   remove: string[];
 }
 
+/** The call of one kind. */
+export type CallOf<K extends Op> = Extract<ApiCall, { op: K }>;
+
 export type ApiCall = {
   [K in Op]: {
     op: K;

@@ -7,7 +7,7 @@
  *    call) finds it under the same id.
  * 2. The handler re-reads what it changes and acts only if the effect does not hold yet: labels
  *    are merged onto the CURRENT set, comments are looked for by marker, merges are pinned to the
- *    evaluated head (exec-item-calls.ts, exec-merge.ts).
+ *    evaluated head (one file per kind of call in calls/).
  * 3. `completeAction` on done or skipped; `failAction` with backoff on a retryable failure; parked
  *    with the reason on a permanent one, or after `maxAttempts` tries.
  *
@@ -19,14 +19,12 @@ import type { OutboxAction } from '../../state/store.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './ids.ts';
-import { assignItem, comment, moveIssue, postStatus, subscription, updateItem } from './item-calls.ts';
+import { needsFreshCheck, performCall } from './calls/index.ts';
 import { createKeyedLock } from './lock.ts';
-import { cancelMergeWhenBuildSucceeds, merge, mergeWhenBuildSucceeds } from './merge-calls.ts';
 import { requiredStatusesOf } from './required-statuses.ts';
 import {
   failed,
   skipped,
-  type CallContext,
   type CallResult,
   type CallStatus,
   type ExecutorClient,
@@ -82,17 +80,6 @@ export interface ExecutorOptions {
   /** The bot's own user: a comment's marker is looked for in its notes only. */
   bot?: BotIdentity;
 }
-
-/**
- * Calls that cannot be taken back (a merge, a move to another project) or that decide one (arming
- * and cancelling merge-when-build-succeeds): each is made only on a fresh evaluation that still plans it.
- */
-const CHECKED_FRESH: ReadonlySet<Op> = new Set<Op>([
-  'issues.move',
-  'mergeRequests.merge',
-  'mergeRequests.mergeWhenBuildSucceeds',
-  'mergeRequests.cancelMergeWhenBuildSucceeds',
-]);
 
 export interface ExecuteOptions {
   /**
@@ -218,44 +205,6 @@ function readStored(call: unknown): StoredCall | undefined {
   return record as StoredCall;
 }
 
-/** Routes one call to its handler. */
-function perform(ctx: CallContext): Promise<CallResult> {
-  const call = ctx.stored.planned.call;
-  switch (call.op) {
-    case 'issues.update':
-    case 'mergeRequests.update':
-      return updateItem(ctx, call.args, call.labels);
-    case 'issues.assign':
-    case 'mergeRequests.assign':
-      return assignItem(ctx, call.args);
-    case 'issues.move':
-      return moveIssue(ctx, call.args);
-    case 'notes.createIssueNote':
-    case 'notes.createMergeRequestNote':
-      return comment(ctx, call.args, call.marker);
-    case 'issues.subscribe':
-    case 'mergeRequests.subscribe':
-      return subscription(ctx, call.args, true);
-    case 'issues.unsubscribe':
-    case 'mergeRequests.unsubscribe':
-      return subscription(ctx, call.args, false);
-    case 'statuses.create':
-      return postStatus(ctx, call.args);
-    case 'mergeRequests.merge':
-      return merge(ctx, call.args);
-    case 'mergeRequests.mergeWhenBuildSucceeds':
-      return mergeWhenBuildSucceeds(ctx, call.args);
-    case 'mergeRequests.cancelMergeWhenBuildSucceeds':
-      return cancelMergeWhenBuildSucceeds(ctx, call.args);
-    default: {
-      const unknown: never = call;
-      return Promise.resolve(
-        failed('unknown call', `no handler for ${JSON.stringify((unknown as { op?: unknown }).op)}`, false),
-      );
-    }
-  }
-}
-
 /** An error a handler could not resolve, as an outcome. Messages are redacted (no token). */
 function resultOfError(error: unknown): CallResult {
   if (error instanceof ApiError) {
@@ -358,11 +307,11 @@ export function createExecutor(options: ExecutorOptions): Executor {
     let result: CallResult;
     try {
       const verdict =
-        options.freshCheck && CHECKED_FRESH.has(stored.planned.call.op)
+        options.freshCheck && needsFreshCheck(stored.planned.call.op)
           ? await options.freshCheck(itemKey, stored)
           : undefined;
       if (verdict && !verdict.planned) return await withdraw(id, itemKey, stored, verdict.reason);
-      result = await perform({
+      result = await performCall({
         client,
         store,
         itemKey,

@@ -1,5 +1,6 @@
 /**
- * The executor's handlers for calls on issues and merge requests other than merges: each re-reads
+ * How calls on issues and merge requests other than merges are performed (calls/ names one handler
+ * per kind of call; the kinds on both items share these): each re-reads
  * what it is about to change right before changing it, and makes no call when the effect already
  * holds. Handlers throw ApiErrors they cannot resolve; executor.ts turns them into outcomes.
  */
@@ -9,7 +10,13 @@ import type { MergeRequest } from '../../api/merge-requests.ts';
 import { latestByName } from '../../api/statuses.ts';
 import { extractMarkers } from '../engine/comment-marker.ts';
 import { isBotUser } from '../engine/snapshot.ts';
-import type { CallArgs, IssueTarget, LabelDelta, MergeRequestTarget } from '../engine/planned-call.ts';
+import type {
+  CallArgs,
+  IssueTarget,
+  ItemEdit,
+  LabelDelta,
+  MergeRequestTarget,
+} from '../engine/planned-call.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
 
 type Target = IssueTarget | MergeRequestTarget;
@@ -22,9 +29,8 @@ function readItem(ctx: CallContext, target: Target): Promise<Issue | MergeReques
     : ctx.client.mergeRequests.get(target.project, target.merge_request_id);
 }
 
-interface Edit {
-  labels?: string[];
-  state_event?: 'close' | 'reopen';
+/** What the executor writes on an item: every field of an `ItemEdit`, and the assignee. */
+interface Edit extends ItemEdit {
   assignee_id?: number;
 }
 
@@ -56,6 +62,46 @@ export function isUncertain(error: unknown): error is ApiError {
   );
 }
 
+/** One field of an edit re-checked on the item as it is now: what to write, or undefined when it holds. */
+type FieldCheck<F extends keyof ItemEdit> = (
+  item: Issue | MergeRequest,
+  wanted: NonNullable<ItemEdit[F]>,
+  delta: LabelDelta | undefined,
+) => { value: NonNullable<Edit[F]>; said: string } | undefined;
+
+/**
+ * How every field of an `ItemEdit` is re-checked and written. Typed over all of its fields: a new
+ * field does not compile until it is given here, so it can never be silently dropped.
+ */
+const EDIT_FIELDS: { [F in keyof Required<ItemEdit>]: FieldCheck<F> } = {
+  labels: (item, wanted, delta) => {
+    // Without a delta (not produced by the engine today) only add: never remove what nobody asked to.
+    const next = applyLabelDelta(item.labels, delta ?? { add: wanted, remove: [] });
+    if (sameSet(next, item.labels)) return undefined;
+    return { value: next, said: `labels [${item.labels.join(', ')}] -> [${next.join(', ')}]` };
+  },
+  state_event: (item, wanted) => {
+    if (wanted === 'close' && isOpenState(item.state)) return { value: 'close', said: 'closed' };
+    if (wanted === 'reopen' && item.state === 'closed') return { value: 'reopen', said: 'reopened' };
+    return undefined;
+  },
+};
+
+function checkField<F extends keyof ItemEdit>(
+  field: F,
+  item: Issue | MergeRequest,
+  wanted: ItemEdit[F],
+  delta: LabelDelta | undefined,
+  edit: Edit,
+  said: string[],
+): void {
+  if (wanted === undefined) return;
+  const change = EDIT_FIELDS[field](item, wanted as NonNullable<ItemEdit[F]>, delta);
+  if (!change) return;
+  edit[field] = change.value;
+  said.push(change.said);
+}
+
 /**
  * `issues.update` / `mergeRequests.update`: labels (as a delta on the current set: the v3 API
  * replaces the whole set, so writing the planned set would undo a human's concurrent edit), and
@@ -69,20 +115,10 @@ export async function updateItem(
   const item = await readItem(ctx, args);
   const edit: Edit = {};
   const said: string[] = [];
-  if (args.edit.labels !== undefined) {
-    // Without a delta (not produced by the engine today) only add: never remove what nobody asked to.
-    const next = applyLabelDelta(item.labels, delta ?? { add: args.edit.labels, remove: [] });
-    if (!sameSet(next, item.labels)) {
-      edit.labels = next;
-      said.push(`labels [${item.labels.join(', ')}] -> [${next.join(', ')}]`);
-    }
-  }
-  const wanted = args.edit.state_event;
-  if (wanted === 'close' && isOpenState(item.state)) edit.state_event = 'close';
-  if (wanted === 'reopen' && item.state === 'closed') edit.state_event = 'reopen';
-  if (edit.state_event) said.push(edit.state_event === 'close' ? 'closed' : 'reopened');
+  for (const field of Object.keys(EDIT_FIELDS) as (keyof ItemEdit)[])
+    checkField(field, item, args.edit[field], delta, edit, said);
   if (Object.keys(edit).length === 0) {
-    const why = wanted ? `it is ${item.state}` : `labels already [${item.labels.join(', ')}]`;
+    const why = args.edit.state_event ? `it is ${item.state}` : `labels already [${item.labels.join(', ')}]`;
     return skipped(`nothing to change on re-read: ${why}`);
   }
   await writeItem(ctx, args, edit);

@@ -1,7 +1,7 @@
 /** The executor's vocabulary, shared by executor.ts and the per-op handlers (exec-*.ts). */
 import type { Client } from '../../api/client.ts';
 import type { StateStore } from '../../state/store.ts';
-import type { PlannedCall } from '../engine/planned-call.ts';
+import type { CallOf, Op, PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
 
 /** The slice of the client the executor uses: the reads of its re-checks, and the writes of the plan. */
@@ -109,3 +109,20 @@ export const failed = (detail: string, error: string, retryable: boolean): CallR
   error,
   retryable,
 });
+
+/**
+ * One kind of API call (one file each in calls/): how a plan tells two of them apart, whether it
+ * waits for a fresh evaluation, and how it is carried out.
+ */
+export interface CallHandler<K extends Op> {
+  /** Two calls of this kind with the same key do the same thing to the item: a plan keeps one. */
+  key(call: CallOf<K>): string;
+  /**
+   * Made only on a fresh evaluation that still plans it (fresh-check.ts): calls that cannot be taken
+   * back (a merge, a move to another project) or that decide one (arming and cancelling
+   * merge-when-build-succeeds).
+   */
+  freshCheck: boolean;
+  /** Re-reads what it changes and acts only when the effect does not hold yet; safe to run twice. */
+  perform(ctx: CallContext, call: CallOf<K>): Promise<CallResult>;
+}

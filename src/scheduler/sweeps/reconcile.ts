@@ -14,10 +14,9 @@
  * which the level-triggered engine makes harmless.
  */
 import type { Client } from '../../api/client.ts';
-import type { ItemProcessorFn } from '../../rules/item/process-item.ts';
-import type { ItemKind, Trigger } from '../../rules/engine/snapshot.ts';
 import type { StateStore } from '../../state/store.ts';
 import { messageOf, pagesFor, type SweepLog, type SweepRunOptions } from '../types.ts';
+import type { ItemKind, ItemProcessorFn, Trigger } from '../../rules/index.ts';
 
 /** The store key of a project's last successful reconciliation. */
 export const reconcileKey = (project: string): string => `reconcile:${project}`;
