@@ -4,8 +4,6 @@
  * is the CLI's job, so tests and the demo start a bot the same way.
  */
 import type { Server } from 'node:http';
-import { ApiError } from './api/errors.ts';
-import { createClient, type Client, type ClientOptions } from './api/client.ts';
 import { createHookHandler, type DeliveryOutcome } from './receiver/hook-handler.ts';
 import { createRefusalLog } from './receiver/refusal-log.ts';
 import { createOpsApp, type OpsAppOptions } from './receiver/ops-app.ts';
@@ -22,6 +20,7 @@ import { createRefusalLog as createSecretRefusalLog, reportRefusals } from './re
 import { createReceiverServer, listen } from './receiver/server.ts';
 import type { VerifyOptions } from './receiver/verify.ts';
 import type { StateStore } from './state/store.ts';
+import { ApiError, type Client, type ClientOptions, createClient } from './api/index.ts';
 
 export interface BotLog extends PipelineLog {
   debug(obj: object, msg: string): void;

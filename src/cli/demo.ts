@@ -33,7 +33,7 @@ async function demo(options: DemoOptions, io: CliIo): Promise<number> {
   const { startRuntime } = await import('../start-from-config.ts');
   const { startSandbox } = await import('../sandbox/server.ts');
   const { DEMO_TOKENS } = await import('../sandbox/seed.ts');
-  const { createClient } = await import('../api/client.ts');
+  const { createClient } = await import('../api/index.ts');
 
   const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-demo-'));
   const loaded = loadConfig({

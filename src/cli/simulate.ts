@@ -16,13 +16,13 @@
  * Exit 0 when every item was simulated; 1 when the rules, the file or the server had a problem, or
  * an item could not be simulated; 2 when the command line is wrong.
  */
-import type { Client } from '../api/client.ts';
 import type { Hint, ItemRef } from '../events/hints.ts';
 import type { HookEvent } from '../events/schemas.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { triggerOf, type BotUser } from './simulate-delivery.ts';
 import type { UnknownField } from './simulate-payload.ts';
 import type { CompiledRuleSet, Evaluation, ExecutionReport, ItemSnapshot, Trigger } from '../rules/index.ts';
+import type { Client } from '../api/index.ts';
 
 interface SimulateOptions {
   event: string;
@@ -81,7 +81,7 @@ export async function runSimulateCommand(options: SimulateOptions, io: CliIo): P
   const { loadRules } = await import('../rules/index.ts');
   const { formatProblem } = await import('../rules/index.ts');
   const { hintsOf } = await import('../events/hints.ts');
-  const { ApiError } = await import('../api/errors.ts');
+  const { ApiError } = await import('../api/index.ts');
 
   const delivery = await readDelivery(options.event, options.kind);
   if (!delivery.ok) {

@@ -83,7 +83,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           webhookSecret: secret,
         },
       );
-      const { createClient } = await import('../api/client.ts');
+      const { createClient } = await import('../api/index.ts');
       const { registerDemoHooks } = await import('./demo-hooks.ts');
       const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
       const hooks = await registerDemoHooks(admin, runtime.bot.hookUrl, secret);

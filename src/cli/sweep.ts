@@ -57,7 +57,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { loadConfig } = await import('../config/load-config.ts');
   const { loadRules } = await import('../rules/index.ts');
   const { formatProblem } = await import('../rules/index.ts');
-  const { createClient } = await import('../api/client.ts');
+  const { createClient } = await import('../api/index.ts');
   const { createExecutor } = await import('../rules/index.ts');
   const { createFreshCheck } = await import('../rules/index.ts');
   const { createSnapshotReader } = await import('../rules/index.ts');

@@ -18,8 +18,6 @@ import {
   projectRefProblem,
 } from '../rules/index.ts';
 
-export type { ReadinessCheck } from './readiness.ts';
-
 export interface OpsAppOptions {
   /** Resolves true when the bot is ready (cached: see readiness.ts). */
   ready: () => Promise<boolean>;

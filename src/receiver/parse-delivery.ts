@@ -16,7 +16,6 @@ export const KNOWN_KINDS = [
   'pipeline',
   'wiki_page',
 ] as const;
-export type ObjectKind = (typeof KNOWN_KINDS)[number];
 
 export type ParsedDelivery =
   | { ok: true; event: string; kind: string; body: Record<string, unknown>; text: string; key: string }

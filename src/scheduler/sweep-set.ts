@@ -3,7 +3,6 @@
  * scheduler's timers and `hookbot sweep --once` run. Each sweep is a plain async function in
  * sweeps/; this wires their dependencies once and resolves the projects they walk.
  */
-import type { Client } from '../api/client.ts';
 import type { SweepName } from '../config/schema.ts';
 import { currentLogContext, runInNewLogContext } from '../ops/log-context.ts';
 import type { StateStore } from '../state/store.ts';
@@ -26,6 +25,7 @@ import {
   type ProjectRules,
   type SnapshotReader,
 } from '../rules/index.ts';
+import type { Client } from '../api/index.ts';
 
 export type { SweepName };
 

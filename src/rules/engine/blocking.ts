@@ -3,7 +3,7 @@
  * server's descriptions are short; 140 characters reads whole in its UI).
  */
 import type { ConditionResult } from './define-condition.ts';
-import type { RuleEvaluation } from './engine.ts';
+import type { RuleEvaluation } from './evaluation.ts';
 import { showValue } from './show-value.ts';
 
 export const MAX_SENTENCE = 140;

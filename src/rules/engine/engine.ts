@@ -16,57 +16,13 @@ import type { ConditionResult, Guarantee } from './define-condition.ts';
 import type { PlanOutcome } from './define-action.ts';
 import { createEvalInput, type EvalInput } from './eval-input.ts';
 import { isSkip, type PlannedCall } from './planned-call.ts';
-import type { ItemKind, ItemSnapshot, Trigger } from './snapshot.ts';
+import type { ActionRecord, Evaluation, ItemSummary, RuleEvaluation } from './evaluation.ts';
+import type { ItemKind, ItemSnapshot } from './snapshot.ts';
 
 // Compiling is the other half of the engine's interface; it lives in compile.ts.
-export { compileRules, type CompiledRuleSet } from './compile.ts';
+export type { CompiledRuleSet } from './compile.ts';
 
-export interface ActionRecord {
-  action: string;
-  describe: string;
-  planned: readonly PlannedCall[];
-  /** Why the action planned nothing. */
-  skipped?: string;
-  /** The skip holds the rule back (a merge that cannot happen), rather than "already done". */
-  blocks?: boolean;
-}
-
-export interface RuleEvaluation {
-  rule: string;
-  source?: { file: string; line: number; column: number };
-  /** The rule's `on`/`schedule`, `for` and bot setting let it run on this event and item. */
-  applies: boolean;
-  /** Why it does not apply. */
-  why?: string;
-  matched: boolean;
-  /** Every condition's verdict (all are evaluated, for explain; empty when the rule does not apply). */
-  conditions: readonly ConditionResult[];
-  actions: readonly ActionRecord[];
-  /** What this rule contributed; label changes are merged into one write in the evaluation's plan. */
-  planned: readonly PlannedCall[];
-}
-
-export interface ItemSummary {
-  kind: ItemKind;
-  id: number;
-  iid: number;
-  project: string;
-  title: string;
-  state: string;
-  labels: string[];
-  sha?: string | null;
-}
-
-export interface Evaluation {
-  item: ItemSummary;
-  trigger: Trigger;
-  event: string;
-  /** The clock of the evaluation (ISO 8601). */
-  at: string;
-  rules: RuleEvaluation[];
-  /** The calls to make, in order. */
-  plan: PlannedCall[];
-}
+export type { ActionRecord, Evaluation, RuleEvaluation } from './evaluation.ts';
 
 export interface EvaluateOptions {
   /** The evaluation's clock (ages are measured from it); default: now. */

@@ -24,9 +24,6 @@ export const LISTENABLE_EVENTS = [
 /** `event:` also sees sweeps and manual runs. */
 export const EVENT_NAMES = [...LISTENABLE_EVENTS, 'schedule', 'manual'] as const;
 
-export type ListenableEvent = (typeof LISTENABLE_EVENTS)[number];
-export type EventName = (typeof EVENT_NAMES)[number];
-
 /** `issue.open`, `note.created`, `status.changed`, `push`, `schedule`, `manual`. */
 export function triggerEventName(trigger: Trigger): string {
   switch (trigger.kind) {

@@ -14,7 +14,6 @@
  * Every handler is safe to run twice (design.md: "make every handler safe to run twice"), which is
  * what makes the outbox's at-least-once retries harmless. Dry-run describes and calls nothing.
  */
-import { ApiError, redactSecrets } from '../../api/errors.ts';
 import type { OutboxAction } from '../../state/store.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
@@ -36,6 +35,7 @@ import { showCall } from '../engine/explain.ts';
 import type { LabelDelta, Op, PlannedCall } from '../engine/planned-call.ts';
 import type { FreshCheck } from '../item/fresh-check.ts';
 import type { BotIdentity, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
+import { ApiError, redactSecrets } from '../../api/index.ts';
 
 export type {
   CallResult,

@@ -4,10 +4,6 @@
  * what it is about to change right before changing it, and makes no call when the effect already
  * holds. Handlers throw ApiErrors they cannot resolve; executor.ts turns them into outcomes.
  */
-import { ApiError } from '../../api/errors.ts';
-import type { Issue } from '../../api/issues.ts';
-import type { MergeRequest } from '../../api/merge-requests.ts';
-import { latestByName } from '../../api/statuses.ts';
 import { extractMarkers } from '../engine/comment-marker.ts';
 import { isBotUser } from '../engine/snapshot.ts';
 import type {
@@ -18,6 +14,7 @@ import type {
   MergeRequestTarget,
 } from '../engine/planned-call.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
+import { ApiError, type Issue, latestByName, type MergeRequest } from '../../api/index.ts';
 
 type Target = IssueTarget | MergeRequestTarget;
 

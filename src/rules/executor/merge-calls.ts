@@ -3,12 +3,11 @@
  * only the head that was evaluated (and pass that sha so the server refuses if it moves in the
  * last instant: 409); after a lost answer, re-read before anything else and never merge twice.
  */
-import { ApiError } from '../../api/errors.ts';
-import type { MergeOutcome, MergeRequest } from '../../api/merge-requests.ts';
 import type { WatchEntry } from '../../state/store.ts';
 import { isOpenState } from './item-calls.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
 import type { CallArgs, MergeRequestTarget } from '../engine/planned-call.ts';
+import { ApiError, type MergeOutcome, type MergeRequest } from '../../api/index.ts';
 
 const short = (sha: string | null): string => (sha === null ? 'none' : sha.slice(0, 8));
 

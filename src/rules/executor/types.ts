@@ -1,8 +1,8 @@
 /** The executor's vocabulary, shared by executor.ts and the per-op handlers (exec-*.ts). */
-import type { Client } from '../../api/client.ts';
 import type { StateStore } from '../../state/store.ts';
 import type { CallOf, Op, PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
+import type { Client } from '../../api/index.ts';
 
 /** The slice of the client the executor uses: the reads of its re-checks, and the writes of the plan. */
 export interface ExecutorClient {

@@ -3,11 +3,6 @@
  * engine's snapshot. A hook is a hint, never the truth: payloads of that era carry no labels and no
  * head statuses, so every evaluation starts here (hooks, sweeps, simulate and demo alike).
  */
-import { ApiError } from '../../api/errors.ts';
-import type { Client } from '../../api/client.ts';
-import type { MergeRequest } from '../../api/merge-requests.ts';
-import type { Issue } from '../../api/issues.ts';
-import { latestByName } from '../../api/statuses.ts';
 import { extractMarkers } from '../engine/comment-marker.ts';
 import type { SnapshotNeeds } from '../engine/compile.ts';
 import {
@@ -19,6 +14,7 @@ import {
   type Trigger,
   type UserRef,
 } from '../engine/snapshot.ts';
+import { ApiError, type Client, type Issue, latestByName, type MergeRequest } from '../../api/index.ts';
 
 export interface ItemAddress {
   type: ItemKind;

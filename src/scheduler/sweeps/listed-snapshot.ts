@@ -10,8 +10,6 @@
  *   the rule sweep reads them for the few items whose whole plan is comments (where they decide
  *   whether the item is touched at all).
  */
-import type { MergeRequest } from '../../api/merge-requests.ts';
-import type { Issue } from '../../api/issues.ts';
 import {
   type BotIdentity,
   type CompiledRule,
@@ -22,6 +20,7 @@ import {
   type SnapshotReader,
   type Trigger,
 } from '../../rules/index.ts';
+import type { Issue, MergeRequest } from '../../api/index.ts';
 
 export interface SweepNeeds {
   head: boolean;

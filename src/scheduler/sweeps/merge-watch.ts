@@ -19,10 +19,6 @@
  * same action, not a second one.
  */
 import pLimit from 'p-limit';
-import { ApiError } from '../../api/errors.ts';
-import type { Client } from '../../api/client.ts';
-import type { MergeRequest } from '../../api/merge-requests.ts';
-import { latestByName } from '../../api/statuses.ts';
 import type { StateStore, WatchEntry } from '../../state/store.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import {
@@ -36,6 +32,7 @@ import {
   type StoredCall,
   type Trigger,
 } from '../../rules/index.ts';
+import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
 
 export interface MergeWatchDeps {
   client: {

@@ -13,10 +13,10 @@
  * of the project was evaluated: a failure means the next run covers the same window again,
  * which the level-triggered engine makes harmless.
  */
-import type { Client } from '../../api/client.ts';
 import type { StateStore } from '../../state/store.ts';
 import { messageOf, pagesFor, type SweepLog, type SweepRunOptions } from '../types.ts';
 import type { ItemKind, ItemProcessorFn, Trigger } from '../../rules/index.ts';
+import type { Client } from '../../api/index.ts';
 
 /** The store key of a project's last successful reconciliation. */
 export const reconcileKey = (project: string): string => `reconcile:${project}`;

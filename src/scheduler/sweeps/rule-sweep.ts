@@ -19,7 +19,6 @@
  *
  * A dry run (the executor in dry-run mode) reports the same and writes nothing to the store.
  */
-import type { Client } from '../../api/client.ts';
 import type { StateStore } from '../../state/store.ts';
 import {
   DEFAULT_BREAKER,
@@ -52,6 +51,7 @@ import {
   ruleSet,
   type Trigger,
 } from '../../rules/index.ts';
+import type { Client } from '../../api/index.ts';
 
 export const DEFAULT_BUDGET = 30;
 
