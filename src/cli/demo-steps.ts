@@ -4,8 +4,8 @@
  * from the decision it recorded.
  */
 import type { Client } from '../api/client.ts';
-import type { Decision } from '../rules/process-item.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../start-from-config.ts';
+import type { Decision } from '../rules/index.ts';
 
 export interface DemoWorld {
   admin: Client;

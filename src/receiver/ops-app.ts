@@ -11,12 +11,12 @@ import express, {
   type Response,
 } from 'express';
 import {
+  type ExplainAnswer,
   explainKind,
+  type ExplainQuery,
   itemNumber,
   projectRefProblem,
-  type ExplainAnswer,
-  type ExplainQuery,
-} from '../rules/find-decision.ts';
+} from '../rules/index.ts';
 
 export type { ReadinessCheck } from './readiness.ts';
 

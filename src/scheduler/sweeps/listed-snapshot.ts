@@ -12,9 +12,16 @@
  */
 import type { MergeRequest } from '../../api/merge-requests.ts';
 import type { Issue } from '../../api/issues.ts';
-import type { CompiledRule } from '../../rules/compile.ts';
-import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/read-snapshot.ts';
-import type { BotIdentity, ItemSnapshot, ProjectRef, Trigger } from '../../rules/snapshot.ts';
+import {
+  type BotIdentity,
+  type CompiledRule,
+  createSnapshotReader,
+  type ItemSnapshot,
+  type ProjectRef,
+  type SnapshotClient,
+  type SnapshotReader,
+  type Trigger,
+} from '../../rules/index.ts';
 
 export interface SweepNeeds {
   head: boolean;
