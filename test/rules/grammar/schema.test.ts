@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { actionDefinitions } from '../../../src/rules/actions/index.ts';
 import { conditionDefinitions } from '../../../src/rules/conditions/index.ts';
-import { actionSchema, conditionSchema, ruleFileJsonSchema, ruleFileSchema } from '../../../src/rules/grammar/schema.ts';
+import {
+  actionSchema,
+  conditionSchema,
+  ruleFileJsonSchema,
+  ruleFileSchema,
+} from '../../../src/rules/grammar/schema.ts';
 import { keysAt, roleAt } from '../../../src/rules/grammar/validation-messages.ts';
 
 describe('the rule file grammar', () => {
