@@ -57,13 +57,35 @@ export interface FaultProxy {
   forwarded(method: string, path: RegExp): number;
   /** Requests by what became of them: `passed`, a fault mode, or `error` (the sandbox was unreachable). */
   counts: Record<string, number>;
+  /** Drops every rule not yet used up. */
+  clear(): void;
+  /**
+   * Called for each request once its body is read and its fate decided, before it is forwarded or
+   * answered: a test can change the sandbox at that very instant (a race placed at a read).
+   */
+  onArrive?: (request: ProxiedRequest) => void;
+  /** Called when the sandbox's answer to a forwarded request is back (`status` set). */
+  onForwarded?: (request: ProxiedRequest) => void;
+  /** Called when the request has been answered (or dropped: reset, hang). */
+  onDone?: (request: ProxiedRequest) => void;
   close(): Promise<void>;
 }
 
-interface Seen {
+/** One request through the proxy, and what became of it. */
+export interface ProxiedRequest {
+  /** 1, 2, ... in order of arrival. */
+  seq: number;
   method: string;
+  /** Without the query. */
   path: string;
+  body: Buffer;
+  /** The fault it met, if any. */
+  mode?: FaultMode;
   forwarded: boolean;
+  /** The sandbox's answer, when it was forwarded (before a fault replaced it). */
+  status?: number;
+  /** The answer the caller got; undefined when it got none (reset, hang). */
+  answered?: number;
 }
 
 interface Answer {
@@ -75,7 +97,7 @@ interface Answer {
 export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const upstream = new URL(target);
   const faults: (Fault & { left: number; toSkip: number })[] = [];
-  const seen: Seen[] = [];
+  const seen: ProxiedRequest[] = [];
   const sockets = new Set<Socket>();
 
   function forward(req: IncomingMessage, body: Buffer): Promise<Answer> {
@@ -123,10 +145,19 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     const url = req.url ?? '/';
     const path = url.split('?')[0] ?? '/';
     const method = req.method ?? 'GET';
-    const record: Seen = { method, path, forwarded: false };
+    const record: ProxiedRequest = { seq: seen.length + 1, method, path, body, forwarded: false };
     seen.push(record);
     const mode = (await ruleFor(method, path)) ?? proxy.decide({ method, path: url });
+    if (mode) record.mode = mode;
     count(mode ?? 'passed');
+    proxy.onArrive?.(record);
+    res.on('finish', () => {
+      record.answered = res.statusCode;
+      proxy.onDone?.(record);
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) proxy.onDone?.(record);
+    });
     if (mode === 'down') return json(res, 503, '503 Service Unavailable');
     if (mode === 'echo-token') {
       const token = String(req.headers['private-token'] ?? req.headers.authorization ?? '');
@@ -140,6 +171,8 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       count('error');
       return void res.writeHead(502).end();
     }
+    record.status = answer.status;
+    proxy.onForwarded?.(record);
     if (mode === 'lost') return json(res, 503, '503 Service Unavailable');
     if (mode === 'forward-then-502') return json(res, 502, '502 Bad Gateway');
     if (mode === 'forward-then-reset') return void req.socket.destroy();
@@ -176,6 +209,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     arrived: (method, path) => countSeen(method, path, false),
     forwarded: (method, path) => countSeen(method, path, true),
     counts: {},
+    clear() {
+      faults.length = 0;
+    },
     close() {
       for (const socket of sockets) socket.destroy();
       return new Promise((resolve) => server.close(() => resolve()));
