@@ -100,7 +100,10 @@ describe('hookbot serve', () => {
         return text.includes('hookbot_rule_matches_total{rule="triage bugs"}') ? text : undefined;
       });
       expect(metrics).toMatch(/hookbot_deliveries_total\{kind="issue",outcome="accepted"\} [1-9]/);
-      expect(metrics).toMatch(/hookbot_rule_matches_total\{rule="triage bugs"\} 1/);
+      // Matched at least once. Not exactly once: the reconcile sweep that serve runs at start may
+      // list the issue too on a slow machine and evaluate it again (it matches, and plans nothing
+      // since the label is there). The effect is what must happen once: one label write, below.
+      expect(metrics).toMatch(/hookbot_rule_matches_total\{rule="triage bugs"\} [1-9]/);
       // The delivery was made durable by a group commit of the store, timed.
       expect(metrics).toMatch(/hookbot_state_commit_seconds_count [1-9]/);
       expect(metrics).toMatch(
