@@ -12,7 +12,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import express from 'express';
 import { createHookHandler } from '../src/receiver/hook-handler.ts';
 import { createReceiverServer, listen } from '../src/receiver/server.ts';
-import { createFileStore } from '../src/state/file-store.ts';
+import { createFileStore } from '../src/state/file/file-store.ts';
 import { percentile } from './receiver-driver.ts';
 
 const [mode, dir] = process.argv.slice(2);

@@ -25,7 +25,7 @@ import { createSnapshotReader, type SnapshotReader } from './rules/read-snapshot
 import type { BotIdentity } from './rules/snapshot.ts';
 import { withdrawRemovedRules } from './rules/withdraw.ts';
 import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
-import { createFileStore } from './state/file-store.ts';
+import { createFileStore } from './state/file/file-store.ts';
 import type { StateStore } from './state/store.ts';
 import { basicAuth } from './status/basic-auth.ts';
 import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';

@@ -28,18 +28,18 @@ import {
   syncFolder,
   tightenStateFiles,
 } from './durable-fs.ts';
-import { refuseFile, StateError } from './errors.ts';
-import { GroupCommit } from './group-commit.ts';
-import { HeldEntry } from './held-entry.ts';
+import { refuseFile, StateError } from '../errors.ts';
+import { GroupCommit } from '../group-commit.ts';
+import { HeldEntry } from '../held-entry.ts';
 import { acquireLock, type HeldLock } from './lock-file.ts';
 import { encodeLine, JournalWriter, type FsyncCounter, type JournalLine } from './journal.ts';
-import { migrateDocument } from './migrations.ts';
-import { inboxEntrySchema } from './mutations.ts';
-import { ModelStore } from './model-store.ts';
-import { resolveFileStoreOptions, type FileStoreOptions, type ResolvedFileStoreOptions } from './options.ts';
+import { migrateDocument } from './document-migrations.ts';
+import { inboxEntrySchema } from '../mutations.ts';
+import { HeldStateStore } from '../held-state-store.ts';
+import { resolveFileStoreOptions, type FileStoreOptions, type ResolvedFileStoreOptions } from '../options.ts';
 import { openSegments, planReplay, SegmentNames, type SealedSegment } from './segments.ts';
-import { StateModel, type DocumentSnapshot } from './state-model.ts';
-import type { CloseOptions, StateStats, StateStore } from './store.ts';
+import { HeldState, type DocumentSnapshot } from '../held-state.ts';
+import type { CloseOptions, StateStats, StateStore } from '../store.ts';
 
 export function createFileStore(options: FileStoreOptions = {}): StateStore {
   return new FileStore(resolveFileStoreOptions(options), {});
@@ -76,7 +76,7 @@ interface Fold {
   spill: DedupEntry[];
 }
 
-class FileStore extends ModelStore {
+class FileStore extends HeldStateStore {
   protected readonly label: string;
   readonly #files: ResolvedFileStoreOptions;
   readonly #internals: FileStoreInternals;
@@ -194,7 +194,7 @@ class FileStore extends ModelStore {
         );
       for (const entry of read.entries) filed.push(entry);
     }
-    const model = StateModel.fromDocument(document, this.options, filed, this.#heldInbox());
+    const model = HeldState.fromDocument(document, this.options, filed, this.#heldInbox());
     for (const record of plan.records) model.apply(record.mutation, record.held);
     model.pruneExpired(this.options.now());
 

@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { STATE_DEFAULTS, type FileStoreOptions } from '../../src/state/index.ts';
-import { useTempDir } from './temp-dir.ts';
+import { STATE_DEFAULTS, type FileStoreOptions } from '../../../src/state/index.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const child = fileURLToPath(new URL('./backlog-child.ts', import.meta.url));

@@ -5,8 +5,8 @@
 import { chmod, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createFileStore } from '../../src/state/file-store.ts';
-import { useTempDir } from './temp-dir.ts';
+import { createFileStore } from '../../../src/state/file/file-store.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const mode = async (path: string) => (await stat(path)).mode & 0o777;

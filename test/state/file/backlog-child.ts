@@ -7,7 +7,7 @@
  *     opens the store (the restart), holds every pending delivery's handle at once (as the pipeline's
  *     queue does), reads each body in turn, checks it and marks it processed; prints {"processed":n}
  */
-import { createFileStore, StateError, type FileStoreOptions } from '../../src/state/index.ts';
+import { createFileStore, StateError, type FileStoreOptions } from '../../../src/state/index.ts';
 
 const [mode, path, optionsJson, compactArg] = process.argv.slice(2);
 const options = { ...(JSON.parse(optionsJson ?? '{}') as FileStoreOptions), path };

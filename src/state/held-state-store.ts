@@ -1,5 +1,5 @@
 /**
- * The StateStore operations over a StateModel, shared by the embedded and the in-memory backend.
+ * The StateStore operations over a HeldState, shared by the embedded and the in-memory backend.
  * A backend supplies only durability (`persist`, `settled`) and its lifecycle; so both backends
  * answer every operation the same way, which the shared contract tests check.
  *
@@ -16,7 +16,7 @@ import { StateError } from './errors.ts';
 import { HeldEntry } from './held-entry.ts';
 import { mutationSchema, type Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
-import { StateModel } from './state-model.ts';
+import { HeldState } from './held-state.ts';
 import type {
   AcceptResult,
   ActionFailure,
@@ -49,16 +49,16 @@ function storableHeaders(headers: Record<string, string>): Record<string, string
   );
 }
 
-export abstract class ModelStore implements StateStore {
+export abstract class HeldStateStore implements StateStore {
   protected readonly options: ResolvedStateOptions;
-  protected model: StateModel;
+  protected model: HeldState;
   protected isOpen = false;
   /** What the error messages call this store: its file, or "the in-memory state store". */
   protected abstract readonly label: string;
 
   constructor(options: ResolvedStateOptions) {
     this.options = options;
-    this.model = new StateModel(options);
+    this.model = new HeldState(options);
   }
 
   abstract open(): Promise<void>;

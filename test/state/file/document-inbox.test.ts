@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitInbox } from '../../src/state/document-inbox.ts';
+import { splitInbox } from '../../../src/state/file/document-inbox.ts';
 
 const entry = (id: string, body: unknown) => ({ id, key: `k-${id}`, kind: 'issue', body });
 

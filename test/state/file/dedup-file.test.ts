@@ -1,10 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { keptDedupFiles, readDedupFile, writeDedupFile } from '../../src/state/dedup-file.ts';
-import type { DedupFileRef } from '../../src/state/document.ts';
-import { StateError } from '../../src/state/errors.ts';
-import { useTempDir } from './temp-dir.ts';
+import { keptDedupFiles, readDedupFile, writeDedupFile } from '../../../src/state/file/dedup-file.ts';
+import type { DedupFileRef } from '../../../src/state/file/document.ts';
+import { StateError } from '../../../src/state/errors.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const entries = [

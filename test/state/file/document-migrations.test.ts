@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { emptyDocument, SCHEMA_VERSION } from '../../src/state/document.ts';
-import { StateError } from '../../src/state/errors.ts';
-import { migrateDocument } from '../../src/state/migrations.ts';
+import { emptyDocument, SCHEMA_VERSION } from '../../../src/state/file/document.ts';
+import { StateError } from '../../../src/state/errors.ts';
+import { migrateDocument } from '../../../src/state/file/document-migrations.ts';
 
 const PATH = 'data/hookbot.json';
 

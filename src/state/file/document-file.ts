@@ -8,7 +8,7 @@
 import { open, readFile, rename, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
-import { refuseFile } from './errors.ts';
+import { refuseFile } from '../errors.ts';
 import { linkOrCopy, STATE_FILE_MODE, syncFolder, tempPathOf } from './durable-fs.ts';
 import { splitInbox } from './document-inbox.ts';
 import { stringifyInSlices } from './sliced-json.ts';

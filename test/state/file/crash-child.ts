@@ -5,7 +5,7 @@
  * threshold makes the kill land inside compactions too; options given as JSON (a small
  * `dedupFileKeys`) make them write de-dup files as well.
  */
-import { createFileStore, type FileStoreOptions } from '../../src/state/index.ts';
+import { createFileStore, type FileStoreOptions } from '../../../src/state/index.ts';
 
 const path = process.argv[2];
 if (path === undefined) throw new Error('usage: crash-child.ts <state file> [options as JSON]');

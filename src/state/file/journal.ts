@@ -14,10 +14,10 @@
 import { writeSync } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
-import { StateError, refuseFile, refuseNewer } from './errors.ts';
+import { StateError, refuseFile, refuseNewer } from '../errors.ts';
 import { replaceFile, STATE_FILE_MODE } from './durable-fs.ts';
-import { HeldEntry } from './held-entry.ts';
-import { mutationSchema, type Mutation } from './mutations.ts';
+import { HeldEntry } from '../held-entry.ts';
+import { mutationSchema, type Mutation } from '../mutations.ts';
 
 export interface JournalRecord {
   seq: number;

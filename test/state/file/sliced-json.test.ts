@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RawJson, stringifyInSlices } from '../../src/state/sliced-json.ts';
+import { RawJson, stringifyInSlices } from '../../../src/state/file/sliced-json.ts';
 
 describe('stringifyInSlices', () => {
   it.each([

@@ -1,9 +1,9 @@
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DedupFolder } from '../../src/state/dedup-folder.ts';
-import type { DedupFileRef } from '../../src/state/document.ts';
-import { useTempDir } from './temp-dir.ts';
+import { DedupFolder } from '../../../src/state/file/dedup-folder.ts';
+import type { DedupFileRef } from '../../../src/state/file/document.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const ref = (file: string): DedupFileRef => ({ file, keys: 1, bytes: 1, newest: 1, crc: '00000000' });

@@ -12,8 +12,8 @@ import {
   createObservedFileStore,
   type CompactionStep,
   type FileStoreInternals,
-} from '../../src/state/file-store.ts';
-import { headerLine } from '../../src/state/journal.ts';
+} from '../../../src/state/file/file-store.ts';
+import { headerLine } from '../../../src/state/file/journal.ts';
 import {
   createFileStore,
   SCHEMA_VERSION,
@@ -21,8 +21,8 @@ import {
   type Delivery,
   type FileStoreOptions,
   type StateStore,
-} from '../../src/state/index.ts';
-import { fakeClock, useTempDir, type FakeClock } from './temp-dir.ts';
+} from '../../../src/state/index.ts';
+import { fakeClock, useTempDir, type FakeClock } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const docIn = (folder: string) => join(folder, 'hookbot.json');

@@ -8,11 +8,11 @@ import { existsSync } from 'node:fs';
 import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acquireLock, type LockEnvironment } from '../../src/state/lock-file.ts';
-import { createFileStore, StateError } from '../../src/state/index.ts';
-import { exited, holdStateInChild } from '../helpers/hold-state.ts';
-import { waitFor } from '../helpers/wait-for.ts';
-import { useTempDir } from './temp-dir.ts';
+import { acquireLock, type LockEnvironment } from '../../../src/state/file/lock-file.ts';
+import { createFileStore, StateError } from '../../../src/state/index.ts';
+import { exited, holdStateInChild } from '../../helpers/hold-state.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const lockPath = () => join(dir.path, 'hookbot.json.lock');

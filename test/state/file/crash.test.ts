@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { readdir } from 'node:fs/promises';
-import { createFileStore, type FileStoreOptions } from '../../src/state/index.ts';
-import { useTempDir } from './temp-dir.ts';
+import { createFileStore, type FileStoreOptions } from '../../../src/state/index.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const child = fileURLToPath(new URL('./crash-child.ts', import.meta.url));

@@ -13,7 +13,7 @@
 import { readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { syncFolder } from './durable-fs.ts';
-import { refuseFile } from './errors.ts';
+import { refuseFile } from '../errors.ts';
 import {
   JournalWriter,
   readJournal,

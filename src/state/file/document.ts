@@ -10,7 +10,7 @@ import {
   outboxActionSchema,
   pausedRuleSchema,
   watchEntrySchema,
-} from './mutations.ts';
+} from '../mutations.ts';
 
 /** Bump together with a step in migrations.ts whenever the document's shape changes. */
 export const SCHEMA_VERSION = 2;

@@ -3,7 +3,7 @@
  * brought up to SCHEMA_VERSION one step at a time, then validated once; a document from a newer
  * hookbot, or one that fails validation, is refused (never rewritten), naming the file.
  */
-import { refuseFile, refuseNewer } from './errors.ts';
+import { refuseFile, refuseNewer } from '../errors.ts';
 import { SCHEMA_VERSION, stateDocumentSchema, type StateDocument } from './document.ts';
 
 type RawDocument = Record<string, unknown>;

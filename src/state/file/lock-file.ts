@@ -23,7 +23,7 @@ import { hostname } from 'node:os';
 import { open, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { STATE_FILE_MODE } from './durable-fs.ts';
-import { StateError } from './errors.ts';
+import { StateError } from '../errors.ts';
 
 /** What the lock file holds: who has the state open. */
 export interface LockHolder {

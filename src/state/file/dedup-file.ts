@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { DedupEntry, DedupFileRef } from './document.ts';
 import { replaceFile } from './durable-fs.ts';
-import { refuseFile } from './errors.ts';
+import { refuseFile } from '../errors.ts';
 import { stringifyInSlices } from './sliced-json.ts';
 
 const KIND = 'hookbot-dedup';

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeRecord } from '../../src/state/journal.ts';
+import { encodeRecord } from '../../../src/state/file/journal.ts';
 import {
   createFileStore,
   SCHEMA_VERSION,
@@ -14,8 +14,8 @@ import {
   type Delivery,
   type FileStoreOptions,
   type StateStore,
-} from '../../src/state/index.ts';
-import { fakeClock, useTempDir } from './temp-dir.ts';
+} from '../../../src/state/index.ts';
+import { fakeClock, useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 const files = () => ({

@@ -7,11 +7,11 @@
  * Records are replaced, never modified in place, so an object a read returned does not change
  * under the caller's feet.
  */
-import { SCHEMA_VERSION, type DedupEntry, type StateDocument } from './document.ts';
+import { SCHEMA_VERSION, type DedupEntry, type StateDocument } from './file/document.ts';
 import { HeldEntry } from './held-entry.ts';
 import type { Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
-import type { RawJson } from './sliced-json.ts';
+import type { RawJson } from './file/sliced-json.ts';
 import type { DecisionRecord, OutboxAction, PausedRule, WatchEntry } from './store.ts';
 
 export type ModelBounds = Pick<
@@ -28,7 +28,7 @@ interface ScheduleEntry {
   at: number;
 }
 
-export class StateModel {
+export class HeldState {
   /** Insertion order is acceptance order. */
   readonly inbox = new Map<string, HeldEntry>();
   /** The inbox entries' stored size, summed (the byte bound, `maxPendingBytes`). */
@@ -76,8 +76,8 @@ export class StateModel {
     bounds: ModelBounds,
     filed: Iterable<DedupEntry> = [],
     held: Iterable<HeldEntry> = [],
-  ): StateModel {
-    const model = new StateModel(bounds);
+  ): HeldState {
+    const model = new HeldState(bounds);
     for (const entry of doc.inbox) model.#hold(HeldEntry.fromEntry(entry));
     for (const entry of held) model.#hold(entry);
     for (const entry of filed) model.#setKey(entry.key, entry.id, entry.expiresAt);

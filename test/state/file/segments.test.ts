@@ -5,10 +5,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StateError } from '../../src/state/errors.ts';
-import { encodeRecord, headerLine, type JournalContents } from '../../src/state/journal.ts';
-import { planReplay, SegmentNames, type SegmentFile } from '../../src/state/segments.ts';
-import { useTempDir } from './temp-dir.ts';
+import { StateError } from '../../../src/state/errors.ts';
+import { encodeRecord, headerLine, type JournalContents } from '../../../src/state/file/journal.ts';
+import { planReplay, SegmentNames, type SegmentFile } from '../../../src/state/file/segments.ts';
+import { useTempDir } from '../temp-dir.ts';
 
 const dir = useTempDir();
 
