@@ -25,7 +25,7 @@ import { createSnapshotReader, type SnapshotReader } from './rules/read-snapshot
 import type { BotIdentity } from './rules/snapshot.ts';
 import { withdrawRemovedRules } from './rules/withdraw.ts';
 import { createRulesHolder, type RulesHolder } from './rules/rules-holder.ts';
-import { createFileStore } from './state/file/file-store.ts';
+import { createStoreFromConfig } from './state-from-config.ts';
 import type { StateStore } from './state/store.ts';
 import { basicAuth } from './status/basic-auth.ts';
 import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
@@ -81,12 +81,7 @@ export async function startRuntime(
   const signatureSecret = config.webhook.signature.secret;
   if (signatureSecret) log.addSecret(signatureSecret);
 
-  const store = createFileStore({
-    path: config.state.path,
-    dedupTtlMs: config.state.dedup_ttl_ms,
-    decisionItems: config.state.decisions,
-    maxPending: config.state.max_pending,
-    maxPendingBytes: config.state.max_pending_bytes,
+  const store = createStoreFromConfig(config.state, {
     onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
     log: log.child({ part: 'state' }),
   });

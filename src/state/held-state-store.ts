@@ -92,6 +92,28 @@ export abstract class HeldStateStore implements StateStore {
         'inbox_full',
         `the inbox holds ${this.model.inbox.size} unprocessed deliveries (the limit, maxPending); refusing more until some are processed`,
       );
+    const { entry, held, pieces, expiresAt } = this.prepareAccept(delivery, now);
+    if (this.model.inboxBytes + held.bytes > this.options.maxPendingBytes)
+      throw new StateError(
+        'inbox_full',
+        `the inbox holds ${this.model.inboxBytes} bytes of unprocessed deliveries and this one (${held.bytes} bytes) would pass the limit of ${this.options.maxPendingBytes} (maxPendingBytes); refusing more until some are processed`,
+      );
+    this.model.acceptHeld(held, now, expiresAt);
+    // The same text as JSON.stringify of the whole mutation, without serialising the body twice,
+    // in pieces: the body's text goes into the journal line as it is (journal.ts encodeLine).
+    await this.persist(['{"op":"accept","entry":', ...pieces, `,"expiresAt":${expiresAt}}`]);
+    return { id: entry.id, duplicate: false };
+  }
+
+  /**
+   * The entry a delivery becomes, checked and encoded once: its JSON in pieces (the body's received
+   * text spliced in), held as text. Throws a TypeError, before anything changed, for a field a
+   * restart would not give back the same or a body JSON cannot hold (BigInt, cycles).
+   */
+  protected prepareAccept(
+    delivery: Delivery,
+    now: number,
+  ): { entry: InboxEntry; held: HeldEntry; pieces: string[]; expiresAt: number } {
     const entry: InboxEntry = {
       id: randomUUID(),
       key: delivery.key,
@@ -103,7 +125,6 @@ export abstract class HeldStateStore implements StateStore {
     };
     const expiresAt = now + this.options.dedupTtlMs;
     this.checkAccept(entry, expiresAt);
-    // Throws a TypeError, before anything changed, for a body JSON cannot hold (BigInt, cycles).
     const pieces =
       delivery.bodyText === undefined ? [JSON.stringify(entry)] : entryJsonPieces(entry, delivery.bodyText);
     const bytes = pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0);
@@ -113,16 +134,7 @@ export abstract class HeldStateStore implements StateStore {
       pieces.reduce((json, piece) => json + piece),
       bytes,
     );
-    if (this.model.inboxBytes + held.bytes > this.options.maxPendingBytes)
-      throw new StateError(
-        'inbox_full',
-        `the inbox holds ${this.model.inboxBytes} bytes of unprocessed deliveries and this one (${held.bytes} bytes) would pass the limit of ${this.options.maxPendingBytes} (maxPendingBytes); refusing more until some are processed`,
-      );
-    this.model.acceptHeld(held, now, expiresAt);
-    // The same text as JSON.stringify of the whole mutation, without serialising the body twice,
-    // in pieces: the body's text goes into the journal line as it is (journal.ts encodeLine).
-    await this.persist(['{"op":"accept","entry":', ...pieces, `,"expiresAt":${expiresAt}}`]);
-    return { id: entry.id, duplicate: false };
+    return { entry, held, pieces, expiresAt };
   }
 
   pending(): InboxEntry[] {
@@ -370,6 +382,13 @@ export abstract class HeldStateStore implements StateStore {
    * time that is not a number) is refused here rather than written into the journal.
    */
   private async commit(mutation: Mutation): Promise<void> {
+    const { json, checked } = this.validated(mutation);
+    this.model.apply(checked);
+    await this.persist(json);
+  }
+
+  /** The mutation as JSON and as read back from it (what memory and the backend keep), or a TypeError. */
+  protected validated(mutation: Mutation): { json: string; checked: Mutation } {
     const json = JSON.stringify(mutation);
     const checked = mutationSchema.safeParse(JSON.parse(json));
     if (!checked.success) {
@@ -378,8 +397,7 @@ export abstract class HeldStateStore implements StateStore {
         `${this.label}: refusing to store an invalid ${mutation.op} (${issue?.path.join('.')}: ${issue?.message})`,
       );
     }
-    this.model.apply(checked.data);
-    await this.persist(json);
+    return { json, checked: checked.data as Mutation };
   }
 }
 

@@ -132,6 +132,14 @@ export class HeldState {
     this.#enforceBounds();
   }
 
+  /**
+   * Holds an inbox entry accepted elsewhere (another replica's, taken over once its lease ran out):
+   * its de-dup key is the database's business, not this replica's.
+   */
+  adopt(held: HeldEntry): void {
+    if (!this.inbox.has(held.id)) this.#hold(held);
+  }
+
   /** The id of the delivery first accepted with `key`, if the key is still within its window at `now`. */
   duplicateOf(key: string, now: number): string | undefined {
     const seen = this.dedup.get(key);
