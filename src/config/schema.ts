@@ -246,7 +246,9 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe(
           'A PostgreSQL connection string (postgres://user:password@host:5432/db): the state goes there instead of the state file, and several replicas may share it (docs/deployment.md). Empty: the state file.',
         )
-        .meta(meta({ env: 'HOOKBOT_DATABASE_URL', secret: true, example: 'postgres://hookbot@db:5432/hookbot' })),
+        .meta(
+          meta({ env: 'HOOKBOT_DATABASE_URL', secret: true, example: 'postgres://hookbot@db:5432/hookbot' }),
+        ),
       database_schema: nonEmptyText()
         .default('public')
         .describe("The PostgreSQL schema holding hookbot's tables (created and migrated by hookbot)."),
