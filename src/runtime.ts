@@ -183,6 +183,7 @@ export async function startRuntime(
         app.use(
           createStatusRouter({
             store,
+            ...(store.fleet ? { fleet: store.fleet } : {}),
             rules,
             recentDeliveries: deliveries.list,
             sweeps: Object.entries(config.scheduler.sweeps)

@@ -120,7 +120,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
       max: this.#pg.poolSize,
       connectionTimeoutMillis: this.#pg.connectTimeoutMs,
       options: `-c search_path=${quoteIdent(this.#pg.schema)}`,
-      application_name: 'hookbot',
+      // Names the schema too: an operator (or a test) can tell one deployment's connections apart.
+      application_name: `hookbot/${this.#pg.schema}`.slice(0, 63),
     });
     // A connection that dies while idle (the server restarted, a backend was terminated) is an
     // event, not a crash: the pool drops it and the next query opens a new one.

@@ -175,7 +175,8 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, the database going away',
     await a.accept(delivery('before'));
     // Every connection the store holds is terminated (as a database restart does).
     await adminQuery(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hookbot' AND datname = current_database() AND pid <> pg_backend_pid()`,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`,
+      [`hookbot/${shared}`],
     );
     // The pool notices and opens new connections: a later accept succeeds.
     await until(async () => {
