@@ -17,6 +17,7 @@ import { allBotOutput } from '../test/reliability/bot-process.ts';
 import { badInputScenario } from '../test/reliability/bad-input.ts';
 import { badFilesScenario } from '../test/reliability/bad-files.ts';
 import { crashScenario } from '../test/reliability/crash.ts';
+import { modelScenario } from '../test/reliability/model.ts';
 import { outageScenario } from '../test/reliability/outage.ts';
 import { replicasScenario } from '../test/reliability/replicas.ts';
 import { addTotals, zeroTotals, type ScenarioResult } from '../test/reliability/report.ts';
@@ -30,6 +31,7 @@ const scenarios: Record<string, (sizes: Sizes) => Promise<ScenarioResult>> = {
   'bad-input': badInputScenario,
   'bad-files': badFilesScenario,
   backlog: backlogScenario,
+  model: modelScenario,
   secrets: secretsScenario,
 };
 

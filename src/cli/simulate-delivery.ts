@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseHookEvent, type HookEvent } from '../events/schemas.ts';
-import { KNOWN_KINDS } from '../receiver/parse-delivery.ts';
+import { KNOWN_KINDS } from '../events/delivery.ts';
 
 /** `X-Gitlab-Event` headers of that era and the `object_kind` their bodies carry (docs/server-behaviour.md#hook-delivery). */
 export const EVENT_KINDS: Readonly<Record<string, string>> = {

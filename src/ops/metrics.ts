@@ -5,36 +5,17 @@
  * never concrete paths or ids).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { KNOWN_KINDS, type DeliveryOutcome } from '../events/delivery.ts';
 
-/** How the receiver answered a delivery (issue 4). */
-export type DeliveryOutcome =
-  | 'accepted'
-  | 'duplicate'
-  | 'ignored'
-  | 'unauthorized'
-  | 'bad_request'
-  | 'too_large'
-  | 'inbox_full'
-  | 'overloaded'
-  | 'error';
+export type { DeliveryOutcome };
 
 /**
  * The `kind` label of deliveries: the hook format's object kinds, `unknown` for a delivery without
  * one, and `other` for any other text. A label value is a series kept for the process's life, and
  * `object_kind` is whatever the sender wrote: taken as received, invented kinds would grow
- * /metrics without bound (a test keeps this list equal to the receiver's known kinds).
+ * /metrics without bound. The receiver's list of known kinds, so the two cannot drift apart.
  */
-export const DELIVERY_KIND_LABELS = [
-  'push',
-  'tag_push',
-  'issue',
-  'note',
-  'merge_request',
-  'build',
-  'pipeline',
-  'wiki_page',
-] as const;
-const deliveryKindLabels = new Set<string>(DELIVERY_KIND_LABELS);
+const deliveryKindLabels = new Set<string>(KNOWN_KINDS);
 
 export function deliveryKindLabel(kind: string | undefined): string {
   if (kind === undefined) return 'unknown';

@@ -6,7 +6,8 @@
  * route bypasses express and everything else stays on express.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseDelivery, KNOWN_KINDS } from './parse-delivery.ts';
+import { KNOWN_KINDS, type DeliveryOutcome } from '../events/delivery.ts';
+import { parseDelivery } from './parse-delivery.ts';
 import { createDeliveryVerifier, type VerifyOptions } from './verify.ts';
 
 /** What the receiver needs of the state store: durable before it resolves. */
@@ -29,18 +30,7 @@ export interface AcceptedDelivery {
   body: unknown;
 }
 
-export type DeliveryOutcome =
-  | 'accepted'
-  | 'duplicate'
-  | 'ignored'
-  | 'unauthorized'
-  | 'bad_request'
-  | 'too_large'
-  /** 503: the inbox is full (by entries or by bytes); the delivery was not kept. */
-  | 'inbox_full'
-  /** 503: bodies being read at once reached their cap; this one was not read. */
-  | 'overloaded'
-  | 'error';
+export type { DeliveryOutcome };
 
 export interface HookHandlerOptions {
   verify: VerifyOptions;

@@ -5,19 +5,6 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 
-/** The kinds of that era (docs/server-behaviour.md#hook-delivery). */
-export const KNOWN_KINDS = [
-  'push',
-  'tag_push',
-  'issue',
-  'note',
-  'merge_request',
-  'build',
-  'pipeline',
-  'wiki_page',
-] as const;
-export type ObjectKind = (typeof KNOWN_KINDS)[number];
-
 export type ParsedDelivery =
   | { ok: true; event: string; kind: string; body: Record<string, unknown>; text: string; key: string }
   | { ok: false; message: string };

@@ -33,23 +33,56 @@ function headMoved(planned: string, now: string | null | undefined): CallResult 
   };
 }
 
-/** Re-reads the MR; an outcome when it must not be merged now, else the MR. */
+/** What the merge calls need to know of the MR right before the call. */
+interface MergeFacts {
+  state: string;
+  head: string | null;
+  work_in_progress: boolean;
+  merge_when_build_succeeds: boolean;
+}
+
+/**
+ * The MR's facts just before the call. When the fresh check has just evaluated the item, its read
+ * IS the last one: reading state and head again would open a window in which a label or a status
+ * changes unseen between the evaluation and the call. Without a fresh check, the MR is re-read.
+ */
+async function factsBeforeCall(
+  ctx: CallContext,
+  args: MergeRequestTarget & { sha: string },
+): Promise<MergeFacts> {
+  const fresh = ctx.fresh;
+  if (fresh?.kind === 'merge_request' && fresh.id === args.merge_request_id && fresh.sha !== null)
+    return {
+      state: fresh.state,
+      head: fresh.sha,
+      work_in_progress: fresh.work_in_progress,
+      merge_when_build_succeeds: fresh.merge_when_build_succeeds,
+    };
+  const mr = await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
+  return {
+    state: mr.state,
+    head: isOpenState(mr.state) ? await headOf(ctx, mr) : null,
+    work_in_progress: mr.work_in_progress,
+    merge_when_build_succeeds: mr.merge_when_build_succeeds,
+  };
+}
+
+/** An outcome when the MR must not be merged now, else its facts. */
 async function recheck(
   ctx: CallContext,
   args: MergeRequestTarget & { sha: string },
-): Promise<MergeRequest | CallResult> {
-  const mr = await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
+): Promise<MergeFacts | CallResult> {
+  const mr = await factsBeforeCall(ctx, args);
   if (mr.state === 'merged') return skipped('already merged');
   // `locked`: someone is merging it right now (real servers show it mid-merge).
   if (!isOpenState(mr.state)) return skipped(`the merge request is ${mr.state}`);
-  const head = await headOf(ctx, mr);
-  if (head !== args.sha) return headMoved(args.sha, head);
+  if (mr.head !== args.sha) return headMoved(args.sha, mr.head);
   // Marked WIP since the evaluation: the plan is stale, and the server would refuse (405) anyway.
   if (mr.work_in_progress) return skipped('the merge request is work in progress now');
   return mr;
 }
 
-const isOutcome = (value: MergeRequest | CallResult): value is CallResult =>
+const isOutcome = (value: MergeFacts | CallResult): value is CallResult =>
   'status' in value && 'detail' in value;
 
 async function ensureWatched(
@@ -192,7 +225,13 @@ export async function cancelMergeWhenBuildSucceeds(
   ctx: CallContext,
   args: CallArgs['mergeRequests.cancelMergeWhenBuildSucceeds'],
 ): Promise<CallResult> {
-  const mr = await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
+  // The fresh check's read when there is one, for the same reason as for a merge: the evaluation
+  // that planned the cancel is the last read before it.
+  const fresh = ctx.fresh;
+  const mr =
+    fresh?.kind === 'merge_request' && fresh.id === args.merge_request_id
+      ? fresh
+      : await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
   // Whatever happens next, the bot no longer waits to merge it.
   await ctx.store.unwatch(ctx.itemKey);
   if (!isOpenState(mr.state)) return skipped(`the merge request is ${mr.state}`);

@@ -2,7 +2,7 @@
 import type { Client } from '../api/client.ts';
 import type { StateStore } from '../state/store.ts';
 import type { PlannedCall } from './planned-call.ts';
-import type { BotIdentity, Trigger } from './snapshot.ts';
+import type { BotIdentity, ItemSnapshot, Trigger } from './snapshot.ts';
 
 /** The slice of the client the executor uses: the reads of its re-checks, and the writes of the plan. */
 export interface ExecutorClient {
@@ -94,6 +94,11 @@ export interface CallContext {
   log: ExecutorLog;
   /** The bot's own user: only its notes count when looking for a comment's marker. */
   bot?: BotIdentity;
+  /**
+   * The item as the fresh check read it just before this call (calls in CHECKED_FRESH only): the
+   * call relies on it instead of reading again, so the evaluation is the last read before the call.
+   */
+  fresh?: ItemSnapshot;
 }
 
 export const done = (detail: string): CallResult => ({ status: 'done', detail });

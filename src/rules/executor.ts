@@ -370,6 +370,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
         now,
         log,
         ...(options.bot ? { bot: options.bot } : {}),
+        ...(verdict?.planned ? { fresh: verdict.snapshot } : {}),
       });
     } catch (error) {
       result = resultOfError(error);

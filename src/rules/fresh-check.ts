@@ -19,10 +19,18 @@ import { actionIdOf } from './exec-ids.ts';
 import type { StoredCall } from './exec-types.ts';
 import type { ItemAddress, SnapshotReader } from './read-snapshot.ts';
 import { showValue } from './show-value.ts';
-import type { ItemKind, Trigger } from './snapshot.ts';
+import type { ItemKind, ItemSnapshot, Trigger } from './snapshot.ts';
 
 export type FreshVerdict =
-  | { planned: true }
+  | {
+      planned: true;
+      /**
+       * The item as this check just read it. The call is made on these facts with no read in
+       * between: a second read (of state and head only) would let a label added between the two
+       * pass unseen.
+       */
+      snapshot: ItemSnapshot;
+    }
   | {
       planned: false;
       /** `<rule> no longer matches (<condition> seen <value>)` and the like: explain shows it. */
@@ -111,12 +119,12 @@ export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
         };
       for (const [name, bucket] of bucketsOf(snapshot, stored.required ?? []))
         if (bucket !== 'passed') return { planned: false, reason: `required status ${name} is ${bucket}` };
-      return { planned: true };
+      return { planned: true, snapshot };
     }
 
     const id = actionIdOf(itemKey, rule, call);
     if (evaluation.plan.some((planned) => actionIdOf(itemKey, planned.rule, planned.call) === id))
-      return { planned: true };
+      return { planned: true, snapshot };
     return { planned: false, reason: withdrawalReason(evaluation, rule, call.op) };
   };
 }

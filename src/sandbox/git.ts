@@ -183,6 +183,20 @@ export function createGitRepos(dir: string, options: GitReposOptions = {}): GitR
     return env;
   }
 
+  // ---- memos of what never changes ---------------------------------------------------------
+  // A commit, once written, is never rewritten or deleted (repositories are removed only with
+  // their project, and ids are not reused): so "this full sha is a commit" and the commit itself
+  // can be remembered. Refs move, so branch and tag names are always asked of git. The memo saves
+  // about half of the git processes a merge request read costs. Bounded: oldest entries go first.
+  const MEMO_LIMIT = 20_000;
+  const knownCommits = new Map<string, GitCommit>();
+  const memoKey = (repo: string, sha: string, env?: Record<string, string>) =>
+    `${repo}\0${env?.GIT_ALTERNATE_OBJECT_DIRECTORIES ?? ''}\0${sha}`;
+  function remember(key: string, commit: GitCommit): void {
+    if (knownCommits.size >= MEMO_LIMIT) knownCommits.delete(knownCommits.keys().next().value!);
+    knownCommits.set(key, commit);
+  }
+
   /** A full sha for a branch, tag or sha (only commits), or undefined. */
   async function resolveIn(
     repo: string,
@@ -190,6 +204,7 @@ export function createGitRepos(dir: string, options: GitReposOptions = {}): GitR
     env?: Record<string, string>,
   ): Promise<string | undefined> {
     if (!ref || ref.includes('\0')) return undefined;
+    if (FULL_SHA.test(ref) && knownCommits.has(memoKey(repo, ref, env))) return ref;
     const r = await run(
       ['-C', repo, 'rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`],
       {
@@ -211,10 +226,30 @@ export function createGitRepos(dir: string, options: GitReposOptions = {}): GitR
     env?: Record<string, string>,
   ): Promise<GitCommit[]> {
     if (shas.length === 0) return [];
-    const r = await run(['-C', repo, 'cat-file', '--batch'], { env, input: `${shas.join('\n')}\n` });
-    return parseBatch(r.stdout)
-      .filter((o) => o.type === 'commit')
-      .map((o) => parseCommit(o.sha, o.content));
+    if (!shas.every((sha) => FULL_SHA.test(sha))) {
+      const r = await run(['-C', repo, 'cat-file', '--batch'], { env, input: `${shas.join('\n')}\n` });
+      return parseBatch(r.stdout)
+        .filter((o) => o.type === 'commit')
+        .map((o) => parseCommit(o.sha, o.content));
+    }
+    const missing = shas.filter((sha) => !knownCommits.has(memoKey(repo, sha, env)));
+    const read = new Map<string, GitCommit>();
+    if (missing.length > 0) {
+      const r = await run(['-C', repo, 'cat-file', '--batch'], { env, input: `${missing.join('\n')}\n` });
+      for (const o of parseBatch(r.stdout))
+        if (o.type === 'commit') {
+          const commit = parseCommit(o.sha, o.content);
+          read.set(o.sha, commit);
+          remember(memoKey(repo, o.sha, env), commit);
+        }
+    }
+    const out: GitCommit[] = [];
+    for (const sha of shas) {
+      const commit = read.get(sha) ?? knownCommits.get(memoKey(repo, sha, env));
+      // A copy: callers may shape what they are given; the memo stays as git wrote it.
+      if (commit) out.push(structuredClone(commit));
+    }
+    return out;
   }
 
   async function readCommit(repo: string, sha: string, env?: Record<string, string>): Promise<GitCommit> {
@@ -624,6 +659,8 @@ function parentDirs(filePath: string): string[] {
 }
 
 /** Objects of `git cat-file --batch` output. */
+const FULL_SHA = /^[0-9a-f]{40}$/;
+
 function parseBatch(out: Buffer): { sha: string; type: string; content: Buffer }[] {
   const objects: { sha: string; type: string; content: Buffer }[] = [];
   let pos = 0;

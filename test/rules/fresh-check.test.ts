@@ -138,7 +138,11 @@ describe('the fresh check before merges', () => {
     };
     expect(rules.rules.some((rule) => rule.name === 'arm')).toBe(true);
     // The statuses passed, so the arming rule's `state: pending` no longer holds: that is the point.
-    expect(await freshCheck(itemKey, stored)).toEqual({ planned: true });
+    // The verdict carries the read it was made on: the merge is made on those facts, read no later.
+    expect(await freshCheck(itemKey, stored)).toMatchObject({
+      planned: true,
+      snapshot: { id: mr.id, sha: mr.sha, labels: ['automerge'], state: 'opened' },
+    });
     await world.admin.mergeRequests.update(project.id, mr.id, { labels: [] });
     expect(await freshCheck(itemKey, stored)).toEqual({
       planned: false,
