@@ -159,6 +159,7 @@ export async function startRuntime(
           client,
           store,
           bot,
+          ...(store.fleet ? { fleet: store.fleet } : {}),
           freshCheck: createFreshCheck({ reader, rules }),
           log: log.child({ part: 'executor' }),
         });

@@ -136,6 +136,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       client,
       store,
       dryRun,
+      ...(store.fleet ? { fleet: store.fleet } : {}),
       log,
       bot: me,
       freshCheck: createFreshCheck({ reader, rules: projectRules }),

@@ -20,7 +20,7 @@ import type { CompiledRuleSet } from './compile.ts';
 import type { Evaluation } from './engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './exec-ids.ts';
 import { assignItem, comment, moveIssue, postStatus, subscription, updateItem } from './exec-item-calls.ts';
-import { createKeyedLock } from './exec-lock.ts';
+import { createKeyedLock, type FleetLeases } from './exec-lock.ts';
 import { cancelMergeWhenBuildSucceeds, merge, mergeWhenBuildSucceeds } from './exec-merge.ts';
 import { requiredStatusesOf } from './exec-required.ts';
 import {
@@ -81,6 +81,8 @@ export interface ExecutorOptions {
   freshCheck?: FreshCheck;
   /** The bot's own user: a comment's marker is looked for in its notes only. */
   bot?: BotIdentity;
+  /** Several replicas on one database: one of them acts on an item at a time (exec-lock.ts). */
+  fleet?: FleetLeases;
 }
 
 /**
@@ -294,7 +296,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
     maxDelayMs: options.retry?.maxDelayMs ?? 30 * 60_000,
     random: options.random ?? Math.random,
   };
-  const lock = createKeyedLock();
+  const lock = createKeyedLock(options.fleet);
   // An action is leased (made due only `leaseMs` later) while its first try runs, so the retry
   // sweep leaves it alone. A lease taken before this executor existed belongs to a process that is
   // gone (one bot per state file): nothing will finish that try, so the action is due at once
