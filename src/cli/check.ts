@@ -5,7 +5,7 @@
  * problem on stdout, one a line, as `file:line:column: message (hint)`, so editors and CI can jump
  * to it.
  */
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 
 const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
 

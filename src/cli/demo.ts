@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 import { demoSteps, type DemoWorld } from './demo-steps.ts';
 
 interface DemoOptions {

@@ -29,7 +29,7 @@ import {
   type ExplainQuery,
 } from '../rules/find-decision.ts';
 import type { StateStore } from '../state/store.ts';
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 
 interface ExplainOptions {
   /** `true` when given without a URL. */

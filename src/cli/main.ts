@@ -1,14 +1,10 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { closest } from '../text/did-you-mean.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 
 /** Exit codes: 0 ok, 1 the command ran and found problems, 2 the command line itself was wrong. */
 export const EXIT_USAGE = 2;
-
-export interface CliIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-}
 
 const defaultIo: CliIo = {
   out: (text) => process.stdout.write(text),
@@ -21,9 +17,6 @@ export function packageVersion(): string {
   };
   return pkg.version;
 }
-
-/** A subcommand lives in its own file and adds itself to the program. */
-export type RegisterCommand = (program: Command, io: CliIo, setExitCode: (code: number) => void) => void;
 
 export function buildProgram(
   io: CliIo,
@@ -72,7 +65,11 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
   return exitCode;
 }
 
-/** The subcommands, one file each. Imported lazily so `--help` stays fast. */
+/**
+ * The subcommands, one file each. All of them are imported on every run (before the command line is
+ * parsed); the imports sit here rather than at the top so that tests can build a program with
+ * commands of their own (`buildProgram`) without loading the real ones.
+ */
 async function loadCommands(): Promise<RegisterCommand[]> {
   const { registerStartCommand } = await import('./start.ts');
   const { registerServeCommand } = await import('./serve.ts');

@@ -4,7 +4,7 @@
  * users' tokens, so a person (or a test) can start talking to it at once.
  */
 import { InvalidArgumentError, Option } from 'commander';
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 import { listenProblem } from './listen-problem.ts';
 import { watchSignals } from './signals.ts';
 

@@ -4,7 +4,7 @@
  * accepts. `scripts/gen-rules-schema.ts` writes it to docs/rules.schema.json, which the files in
  * `rules/` name with `# yaml-language-server: $schema=../docs/rules.schema.json`.
  */
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 
 /**
  * The schema as JSON Schema draft-07. Why not zod's default (2020-12, what `ruleFileJsonSchema()`

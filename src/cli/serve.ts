@@ -4,7 +4,7 @@
  * SIGHUP reloads the rules; SIGTERM or SIGINT stops accepting, finishes or persists in-flight work and
  * exits 0.
  */
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 import { apiProblem } from './api-problem.ts';
 import { serveBanner } from './hook-address.ts';
 import { listenProblem } from './listen-problem.ts';

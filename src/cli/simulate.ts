@@ -23,7 +23,7 @@ import type { CompiledRuleSet } from '../rules/compile.ts';
 import type { Evaluation } from '../rules/engine.ts';
 import type { ExecutionReport } from '../rules/executor.ts';
 import type { ItemSnapshot, Trigger } from '../rules/snapshot.ts';
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 import { triggerOf, type BotUser } from './simulate-delivery.ts';
 import type { UnknownField } from './simulate-payload.ts';
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Runtime } from '../runtime.ts';
 import type { Sandbox } from '../sandbox/server.ts';
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 import { apiProblem } from './api-problem.ts';
 import { serveBanner } from './hook-address.ts';
 import { listenProblem } from './listen-problem.ts';

@@ -10,7 +10,7 @@
  * writes the same state file: run it while the bot is stopped (the store has one writer; two
  * processes on one state file would corrupt it). A dry run writes nothing.
  */
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 
 interface SweepCommandOptions {
   once?: boolean;

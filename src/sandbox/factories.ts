@@ -190,31 +190,39 @@ export async function addProject(ctx: SandboxContext, input: NewProject): Promis
   return project;
 }
 
+/** What a new issue record may be given; everything else starts as a new open issue's. */
+export type IssueRecInput = Pick<IssueRec, 'project_id' | 'title'> &
+  Partial<
+    Pick<
+      IssueRec,
+      'description' | 'state' | 'author_id' | 'assignee_id' | 'milestone_id' | 'labels' | 'confidential'
+    > & { created_at: string }
+  >;
+
 /**
- * An open issue written straight into the data: the record POST /projects/:id/issues makes, without
- * its hook delivery and event. For worlds of thousands of issues (benchmarks, the reliability
- * suite), where going through the API would measure the setup. Call `db.changed()` after a batch.
+ * The one place an issue record is built and stored (the API's create, the seed, and worlds written
+ * straight into the data): an id, the project's next iid, and a new open issue's defaults. It sends
+ * no hook and records no event; callers that act as the API does add those. For worlds of thousands
+ * of issues (benchmarks, the reliability suite), where going through the API would measure the
+ * setup, call `db.changed()` after a batch.
  */
-export function addIssueRecord(
-  db: Db,
-  input: { project_id: number; title: string; author_id?: number },
-): IssueRec {
+export function addIssueRecord(db: Db, input: IssueRecInput): IssueRec {
   const now = db.now();
   const issue: IssueRec = {
     id: db.nextId('issues'),
     iid: db.nextIid('issues', input.project_id),
     project_id: input.project_id,
     title: input.title,
-    description: null,
-    state: 'opened',
+    description: input.description ?? null,
+    state: input.state ?? 'opened',
     author_id: input.author_id ?? 1,
-    assignee_id: null,
-    milestone_id: null,
-    labels: [],
-    confidential: false,
+    assignee_id: input.assignee_id ?? null,
+    milestone_id: input.milestone_id ?? null,
+    labels: input.labels ?? [],
+    confidential: input.confidential ?? false,
     moved_to_id: null,
     deleted: false,
-    created_at: now,
+    created_at: input.created_at ?? now,
     updated_at: now,
   };
   db.data.issues.push(issue);

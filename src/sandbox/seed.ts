@@ -14,7 +14,7 @@ import type {
   UserRec,
 } from './db.ts';
 import { recordEvent } from './events.ts';
-import { addGroup, addProject, addUser } from './factories.ts';
+import { addGroup, addIssueRecord, addProject, addUser } from './factories.ts';
 import { DEVELOPER, MASTER, REPORTER } from './permissions.ts';
 
 /**
@@ -82,25 +82,15 @@ function addIssue(
   input: { title: string; description: string; labels: string[]; closed?: boolean; milestone?: MilestoneRec },
 ): IssueRec {
   const db = ctx.db;
-  const now = db.now();
-  const issue: IssueRec = {
-    id: db.nextId('issues'),
-    iid: db.nextIid('issues', project.id),
+  const issue = addIssueRecord(db, {
     project_id: project.id,
     title: input.title,
     description: input.description,
     state: input.closed ? 'closed' : 'opened',
     author_id: author.id,
-    assignee_id: null,
     milestone_id: input.milestone?.id ?? null,
     labels: input.labels,
-    confidential: false,
-    moved_to_id: null,
-    deleted: false,
-    created_at: now,
-    updated_at: now,
-  };
-  db.data.issues.push(issue);
+  });
   const target = { target_id: issue.id, target_type: 'Issue', target_title: issue.title };
   recordEvent(db, { project_id: project.id, author_id: author.id, action_name: 'opened', ...target });
   if (input.closed)

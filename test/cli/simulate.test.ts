@@ -13,7 +13,7 @@ import { createClient } from '../../src/api/client.ts';
 import { main } from '../../src/cli/main.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
-import { startFaultyProxy, type FaultyProxy } from '../helpers/exec-proxy.ts';
+import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 
 const EXAMPLE_RULES = 'test/fixtures/rules/example';
 const fixturePath = (name: string) => `test/fixtures/hooks/${name}`;
@@ -298,13 +298,13 @@ async function startCapture(): Promise<{
 
 describe('hookbot simulate --api, against the sandbox (demo seed)', () => {
   let sb: Sandbox;
-  let proxy: FaultyProxy;
+  let proxy: FaultProxy;
   let capture: Awaited<ReturnType<typeof startCapture>>;
   const writes = () => ['POST', 'PUT', 'PATCH', 'DELETE'].reduce((sum, m) => sum + proxy.arrived(m, /./), 0);
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 'demo', adminToken: 'simulate-root-token', hookTimeoutMs: 2_000 });
-    proxy = await startFaultyProxy(sb.url);
+    proxy = await startFaultProxy(sb.url);
     capture = await startCapture();
     const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
     await admin.hooks.create('acme/web', {

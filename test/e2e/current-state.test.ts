@@ -23,7 +23,7 @@ import type { RetryReport } from '../../src/scheduler/sweeps/retries.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { openMergeRequest, postStatuses } from '../helpers/exec-world.ts';
-import { startFaultyProxy, type FaultyProxy } from '../helpers/exec-proxy.ts';
+import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const SECRET = 'current-state-secret';
@@ -68,7 +68,7 @@ function shiftClock(ms: number): void {
 describe('decisions follow the current state (over HTTP, the bot as it runs)', () => {
   let sb: Sandbox;
   let runtime: Runtime;
-  let proxy: FaultyProxy;
+  let proxy: FaultProxy;
   let dir = '';
   let admin: Client;
   let alice: Client;
@@ -78,7 +78,7 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 'demo', adminToken: 'current-root-token', hookTimeoutMs: 5_000 });
-    proxy = await startFaultyProxy(sb.url);
+    proxy = await startFaultProxy(sb.url);
     dir = mkdtempSync(path.join(tmpdir(), 'hookbot-current-'));
     mkdirSync(path.join(dir, 'rules'));
     writeFileSync(path.join(dir, 'rules', 'default.yml'), RULES);
@@ -135,7 +135,7 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
    */
   async function mergeKeptForRetry(branch: string) {
     const mr = await openMergeRequest(admin, projectId, branch, { labels: ['automerge'] });
-    proxy.fail({ method: 'PUT', path: /\/merge$/, mode: 'reply-503', times: 1 });
+    proxy.fail({ method: 'PUT', path: /\/merge$/, mode: 'down', times: 1 });
     await postStatuses(admin, projectId, mr.sha, branch, { 'ci/test': 'success' });
     const held = await waitFor(
       () =>

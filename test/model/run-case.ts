@@ -27,7 +27,7 @@
  * are dropped after hook quiescence, before the final sweeps.
  */
 import type { NoteRec } from '../../src/sandbox/db.ts';
-import { notePayload } from '../../src/sandbox/payloads.ts';
+import { notePayload } from '../../src/sandbox/payloads/index.ts';
 import type { OutboxAction } from '../../src/state/store.ts';
 import type { Case, FaultTarget, Step } from './steps.ts';
 import { ALICE_TOKEN, BOT_TOKEN, MAINT_TOKEN, SECRET, type BotRequest, type World } from './world.ts';

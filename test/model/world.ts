@@ -11,7 +11,7 @@
  *   version (a counter bumped on every `db.changed()`) at its arrival and at its answer.
  */
 import { accessSync, constants, mkdtempSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,6 +23,7 @@ import { startRuntime, type Runtime } from '../../src/runtime.ts';
 import type { UserRec } from '../../src/sandbox/db.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { startFaultProxy, type FaultMode } from '../helpers/fault-proxy.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Clock
@@ -208,13 +209,6 @@ export async function startRelay(target: () => string | undefined): Promise<Rela
 
 export type FaultKind = 'reply-503' | 'forward-then-502';
 
-export interface ProxyFault {
-  method: string;
-  path: RegExp;
-  mode: FaultKind;
-  left: number;
-}
-
 export interface BotRequest {
   seq: number;
   method: string;
@@ -233,7 +227,7 @@ export interface BotRequest {
 
 export interface Proxy {
   url: string;
-  fail(fault: Omit<ProxyFault, 'left'> & { times: number }): void;
+  fail(fault: { method: string; path: RegExp; mode: FaultKind; times: number }): void;
   clearFaults(): void;
   log: BotRequest[];
   /** Called synchronously when a request has arrived (body read), before it is forwarded. */
@@ -241,116 +235,61 @@ export interface Proxy {
   close(): Promise<void>;
 }
 
+const MODES: Record<FaultKind, FaultMode> = { 'reply-503': 'down', 'forward-then-502': 'forward-then-502' };
+const KINDS = new Map<FaultMode, FaultKind>(
+  Object.entries(MODES).map(([kind, mode]) => [mode, kind as FaultKind]),
+);
+
+/**
+ * The tests' fault proxy (test/helpers/fault-proxy.ts), with a log the oracle reads: each bot
+ * request with its parsed body and the sandbox's version when it arrived and when it was done.
+ */
 export async function startProxy(target: string, version: () => number): Promise<Proxy> {
-  const upstream = new URL(target);
-  const sockets = new Set<Socket>();
-  let seq = 0;
+  const faults = await startFaultProxy(target);
+  const entries = new Map<number, BotRequest>();
   const proxy: Proxy = {
-    url: '',
+    url: faults.url,
     log: [],
     fail(fault) {
-      faults.push({ method: fault.method, path: fault.path, mode: fault.mode, left: fault.times });
+      faults.fail({ method: fault.method, path: fault.path, mode: MODES[fault.mode], times: fault.times });
     },
-    clearFaults() {
-      faults.length = 0;
-    },
-    close() {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    clearFaults: () => faults.clear(),
+    close: () => faults.close(),
   };
-  const faults: ProxyFault[] = [];
-
-  function forward(
-    req: IncomingMessage,
-    body: Buffer,
-  ): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
-    return new Promise((resolve, reject) => {
-      const headers = { ...req.headers, host: upstream.host };
-      const out = request(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const plain: Record<string, string> = {};
-            for (const [key, value] of Object.entries(res.headers))
-              if (
-                typeof value === 'string' &&
-                !['connection', 'transfer-encoding', 'content-length'].includes(key)
-              )
-                plain[key] = value;
-            resolve({ status: res.statusCode ?? 502, headers: plain, body: Buffer.concat(chunks) });
-          });
-        },
-      );
-      out.on('error', reject);
-      out.end(body);
-    });
-  }
-
-  async function handle(req: IncomingMessage, res: ServerResponse, raw: Buffer): Promise<void> {
-    const method = req.method ?? 'GET';
-    const pathname = (req.url ?? '/').split('?')[0] ?? '/';
+  faults.onArrive = (request) => {
     let body: unknown;
     try {
-      body = raw.length > 0 ? JSON.parse(raw.toString('utf8')) : undefined;
+      body = request.body.length > 0 ? JSON.parse(request.body.toString('utf8')) : undefined;
     } catch {
-      body = raw.toString('utf8');
+      body = request.body.toString('utf8');
     }
+    const kind = request.mode && KINDS.get(request.mode);
     const entry: BotRequest = {
-      seq: ++seq,
-      method,
-      path: pathname,
+      seq: request.seq,
+      method: request.method,
+      path: request.path,
       body,
       arrivedAt: version(),
-      forwarded: false,
+      forwarded: request.mode !== 'down',
+      ...(kind ? { fault: kind } : {}),
     };
+    entries.set(request.seq, entry);
     proxy.log.push(entry);
-    const fault = faults.find((f) => f.left > 0 && f.method === method && f.path.test(pathname));
-    if (fault) {
-      fault.left--;
-      entry.fault = fault.mode;
-    }
     proxy.onArrive?.(entry);
-    if (fault?.mode === 'reply-503') {
-      entry.answered = 503;
-      entry.doneAt = version();
-      res
-        .writeHead(503, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ message: '503 Service Unavailable' }));
-      return;
-    }
-    entry.forwarded = true;
-    const answer = await forward(req, raw);
-    entry.status = answer.status;
+    if (!entry.forwarded) entry.doneAt = version();
+  };
+  faults.onForwarded = (request) => {
+    const entry = entries.get(request.seq);
+    if (!entry) return;
+    if (request.status !== undefined) entry.status = request.status;
     entry.doneAt = version();
-    if (fault?.mode === 'forward-then-502') {
-      entry.answered = 502;
-      res
-        .writeHead(502, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ message: '502 Bad Gateway' }));
-      return;
-    }
-    entry.answered = answer.status;
-    res.writeHead(answer.status, answer.headers).end(answer.body);
-  }
-
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      handle(req, res, Buffer.concat(chunks)).catch((error: unknown) => {
-        if (!res.headersSent) res.writeHead(500).end(String(error));
-      });
-    });
-  });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  faults.onDone = (request) => {
+    const entry = entries.get(request.seq);
+    if (!entry) return;
+    if (request.answered !== undefined) entry.answered = request.answered;
+    entries.delete(request.seq);
+  };
   return proxy;
 }
 

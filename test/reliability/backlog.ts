@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { startApiProxy } from './api-proxy.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { startBotProcess, waitFor, type BotProcess } from './bot-process.ts';
 import { keepAliveAgent, send } from './deliveries.ts';
 import {
@@ -56,7 +56,7 @@ export async function backlogScenario(sizes: Sizes): Promise<ScenarioResult> {
   const expect = new Expectations();
   const secret = makeSecret('hook-secret');
   const world = await createWorld({ botToken: makeSecret('api-token'), label: 'backlog' });
-  const proxy = await startApiProxy(world.sandbox.url);
+  const proxy = await startFaultProxy(world.sandbox.url);
   const agent = keepAliveAgent(SENDERS);
   let bot: BotProcess | undefined;
   let crashes = 0;

@@ -6,7 +6,7 @@
  * The retry sweep runs every second here (its default is a minute).
  */
 import path from 'node:path';
-import { startApiProxy } from './api-proxy.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { sleep, startBotProcess, waitFor, type BotProcess } from './bot-process.ts';
 import { goodHeaders, issuePayload } from './deliveries.ts';
 import { startSender } from './delivery-sender.ts';
@@ -29,7 +29,7 @@ export async function outageScenario(sizes: Sizes): Promise<ScenarioResult> {
   const n = sizes.outageDeliveries;
   const secret = makeSecret('hook-secret');
   const world = await createWorld({ botToken: makeSecret('api-token'), label: 'outage' });
-  const proxy = await startApiProxy(world.sandbox.url);
+  const proxy = await startFaultProxy(world.sandbox.url);
   let bot: BotProcess | undefined;
   try {
     const ids = world.addIssues(n);
@@ -127,7 +127,10 @@ export async function outageScenario(sizes: Sizes): Promise<ScenarioResult> {
         requests_down: proxy.counts.down ?? 0,
         comment_posts_answer_lost: proxy.counts.lost ?? 0,
         seconds_from_recovery_to_done: recoverySeconds,
-        comment_posts_reaching_server: proxy.forwarded.get(`POST /api/v3/projects/:id/issues/:id/notes`) ?? 0,
+        comment_posts_reaching_server: proxy.forwarded(
+          'POST',
+          /^\/api\/v3\/projects\/\d+\/issues\/\d+\/notes$/,
+        ),
         accepted: answered,
         processed: count.processed,
         lost: count.lost,

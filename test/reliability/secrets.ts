@@ -15,7 +15,7 @@
 import { sign } from '@octokit/webhooks-methods';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startApiProxy } from './api-proxy.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { allBotOutput, sleep, startBotProcess, waitFor, type BotProcess } from './bot-process.ts';
 import { goodHeaders, issuePayload, send } from './deliveries.ts';
 import { botEnv, freePort, isIdle, makeSecret, readStatus, secretsMade, writeConfig } from './harness.ts';
@@ -58,7 +58,7 @@ export async function secretsScenario(sizes: Sizes): Promise<ScenarioResult> {
   const signatureSecret = makeSecret('signature-secret');
   const password = makeSecret('status-password');
   const world = await createWorld({ botToken: makeSecret('api-token'), label: 'secrets' });
-  const proxy = await startApiProxy(world.sandbox.url);
+  const proxy = await startFaultProxy(world.sandbox.url);
   const statePath = path.join(world.dir, 'state', 'hookbot.json');
   let bot: BotProcess | undefined;
   const fetched: { where: string; text: string }[] = [];

@@ -11,7 +11,7 @@ import { backoffMs } from '../../src/rules/exec-ids.ts';
 import { createExecutor, type ExecutorOptions } from '../../src/rules/executor.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import type { StateStore } from '../../src/state/store.ts';
-import { startFaultyProxy, type FaultMode, type FaultyProxy } from '../helpers/exec-proxy.ts';
+import { startFaultProxy, type FaultMode, type FaultProxy } from '../helpers/fault-proxy.ts';
 import {
   evaluateItem,
   makeExecWorld,
@@ -26,7 +26,7 @@ import { rulesFrom } from './support.ts';
 
 const ctx = useSandbox();
 let world: ExecWorld;
-let proxies: FaultyProxy[] = [];
+let proxies: FaultProxy[] = [];
 
 beforeAll(() => {
   world = makeExecWorld(ctx().sb, 'exec');
@@ -37,8 +37,8 @@ afterEach(async () => {
   proxies = [];
 });
 
-async function proxy(): Promise<FaultyProxy> {
-  const started = await startFaultyProxy(ctx().sb.url);
+async function proxy(): Promise<FaultProxy> {
+  const started = await startFaultProxy(ctx().sb.url);
   proxies.push(started);
   return started;
 }
@@ -300,7 +300,7 @@ describe('merges', () => {
     const { snapshot, evaluation } = await evaluateItem(bot, green, 'merge_request', project.id, mr.id);
     // The re-check before merging passes; the merge lands but its answer is lost; the re-read after it fails.
     faulty.fail({ method: 'PUT', path: MERGE_PATH, mode: 'forward-then-502' });
-    faulty.fail({ method: 'GET', path: /\/merge_requests\/\d+$/, mode: 'reply-503', skip: 1 });
+    faulty.fail({ method: 'GET', path: /\/merge_requests\/\d+$/, mode: 'down', skip: 1 });
     const store = await openStore();
     const executor = executorFor(bot, store);
     const report = await executor.execute(evaluation, snapshot);
@@ -439,7 +439,7 @@ describe('outbox retries', () => {
     const faulty = await proxy();
     const bot = world.botClient({ baseUrl: faulty.url, retries: 0 });
     const { snapshot, evaluation } = await evaluateItem(bot, rules, 'issue', project.id, issue.id);
-    faulty.fail({ method, path, mode: 'reply-503', times: 2 });
+    faulty.fail({ method, path, mode: 'down', times: 2 });
     let clock = Date.now();
     const store = await openStore();
     const executor = executorFor(bot, store, { now: () => clock, retry: { baseDelayMs: 1_000 } });
@@ -519,7 +519,7 @@ describe('outbox retries', () => {
     const faulty = await proxy();
     const bot = world.botClient({ baseUrl: faulty.url, retries: 0 });
     const { snapshot, evaluation } = await evaluateItem(bot, rules, 'issue', project.id, issue.id);
-    faulty.fail({ method: 'POST', path: NOTES_PATH, mode: 'reply-503', times: 99 });
+    faulty.fail({ method: 'POST', path: NOTES_PATH, mode: 'down', times: 99 });
     const store = await openStore();
     let clock = Date.now();
     const executor = executorFor(bot, store, { now: () => clock, retry: { maxAttempts: 3 } });
@@ -779,7 +779,7 @@ describe('errors', () => {
     const faulty = await proxy();
     const bot = world.botClient({ baseUrl: faulty.url, retries: 0 });
     const { snapshot, evaluation } = await evaluateItem(bot, rules, 'issue', project.id, issue.id);
-    faulty.fail({ method: 'GET', path: /\/issues\/\d+$/, mode: 'reply-503-echo-token' });
+    faulty.fail({ method: 'GET', path: /\/issues\/\d+$/, mode: 'echo-token' });
     const log = recordingLog();
     const report = await executorFor(bot, await openStore(), { log }).execute(evaluation, snapshot);
     expect(report.calls[0]).toMatchObject({ status: 'failed', retryable: true });

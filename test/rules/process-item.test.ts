@@ -16,7 +16,7 @@ import { createSnapshotReader, type SnapshotReader } from '../../src/rules/read-
 import type { Trigger } from '../../src/rules/snapshot.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import type { StateStore } from '../../src/state/store.ts';
-import { startFaultyProxy, type FaultyProxy } from '../helpers/exec-proxy.ts';
+import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 import {
   makeExecWorld,
   openMergeRequest,
@@ -29,7 +29,7 @@ import { rulesFrom } from './support.ts';
 
 const ctx = useSandbox();
 let world: ExecWorld;
-let proxies: FaultyProxy[] = [];
+let proxies: FaultProxy[] = [];
 
 beforeAll(() => {
   world = makeExecWorld(ctx().sb, 'proc');
@@ -219,11 +219,11 @@ describe('item processor', () => {
   it('a transient error while reading is thrown, for the pipeline to retry', async () => {
     const project = await world.newProject('transient');
     const issue = await world.admin.issues.create(project.id, { title: 'A crash' });
-    const faulty = await startFaultyProxy(ctx().sb.url);
+    const faulty = await startFaultProxy(ctx().sb.url);
     proxies.push(faulty);
     const bot = world.botClient({ baseUrl: faulty.url, retries: 0 });
     const { store, process } = await setUp(bot, TRIAGE);
-    faulty.fail({ method: 'GET', path: /\/issues\/\d+$/, mode: 'reply-503' });
+    faulty.fail({ method: 'GET', path: /\/issues\/\d+$/, mode: 'down' });
     const error = await process({ type: 'issue', projectId: project.id, id: issue.id }, [OPENED]).catch(
       (caught: unknown) => caught,
     );

@@ -26,7 +26,7 @@ import {
   payloadTime,
   pipelinePayload,
   pushPayload,
-} from '../../src/sandbox/payloads.ts';
+} from '../../src/sandbox/payloads/index.ts';
 
 const BASE = 'http://git.test:8080';
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'hooks');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notify, type PushEvent } from '../../src/sandbox/context.ts';
 import type { HookRec, ProjectRec, UserRec } from '../../src/sandbox/db.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
-import { BLANK_SHA } from '../../src/sandbox/payloads.ts';
+import { BLANK_SHA } from '../../src/sandbox/payloads/index.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 
 interface Delivery {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RetryReport } from '../../src/scheduler/sweeps/retries.ts';
 import type { RuleSweepReport } from '../../src/scheduler/sweeps/rule-sweep.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
-import { startOutageProxy, type OutageProxy } from './outage-proxy.ts';
+import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 import {
   issueAged,
   issueStates,
@@ -20,7 +20,7 @@ import {
 
 const sandbox = useSandbox();
 
-let proxy: OutageProxy | undefined;
+let proxy: FaultProxy | undefined;
 afterEach(async () => {
   await proxy?.close();
   proxy = undefined;
@@ -35,7 +35,7 @@ async function comments(world: World, issueId: number): Promise<number> {
 }
 
 async function setUp(prefix: string) {
-  proxy = await startOutageProxy(sandbox().sb.url);
+  proxy = await startFaultProxy(sandbox().sb.url);
   const clock = { now: Date.now() };
   const world = await makeWorld(sandbox().sb, {
     prefix,
@@ -53,7 +53,7 @@ describe('retries after an outage', () => {
   it('the server is down while the sweep acts: nothing happens, then the retry sweep does it once', async () => {
     const { world, issue, clock, proxy } = await setUp('outage1');
     // The listing gets through; every call the executor makes meets the outage.
-    proxy.fail = ({ path }) => (isListing(path) ? undefined : 'down');
+    proxy.decide = ({ path }) => (isListing(path) ? undefined : 'down');
 
     const sweep = (await world.sweeps.run('rules')) as RuleSweepReport;
     const calls = sweep.projects[0]?.rules[0]?.items[0]?.calls ?? [];
@@ -72,7 +72,7 @@ describe('retries after an outage', () => {
     expect(world.store.dueActions(clock.now)).toEqual([]);
 
     // Back up.
-    proxy.fail = () => undefined;
+    proxy.decide = () => undefined;
     clock.now += 10 * 60_000;
     const recovered = (await world.sweeps.run('retries')) as RetryReport;
     expect(recovered).toMatchObject({ due: 2, counts: { done: 2 }, parkedNow: [] });
@@ -93,7 +93,7 @@ describe('retries after an outage', () => {
     // The comment is posted but its answer is lost, and the outage also swallows the executor's
     // re-read, so nobody can tell yet whether it landed.
     let outage: 'before' | 'lost' | 'over' = 'before';
-    proxy.fail = ({ method, path }) => {
+    proxy.decide = ({ method, path }) => {
       if (!/\/notes/.test(path) || outage === 'over') return undefined;
       if (method === 'POST') {
         outage = 'lost';
@@ -132,7 +132,7 @@ describe('retries after an outage', () => {
   it('stops a run early while the server keeps failing, leaving the rest due', async () => {
     const { world, clock, proxy } = await setUp('outage3');
     for (let i = 0; i < 4; i++) await issueAged(world, `stale ${i}`, 90);
-    proxy.fail = ({ path }) => (isListing(path) ? undefined : 'down');
+    proxy.decide = ({ path }) => (isListing(path) ? undefined : 'down');
     await world.sweeps.run('rules');
     expect(world.store.stats().outbox).toBe(10);
 

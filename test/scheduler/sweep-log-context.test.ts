@@ -13,14 +13,14 @@ import { createSweepSet, type SweepName } from '../../src/scheduler/sweep-set.ts
 import { timingOfSweep } from '../../src/scheduler/timing.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
-import { startOutageProxy, type OutageProxy } from './outage-proxy.ts';
+import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { issueAged, makeWorld, STALE_RULE } from './world.ts';
 
 const sandbox = useSandbox();
 
 type Line = Record<string, unknown> & { msg: string; part?: string };
 
-let proxy: OutageProxy | undefined;
+let proxy: FaultProxy | undefined;
 let scheduler: Scheduler | undefined;
 afterEach(async () => {
   await scheduler?.stop();
@@ -52,7 +52,7 @@ describe('sweepJobId', () => {
 
 describe('scheduler: the job id on every line of a sweep run', () => {
   it('the rule sweep meets an outage, the retries sweep acts later: each line carries its own run', async () => {
-    proxy = await startOutageProxy(sandbox().sb.url);
+    proxy = await startFaultProxy(sandbox().sb.url);
     // The issue is aged against the real date: the clock starts there.
     const clock = { now: Date.now() };
     const started: number[] = [];
@@ -104,12 +104,12 @@ describe('scheduler: the job id on every line of a sweep run', () => {
 
     // The listing gets through; every call the executor makes meets the outage.
     const isListing = (path: string) => /\/issues\?/.test(path) || /^\/api\/v3\/projects\/\d+$/.test(path);
-    proxy.fail = ({ path }) => (isListing(path) ? undefined : 'down');
+    proxy.decide = ({ path }) => (isListing(path) ? undefined : 'down');
     log.info('before the runs');
     started.push(clock.now);
     await scheduler.trigger('rules');
     const firstRun = lines().slice(1);
-    proxy.fail = () => undefined;
+    proxy.decide = () => undefined;
     clock.now += 10 * 60_000;
     started.push(clock.now);
     await scheduler.trigger('retries');

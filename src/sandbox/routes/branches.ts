@@ -9,18 +9,9 @@ import type { Caller, GitCommit, SandboxContext } from '../context.ts';
 import { notify } from '../context.ts';
 import type { Db, ProjectRec } from '../db.ts';
 import { GitError, NULL_SHA } from '../git.ts';
-import {
-  badRequest,
-  caller,
-  forbidden,
-  handle,
-  HttpError,
-  notFound,
-  params,
-  requiredStr,
-  sendPage,
-} from '../http.ts';
-import { accessLevel, DEVELOPER, findProject, MASTER, REPORTER, requireLevel } from '../permissions.ts';
+import { badRequest, forbidden, HttpError, notFound, requiredStr, sendPage } from '../http.ts';
+import { accessLevel, DEVELOPER, MASTER, REPORTER, requireLevel } from '../permissions.ts';
+import { projectRoute } from '../route.ts';
 
 export function isProtectedBranch(db: Db, projectId: number, name: string): boolean {
   return db.data.protectedBranches.some((b) => b.project_id === projectId && b.name === name);
@@ -73,16 +64,9 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
   const { db } = ctx;
   const BRANCHES = '/projects/:id/repository/branches';
 
-  async function readable(req: Request, who: Caller) {
-    const project = findProject(db, String(req.params.id), who);
-    requireCodeAccess(db, project, who);
-    return project;
-  }
-
   router.get(
     BRANCHES,
-    handle(async (req, res) => {
-      const project = await readable(req, caller(res));
+    projectRoute(db, requireCodeAccess, async ({ req, res, project }) => {
       const branches = await ctx.git.branches(project.id);
       // docs/api-v3.md#pagination: every GET list is paginated. Real 8.x servers answer all branches at once,
       // sorted by name; with the default page size the two agree up to 20 branches.
@@ -96,8 +80,7 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
 
   router.get(
     `${BRANCHES}/*branch`,
-    handle(async (req, res) => {
-      const project = await readable(req, caller(res));
+    projectRoute(db, requireCodeAccess, async ({ req, res, project }) => {
       const name = branchParam(req);
       const commit = await ctx.git.branch(project.id, name);
       if (!commit) throw notFound('Branch');
@@ -108,12 +91,9 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
   for (const action of ['protect', 'unprotect'] as const) {
     router.put(
       `${BRANCHES}/*branch/${action}`,
-      handle(async (req, res) => {
-        const who = caller(res);
-        const project = findProject(db, String(req.params.id), who);
+      projectRoute(db, MASTER, async ({ req, res, project }) => {
         // 8.x `authorize_admin_project`: masters and up. The answer (not shown in docs/api-v3.md#branches) is the
         // branch, as on real servers; protecting twice or unprotecting an unprotected branch is harmless.
-        requireLevel(db, project, who, MASTER);
         const name = branchParam(req);
         const commit = await ctx.git.branch(project.id, name);
         if (!commit) throw notFound('Branch');
@@ -132,11 +112,7 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
 
   router.post(
     BRANCHES,
-    handle(async (req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requirePush(db, project, who);
-      const p = params(req);
+    projectRoute(db, requirePush, async ({ res, who, p, project }) => {
       const name = requiredStr(p, 'branch_name');
       const ref = requiredStr(p, 'ref');
       let commit: GitCommit | undefined;
@@ -166,10 +142,7 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
 
   router.delete(
     `${BRANCHES}/*branch`,
-    handle(async (req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requirePush(db, project, who);
+    projectRoute(db, requirePush, async ({ req, res, who, project }) => {
       const name = branchParam(req);
       const commit = await ctx.git.branch(project.id, name);
       // The answers of 8.x DeleteBranchService (`render_api_error!(message, code)`).

@@ -5,13 +5,13 @@
  */
 import type { Router } from 'express';
 import type { GitCommit, SandboxContext } from '../context.ts';
-import type { NoteRec } from '../db.ts';
+import type { NoteRec, ProjectRec } from '../db.ts';
 import { recordEvent } from '../events.ts';
-import { caller, handle, notFound, params, requiredStr, sendPage, str } from '../http.ts';
-import { combinedStatus, latestOf, notePayload, rememberCommits } from '../payloads.ts';
-import { findProject } from '../permissions.ts';
+import { notFound, requiredStr, sendPage, str } from '../http.ts';
+import { combinedStatus, latestOf, notePayload, rememberCommits } from '../payloads/index.ts';
 import { userSummary, userSummaryMr } from '../views.ts';
 import { requireCodeAccess } from './branches.ts';
+import { projectRoute } from '../route.ts';
 
 /** docs/api-v3.md#commit, list form (`allow_failure` is in the list form of the contract; it is always false here). */
 export function commitListView(commit: GitCommit) {
@@ -61,22 +61,17 @@ export function registerCommitRoutes(router: Router, ctx: SandboxContext): void 
     };
   }
 
-  async function target(projectRef: string, sha: string, who: ReturnType<typeof caller>) {
-    const project = findProject(db, projectRef, who);
-    requireCodeAccess(db, project, who);
+  async function commitOf(project: ProjectRec, sha: string) {
     const commit = await ctx.git.commit(project.id, sha);
     if (!commit) throw notFound('Commit');
-    return { project, commit };
+    return commit;
   }
 
   router.get(
     COMMITS,
-    handle(async (req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requireCodeAccess(db, project, who);
+    projectRoute(db, requireCodeAccess, async ({ req, res, p, project }) => {
       // An unknown ref lists nothing (real servers answer an empty array, not a 404).
-      const ref = str(params(req), 'ref_name') || project.default_branch;
+      const ref = str(p, 'ref_name') || project.default_branch;
       const commits = await ctx.git.log(project.id, ref);
       sendPage(req, res, commits.map(commitListView));
     }),
@@ -84,8 +79,8 @@ export function registerCommitRoutes(router: Router, ctx: SandboxContext): void 
 
   router.get(
     `${COMMITS}/:sha`,
-    handle(async (req, res) => {
-      const { project, commit } = await target(String(req.params.id), String(req.params.sha), caller(res));
+    projectRoute(db, requireCodeAccess, async ({ req, res, project }) => {
+      const commit = await commitOf(project, String(req.params.sha));
       // The combined status of the commit's latest statuses (per name and ref), as 8.x combines them.
       const status = combinedStatus(
         latestOf(db.data.statuses.filter((s) => s.project_id === project.id && s.sha === commit.id)),
@@ -103,16 +98,16 @@ export function registerCommitRoutes(router: Router, ctx: SandboxContext): void 
 
   router.get(
     `${COMMITS}/:sha/diff`,
-    handle(async (req, res) => {
-      const { project, commit } = await target(String(req.params.id), String(req.params.sha), caller(res));
+    projectRoute(db, requireCodeAccess, async ({ req, res, project }) => {
+      const commit = await commitOf(project, String(req.params.sha));
       sendPage(req, res, await ctx.git.diff(project.id, commit.id));
     }),
   );
 
   router.get(
     `${COMMITS}/:sha/comments`,
-    handle(async (req, res) => {
-      const { project, commit } = await target(String(req.params.id), String(req.params.sha), caller(res));
+    projectRoute(db, requireCodeAccess, async ({ req, res, project }) => {
+      const commit = await commitOf(project, String(req.params.sha));
       const notes = db.data.notes
         .filter(
           (n) => n.project_id === project.id && n.noteable_type === 'Commit' && n.commit_id === commit.id,
@@ -128,11 +123,9 @@ export function registerCommitRoutes(router: Router, ctx: SandboxContext): void 
 
   router.post(
     `${COMMITS}/:sha/comments`,
-    handle(async (req, res) => {
-      const who = caller(res);
+    projectRoute(db, requireCodeAccess, async ({ req, res, who, p, project }) => {
       const sha = String(req.params.sha);
-      const { project, commit } = await target(String(req.params.id), sha, who);
-      const p = params(req);
+      const commit = await commitOf(project, sha);
       const body = requiredStr(p, 'note');
       const place = await placement(ctx, project.id, commit, sha, p);
       const now = db.now();

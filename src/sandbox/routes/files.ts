@@ -3,14 +3,14 @@
  * file, and create or update one file as one commit on a branch, which is how tests and the demo
  * put commits into the sandbox's repositories.
  */
-import type { Request, Response, Router } from 'express';
+import type { Router } from 'express';
 import path from 'node:path';
 import type { GitCommit, SandboxContext } from '../context.ts';
 import { notify } from '../context.ts';
 import { GitError, NULL_SHA, readsFiles } from '../git.ts';
-import { badRequest, caller, handle, notFound, params, requiredStr, str } from '../http.ts';
-import { findProject } from '../permissions.ts';
+import { badRequest, notFound, requiredStr, str } from '../http.ts';
 import { canPushTo, requireCodeAccess, requirePush } from './branches.ts';
+import { projectRoute, type ProjectRouteCall } from '../route.ts';
 
 /** The 8.x Files services' messages for what the repository refused. */
 function refusal(error: unknown): unknown {
@@ -40,11 +40,7 @@ export function registerFileRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     FILES,
-    handle(async (req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requireCodeAccess(db, project, who);
-      const p = params(req);
+    projectRoute(db, requireCodeAccess, async ({ res, p, project }) => {
       const filePath = requiredStr(p, 'file_path');
       const ref = requiredStr(p, 'ref');
       const commit = await ctx.git.commit(project.id, ref);
@@ -65,11 +61,7 @@ export function registerFileRoutes(router: Router, ctx: SandboxContext): void {
     }),
   );
 
-  async function commitFile(req: Request, res: Response, mode: 'create' | 'update') {
-    const who = caller(res);
-    const project = findProject(db, String(req.params.id), who);
-    requirePush(db, project, who);
-    const p = params(req);
+  async function commitFile({ res, who, p, project }: ProjectRouteCall, mode: 'create' | 'update') {
     // 8.x `required_attributes!`, in its order; blank counts as missing, so an empty file cannot be sent.
     const filePath = requiredStr(p, 'file_path');
     const branch = requiredStr(p, 'branch_name');
@@ -108,10 +100,10 @@ export function registerFileRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     FILES,
-    handle((req, res) => commitFile(req, res, 'create')),
+    projectRoute(db, requirePush, (call) => commitFile(call, 'create')),
   );
   router.put(
     FILES,
-    handle((req, res) => commitFile(req, res, 'update')),
+    projectRoute(db, requirePush, (call) => commitFile(call, 'update')),
   );
 }

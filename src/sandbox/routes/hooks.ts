@@ -6,9 +6,10 @@ import type { Router } from 'express';
 import type { SandboxContext } from '../context.ts';
 import type { HookRec } from '../db.ts';
 import { isHttpUrl } from '../field-errors.ts';
-import { HttpError, caller, flag, handle, notFound, params, requiredStr, sendPage, str } from '../http.ts';
-import { MASTER, findProject, requireLevel } from '../permissions.ts';
+import { HttpError, flag, notFound, requiredStr, sendPage, str } from '../http.ts';
+import { MASTER } from '../permissions.ts';
 import { removeWhere } from '../remove-project.ts';
+import { projectRoute } from '../route.ts';
 
 const EVENT_FLAGS = [
   'push_events',
@@ -59,28 +60,19 @@ function readHook(p: Record<string, unknown>): Partial<HookRec> & { url: string 
 export function registerHookRoutes(router: Router, ctx: SandboxContext): void {
   const db = ctx.db;
 
-  /** The project, once the caller is known to be master or above. */
-  const projectFor = (ref: string | undefined, res: Parameters<typeof caller>[0]) => {
-    const c = caller(res);
-    const project = findProject(db, ref ?? '', c);
-    requireLevel(db, project, c, MASTER);
-    return project;
-  };
   const hookOf = (projectId: number, ref: string | undefined) =>
     db.data.hooks.find((h) => h.project_id === projectId && String(h.id) === ref);
 
   router.get(
     '/projects/:id/hooks',
-    handle((req, res) => {
-      const project = projectFor(String(req.params.id), res);
+    projectRoute(db, MASTER, ({ req, res, project }) => {
       sendPage(req, res, db.data.hooks.filter((h) => h.project_id === project.id).map(hookView));
     }),
   );
 
   router.get(
     '/projects/:id/hooks/:hook_id',
-    handle((req, res) => {
-      const project = projectFor(String(req.params.id), res);
+    projectRoute(db, MASTER, ({ req, res, project }) => {
       const hook = hookOf(project.id, String(req.params.hook_id));
       if (!hook) throw notFound();
       res.json(hookView(hook));
@@ -89,9 +81,8 @@ export function registerHookRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/projects/:id/hooks',
-    handle((req, res) => {
-      const project = projectFor(String(req.params.id), res);
-      const input = readHook(params(req));
+    projectRoute(db, MASTER, ({ res, p, project }) => {
+      const input = readHook(p);
       // Defaults of real 8.x servers: push events on, every other event off, SSL verified.
       const hook: HookRec = {
         id: db.nextId('hooks'),
@@ -116,11 +107,10 @@ export function registerHookRoutes(router: Router, ctx: SandboxContext): void {
 
   router.put(
     '/projects/:id/hooks/:hook_id',
-    handle((req, res) => {
-      const project = projectFor(String(req.params.id), res);
+    projectRoute(db, MASTER, ({ req, res, p, project }) => {
       const hook = hookOf(project.id, String(req.params.hook_id));
       if (!hook) throw notFound();
-      Object.assign(hook, readHook(params(req)));
+      Object.assign(hook, readHook(p));
       db.changed();
       res.json(hookView(hook));
     }),
@@ -128,8 +118,7 @@ export function registerHookRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/projects/:id/hooks/:hook_id',
-    handle((req, res) => {
-      const project = projectFor(String(req.params.id), res);
+    projectRoute(db, MASTER, ({ req, res, project }) => {
       const hook = hookOf(project.id, String(req.params.hook_id));
       // docs/api-v3.md#project-hooks: idempotent; the hook when it existed, an empty body otherwise.
       if (!hook) {

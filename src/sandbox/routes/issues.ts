@@ -4,23 +4,21 @@
  * follows real 8.x `lib/api/issues.rb` and the issue services, as the comments say.
  */
 import type { Router } from 'express';
-import type { Caller, SandboxContext } from '../context.ts';
+import type { SandboxContext } from '../context.ts';
 import type { IssueRec, ProjectRec, UserRec } from '../db.ts';
 import {
-  caller,
   flag,
   forbidden,
-  handle,
   HttpError,
   int,
   list,
   notFound,
-  params,
   requiredInt,
   requiredStr,
   sendPage,
   str,
 } from '../http.ts';
+import { addIssueRecord } from '../factories.ts';
 import { issueView } from '../issue-view.ts';
 import {
   assigneeParam,
@@ -37,10 +35,11 @@ import {
   timestampParam,
 } from '../issuables.ts';
 import { recordEvent } from '../events.ts';
-import { issuePayload } from '../payloads.ts';
-import { accessLevel, canRead, findProject, OWNER, pathWithNamespace, REPORTER } from '../permissions.ts';
+import { issuePayload } from '../payloads/index.ts';
+import { accessLevel, canRead, OWNER, pathWithNamespace, REPORTER } from '../permissions.ts';
 import { ensureLabels, labelsParam } from './labels.ts';
 import { addSystemNote } from './notes.ts';
+import { projectRoute, route, type ProjectRouteCall } from '../route.ts';
 
 export interface NewIssueInput {
   title: string;
@@ -61,25 +60,17 @@ export function createIssue(
   actor: UserRec,
 ): IssueRec {
   const db = ctx.db;
-  const now = db.now();
-  const issue: IssueRec = {
-    id: db.nextId('issues'),
-    iid: db.nextIid('issues', project.id),
+  const issue = addIssueRecord(db, {
     project_id: project.id,
     title: input.title,
     description: input.description,
-    state: 'opened',
     author_id: input.author.id,
     assignee_id: input.assignee_id,
     milestone_id: input.milestone_id,
     labels: ensureLabels(ctx, project, input.labels, actor),
     confidential: input.confidential,
-    moved_to_id: null,
-    deleted: false,
-    created_at: input.created_at ?? now,
-    updated_at: now,
-  };
-  db.data.issues.push(issue);
+    created_at: input.created_at,
+  });
   db.changed();
   recordEvent(ctx.db, {
     project_id: project.id,
@@ -179,20 +170,15 @@ function moveIssue(
 export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
   const db = ctx.db;
 
-  const project = (req: { params: Record<string, string | string[]> }, who: Caller) =>
-    findProject(db, String(req.params.id), who);
-  const issueOf = (req: { params: Record<string, string | string[]> }, who: Caller) => {
-    const p = project(req, who);
-    return { project: p, issue: findIssue(ctx, p, String(req.params.issue_id), who.user) };
-  };
+  /** The issue `:issue_id` of the route's project, when the caller may see it (404 otherwise). */
+  const issueOf = ({ req, who, project }: ProjectRouteCall) =>
+    findIssue(ctx, project, String(req.params.issue_id), who.user);
   const projectOf = (issue: IssueRec) => db.data.projects.find((p) => p.id === issue.project_id);
 
   // Issues the caller created, in every project they can still see.
   router.get(
     '/issues',
-    handle((req, res) => {
-      const who = caller(res);
-      const p = params(req);
+    route(({ req, res, who, p }) => {
       const labels = list(p, 'labels');
       const issues = db.data.issues.filter((issue) => {
         const pr = projectOf(issue);
@@ -215,10 +201,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/projects/:id/issues',
-    handle((req, res) => {
-      const who = caller(res);
-      const pr = project(req, who);
-      const p = params(req);
+    projectRoute(db, 'visible', ({ req, res, who, p, project: pr }) => {
       const iid = int(p, 'iid');
       const labels = list(p, 'labels');
       const milestone = str(p, 'milestone');
@@ -245,23 +228,18 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/projects/:id/issues/:issue_id',
-    handle((req, res) => {
-      const who = caller(res);
-      res.json(issueView(ctx, issueOf(req, who).issue, who.user));
+    projectRoute(db, 'visible', (call) => {
+      call.res.json(issueView(ctx, issueOf(call), call.who.user));
     }),
   );
 
   // docs/api-v3.md#issues: issue create answers 200 (real servers answer 201).
   router.post(
     '/projects/:id/issues',
-    handle((req, res) => {
-      const who = caller(res);
-      const pr = project(req, who);
-      const p = params(req);
+    projectRoute(db, 'visible', ({ res, who, p, project: pr, level }) => {
       const title = requiredStr(p, 'title');
       checkTitle(title);
       const labels = labelsParam(p) ?? [];
-      const level = accessLevel(db, pr, who.user);
       // Real 8.x drops assignee and milestone from callers below reporter (`filter_params`), yet adds
       // the existing labels of a new issue whoever creates it (unknown ones only from reporters up:
       // `ensureLabels`).
@@ -288,12 +266,10 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
 
   router.put(
     '/projects/:id/issues/:issue_id',
-    handle((req, res) => {
-      const who = caller(res);
-      const { project: pr, issue } = issueOf(req, who);
+    projectRoute(db, 'visible', (call) => {
+      const { res, who, p, project: pr, level } = call;
+      const issue = issueOf(call);
       if (!canEditIssuable(ctx, pr, issue, who.user)) throw forbidden();
-      const p = params(req);
-      const level = accessLevel(db, pr, who.user);
       const canAdmin = level >= REPORTER;
       const title = given(p, 'title');
       checkTitle(title);
@@ -352,10 +328,10 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
   // docs/api-v3.md#issues: admins and project owners only; 404 when absent; soft delete (then invisible).
   router.delete(
     '/projects/:id/issues/:issue_id',
-    handle((req, res) => {
-      const who = caller(res);
-      const { project: pr, issue } = issueOf(req, who);
-      if (accessLevel(db, pr, who.user) < OWNER) throw forbidden();
+    projectRoute(db, 'visible', (call) => {
+      const { res, who, level } = call;
+      const issue = issueOf(call);
+      if (level < OWNER) throw forbidden();
       issue.deleted = true;
       db.changed();
       res.json(issueView(ctx, issue, who.user));
@@ -364,10 +340,10 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/projects/:id/issues/:issue_id/move',
-    handle((req, res) => {
-      const who = caller(res);
-      const { project: from, issue } = issueOf(req, who);
-      const targetId = requiredInt(params(req), 'to_project_id');
+    projectRoute(db, 'visible', (call) => {
+      const { res, who, p, project: from } = call;
+      const issue = issueOf(call);
+      const targetId = requiredInt(p, 'to_project_id');
       const target = db.data.projects.find((p) => p.id === targetId);
       if (!target) throw notFound();
       // Real `Issue#can_move?` comes first: reporter or more on both projects, and not moved already.
@@ -387,9 +363,9 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
   ] as const) {
     router[method](
       '/projects/:id/issues/:issue_id/subscription',
-      handle((req, res) => {
-        const who = caller(res);
-        const { issue } = issueOf(req, who);
+      projectRoute(db, 'visible', (call) => {
+        const { res, who } = call;
+        const issue = issueOf(call);
         // 304 (empty body) when already subscribed / not subscribed (docs/api-v3.md#states-and-transitions).
         if (!setSubscribed(ctx, 'Issue', issue, who.user, subscribe)) return void res.status(304).end();
         res.status(subscribe ? 201 : 200).json(issueView(ctx, issue, who.user));

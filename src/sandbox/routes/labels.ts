@@ -8,18 +8,9 @@ import type { SandboxContext } from '../context.ts';
 import type { LabelRec, ProjectRec, UserRec } from '../db.ts';
 import { FieldErrors } from '../field-errors.ts';
 import { canReadIssue, inStateScope } from '../issuables.ts';
-import {
-  caller,
-  conflict,
-  handle,
-  HttpError,
-  notFound,
-  params,
-  requiredStr,
-  sendPage,
-  str,
-} from '../http.ts';
-import { accessLevel, DEVELOPER, findProject, REPORTER, requireLevel } from '../permissions.ts';
+import { conflict, HttpError, notFound, requiredStr, sendPage, str } from '../http.ts';
+import { accessLevel, DEVELOPER, REPORTER } from '../permissions.ts';
+import { projectRoute } from '../route.ts';
 
 /** The colour real servers give a label they create on the fly (an issue naming an unknown label). */
 export const DEFAULT_LABEL_COLOR = '#428BCA';
@@ -133,9 +124,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
   // docs/api-v3.md#pagination: every GET list is paginated (real servers do not paginate labels; the contract wins).
   router.get(
     '/projects/:id/labels',
-    handle((req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
+    projectRoute(db, 'visible', ({ req, res, who, project }) => {
       const labels = db.data.labels
         .filter((l) => l.project_id === project.id)
         .sort((a, b) => a.title.localeCompare(b.title));
@@ -150,11 +139,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
   // docs/api-v3.md#labels: label create answers 200 (not 201).
   router.post(
     '/projects/:id/labels',
-    handle((req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requireLevel(db, project, who, DEVELOPER);
-      const p = params(req);
+    projectRoute(db, DEVELOPER, ({ res, who, p, project }) => {
       const name = requiredStr(p, 'name').trim();
       const color = requiredStr(p, 'color').trim();
       if (db.data.labels.some((l) => l.project_id === project.id && l.title === name))
@@ -182,11 +167,7 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
 
   router.put(
     '/projects/:id/labels',
-    handle((req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requireLevel(db, project, who, DEVELOPER);
-      const p = params(req);
+    projectRoute(db, DEVELOPER, ({ res, who, p, project }) => {
       const label = findLabel(ctx, project, requiredStr(p, 'name'));
       const newName = str(p, 'new_name')?.trim() || undefined;
       const color = str(p, 'color')?.trim() || undefined;
@@ -217,11 +198,8 @@ export function registerLabelRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/projects/:id/labels',
-    handle((req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      requireLevel(db, project, who, DEVELOPER);
-      const label = findLabel(ctx, project, requiredStr(params(req), 'name'));
+    projectRoute(db, DEVELOPER, ({ res, p, project }) => {
+      const label = findLabel(ctx, project, requiredStr(p, 'name'));
       relabel(ctx, project, label.title, undefined);
       db.data.labels = db.data.labels.filter((l) => l !== label);
       db.changed();

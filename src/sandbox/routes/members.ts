@@ -7,27 +7,10 @@ import type { Router } from 'express';
 import type { SandboxContext } from '../context.ts';
 import type { ProjectMemberRec, ProjectRec, UserRec } from '../db.ts';
 import { recordEvent } from '../events.ts';
-import {
-  HttpError,
-  caller,
-  forbidden,
-  handle,
-  notFound,
-  params,
-  requiredStr,
-  sendPage,
-  str,
-} from '../http.ts';
-import {
-  DEVELOPER,
-  GUEST,
-  MASTER,
-  REPORTER,
-  accessLevel,
-  findProject,
-  requireLevel,
-} from '../permissions.ts';
+import { HttpError, forbidden, notFound, requiredStr, sendPage, str } from '../http.ts';
+import { DEVELOPER, GUEST, MASTER, REPORTER } from '../permissions.ts';
 import { removeWhere } from '../remove-project.ts';
+import { projectRoute } from '../route.ts';
 
 /** The levels a project membership or share may have (owner is a namespace's, never a member's). */
 const MEMBER_LEVELS = [GUEST, REPORTER, DEVELOPER, MASTER];
@@ -69,10 +52,9 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
 
   router.get(
     '/projects/:id/members',
-    handle((req, res) => {
-      const project = findProject(db, String(req.params.id), caller(res));
+    projectRoute(db, 'visible', ({ req, res, p, project }) => {
       // `query` matches usernames, as real servers search.
-      const query = str(params(req), 'query')?.toLowerCase();
+      const query = str(p, 'query')?.toLowerCase();
       const members = membersOf(ctx, project).filter(
         (x) => !query || x.user.username.toLowerCase().includes(query),
       );
@@ -86,8 +68,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
 
   router.get(
     '/projects/:id/members/:user_id',
-    handle((req, res) => {
-      const project = findProject(db, String(req.params.id), caller(res));
+    projectRoute(db, 'visible', ({ req, res, project }) => {
       const found = membersOf(ctx, project).find((x) => String(x.user.id) === String(req.params.user_id));
       if (!found) throw notFound();
       res.json(memberView(found.user, found.member));
@@ -96,11 +77,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
 
   router.post(
     '/projects/:id/members',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireLevel(db, project, c, MASTER);
-      const p = params(req);
+    projectRoute(db, MASTER, ({ res, p, project }) => {
       const userRef = requiredStr(p, 'user_id');
       requiredStr(p, 'access_level');
       const user = db.data.users.find((u) => String(u.id) === userRef);
@@ -125,11 +102,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
 
   router.put(
     '/projects/:id/members/:user_id',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireLevel(db, project, c, MASTER);
-      const p = params(req);
+    projectRoute(db, MASTER, ({ req, res, p, project }) => {
       requiredStr(p, 'access_level');
       const found = membersOf(ctx, project).find((x) => String(x.user.id) === String(req.params.user_id));
       // Real servers' wording: not_found!("User can not be found").
@@ -142,13 +115,11 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
 
   router.delete(
     '/projects/:id/members/:user_id',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'visible', ({ req, res, who: c, project, level }) => {
       const found = membersOf(ctx, project).find((x) => String(x.user.id) === String(req.params.user_id));
       // Masters remove anyone; a member may leave by themselves. Anyone else: 403, member or not.
       const leaving = found !== undefined && found.user.id === c.user.id;
-      if (!leaving && accessLevel(db, project, c.user) < MASTER) throw forbidden();
+      if (!leaving && level < MASTER) throw forbidden();
       if (!found) {
         // docs/api-v3.md#project-team-members: removing a non-member succeeds; real servers answer this body.
         res.json({ message: 'Access revoked', id: Number(String(req.params.user_id)) });
@@ -162,11 +133,7 @@ export function registerMemberRoutes(router: Router, ctx: SandboxContext): void 
 
   router.post(
     '/projects/:id/share',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireLevel(db, project, c, MASTER);
-      const p = params(req);
+    projectRoute(db, MASTER, ({ res, p, project }) => {
       const groupRef = requiredStr(p, 'group_id');
       requiredStr(p, 'group_access');
       // Real servers answer a failed share link with 409 and the link's first error message.

@@ -7,21 +7,18 @@
  * Where docs/api-v3.md#merge-requests is silent the behaviour follows real 8.x `lib/api/merge_requests.rb` and the merge
  * request services, as the comments say.
  */
-import type { Request, Response, Router } from 'express';
+import type { Router } from 'express';
 import { notify, type Caller, type GitCommit, type SandboxContext } from '../context.ts';
 import type { IssueRec, MergeRequestRec, ProjectRec, UserRec } from '../db.ts';
 import { recordEvent } from '../events.ts';
 import { GitError, NULL_SHA } from '../git.ts';
 import {
-  caller,
   conflict,
   flag,
   forbidden,
-  handle,
   HttpError,
   int,
   notAllowed,
-  params,
   requiredStr,
   sendPage,
   str,
@@ -48,12 +45,13 @@ import {
   sourceHead,
 } from '../merge-request-view.ts';
 import { buildActive, buildStatus, registerMergeWhenBuildSucceeds } from '../merge-when-build-succeeds.ts';
-import { mergeRequestPayload, type MergeRequestAction } from '../payloads.ts';
+import { mergeRequestPayload, type MergeRequestAction } from '../payloads/index.ts';
 import { accessLevel, canRead, DEVELOPER, findProject, OWNER, pathWithNamespace } from '../permissions.ts';
 import { canPushTo, isProtectedBranch } from './branches.ts';
 import { setIssueState } from './issues.ts';
 import { ensureLabels, labelsParam } from './labels.ts';
 import { addSystemNote } from './notes.ts';
+import { projectRoute, type ProjectRouteCall } from '../route.ts';
 
 /** The merge options a caller gives, kept with an armed merge request to merge with later. */
 type MergeOptions = MergeRequestRec['merge_params'];
@@ -356,10 +354,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
   router.get(
     '/projects/:id/merge_requests',
-    handle(async (req, res) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      const p = params(req);
+    projectRoute(db, 'visible', async ({ req, res, who, p, project }) => {
       const iid = int(p, 'iid');
       const state = str(p, 'state');
       const items = db.data.mergeRequests.filter(
@@ -377,11 +372,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
   // docs/api-v3.md#merge-requests: merge request create answers 200 (real servers answer 201).
   router.post(
     '/projects/:id/merge_requests',
-    handle(async (req, res) => {
-      const who = caller(res);
-      const source = findProject(db, String(req.params.id), who);
-      requireDeveloper(source, who);
-      const p = params(req);
+    projectRoute(db, DEVELOPER, async ({ res, who, p, project: source }) => {
       const sourceBranch = requiredStr(p, 'source_branch');
       const targetBranch = requiredStr(p, 'target_branch');
       const title = requiredStr(p, 'title');
@@ -437,10 +428,6 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     }),
   );
 
-  function requireDeveloper(project: ProjectRec, who: Caller): void {
-    if (accessLevel(db, project, who.user) < DEVELOPER) throw forbidden();
-  }
-
   /** Both branches must exist, and differ within one project (400, in the model-validation form). */
   async function checkBranches(
     b: Pick<MergeRequestRec, 'source_project_id' | 'source_branch' | 'target_project_id' | 'target_branch'>,
@@ -459,24 +446,24 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
   for (const segment of ['merge_requests', 'merge_request']) {
     const one = `/projects/:id/${segment}/:merge_request_id`;
-    const resolve = (req: Request, res: Response) => {
-      const who = caller(res);
-      const project = findProject(db, String(req.params.id), who);
-      return { who, project, mr: findMergeRequest(ctx, project, String(req.params.merge_request_id)) };
-    };
+    /** The merge request `:merge_request_id` of the route's project (404 when absent). */
+    const mergeRequestOf = ({ req, project }: ProjectRouteCall) =>
+      findMergeRequest(ctx, project, String(req.params.merge_request_id));
 
     router.get(
       one,
-      handle(async (req, res) => {
-        const { who, mr } = resolve(req, res);
+      projectRoute(db, 'visible', async (call) => {
+        const { res, who } = call;
+        const mr = mergeRequestOf(call);
         res.json(await view(mr, who));
       }),
     );
 
     router.get(
       `${one}/commits`,
-      handle(async (req, res) => {
-        const { mr } = resolve(req, res);
+      projectRoute(db, 'visible', async (call) => {
+        const { req, res } = call;
+        const mr = mergeRequestOf(call);
         const { commits } = await mergeRequestChanges(ctx, mr);
         sendPage(req, res, commits.map(mergeRequestCommitView));
       }),
@@ -484,8 +471,9 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
     router.get(
       `${one}/changes`,
-      handle(async (req, res) => {
-        const { who, mr } = resolve(req, res);
+      projectRoute(db, 'visible', async (call) => {
+        const { res, who } = call;
+        const mr = mergeRequestOf(call);
         const { diffs } = await mergeRequestChanges(ctx, mr);
         res.json({ ...(await view(mr, who)), changes: diffs });
       }),
@@ -493,8 +481,9 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
     router.get(
       `${one}/closes_issues`,
-      handle(async (req, res) => {
-        const { who, mr } = resolve(req, res);
+      projectRoute(db, 'visible', async (call) => {
+        const { req, res, who } = call;
+        const mr = mergeRequestOf(call);
         const issues = await closesIssues(mr, who.user);
         sendPage(
           req,
@@ -507,11 +496,11 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     // docs/api-v3.md#merge-requests: merge request update answers 200.
     router.put(
       one,
-      handle(async (req, res) => {
-        const { who, project, mr } = resolve(req, res);
+      projectRoute(db, 'visible', async (call) => {
+        const { res, who, project, p, level } = call;
+        const mr = mergeRequestOf(call);
         if (!canEditIssuable(ctx, project, mr, who.user, DEVELOPER)) throw forbidden();
-        const p = params(req);
-        const canAdmin = accessLevel(db, project, who.user) >= DEVELOPER;
+        const canAdmin = level >= DEVELOPER;
         const title = given(p, 'title');
         checkTitle(title);
         const labels = labelsParam(p);
@@ -576,9 +565,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     // docs/api-v3.md#merge-requests: admins and project owners only; 404 when absent; soft delete.
     router.delete(
       one,
-      handle(async (req, res) => {
-        const { who, project, mr } = resolve(req, res);
-        if (accessLevel(db, project, who.user) < OWNER) throw forbidden();
+      projectRoute(db, 'visible', async (call) => {
+        const { res, who, level } = call;
+        const mr = mergeRequestOf(call);
+        if (level < OWNER) throw forbidden();
         mr.deleted = true;
         db.changed();
         res.json(await view(mr, who));
@@ -587,9 +577,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
     router.put(
       `${one}/merge`,
-      handle(async (req, res) => {
-        const { who, project, mr } = resolve(req, res);
-        await accept(project, mr, who, params(req));
+      projectRoute(db, 'visible', async (call) => {
+        const { res, who, project, p } = call;
+        const mr = mergeRequestOf(call);
+        await accept(project, mr, who, p);
         res.json(await view(mr, who));
       }),
     );
@@ -598,8 +589,9 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     for (const method of ['put', 'post'] as const)
       router[method](
         `${one}/cancel_merge_when_build_succeeds`,
-        handle(async (req, res) => {
-          const { who, project, mr } = resolve(req, res);
+        projectRoute(db, 'visible', async (call) => {
+          const { res, who, project } = call;
+          const mr = mergeRequestOf(call);
           // Real 8.x `can_cancel_merge_when_build_succeeds?`: whoever may merge, and the author.
           if (!canMergeBy(project, who, mr) && mr.author_id !== who.user.id) throw unauthorized();
           if (!isOpen(mr)) throw notAllowed();
@@ -620,8 +612,9 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     ] as const)
       router[method](
         `${one}/subscription`,
-        handle(async (req, res) => {
-          const { who, mr } = resolve(req, res);
+        projectRoute(db, 'visible', async (call) => {
+          const { res, who } = call;
+          const mr = mergeRequestOf(call);
           // 304 (empty body) when already subscribed / not subscribed, as for issues.
           if (!setSubscribed(ctx, 'MergeRequest', mr, who.user, subscribe)) return void res.status(304).end();
           res.status(subscribe ? 201 : 200).json(await view(mr, who));

@@ -5,9 +5,9 @@
  * fire nothing, as on real servers.
  */
 import type { Router } from 'express';
-import type { Caller, SandboxContext } from '../context.ts';
+import type { SandboxContext } from '../context.ts';
 import type { NoteRec, ProjectRec, UserRec } from '../db.ts';
-import { caller, handle, notFound, params, requiredStr, sendPage } from '../http.ts';
+import { notFound, requiredStr, sendPage } from '../http.ts';
 import {
   findIssue,
   findMergeRequest,
@@ -16,9 +16,10 @@ import {
   type IssuableType,
 } from '../issuables.ts';
 import { recordEvent } from '../events.ts';
-import { notePayload } from '../payloads.ts';
-import { accessLevel, findProject, OWNER } from '../permissions.ts';
+import { notePayload } from '../payloads/index.ts';
+import { OWNER } from '../permissions.ts';
 import { userSummary } from '../views.ts';
+import { projectRoute, type ProjectRouteCall } from '../route.ts';
 
 export function noteView(ctx: SandboxContext, note: NoteRec) {
   return {
@@ -109,14 +110,12 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
 
   for (const noteable of NOTEABLES) {
     const base = `/projects/:id/${noteable.path}/:${noteable.param}/notes`;
-    /** The project and the noteable, which must be visible to the caller (404 otherwise). */
-    const resolve = (id: string, itemRef: string, who: Caller) => {
-      const project = findProject(db, id, who);
-      const item =
-        noteable.type === 'Issue'
-          ? findIssue(ctx, project, itemRef, who.user)
-          : findMergeRequest(ctx, project, itemRef);
-      return { project, item };
+    /** The noteable of the route's project, which must be visible to the caller (404 otherwise). */
+    const itemOf = ({ req, who, project }: ProjectRouteCall) => {
+      const itemRef = String(req.params[noteable.param]);
+      return noteable.type === 'Issue'
+        ? findIssue(ctx, project, itemRef, who.user)
+        : findMergeRequest(ctx, project, itemRef);
     };
     const notesOf = (item: Issuable) =>
       db.data.notes
@@ -126,9 +125,9 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
     // Oldest first, as real 8.x servers list a noteable's notes.
     router.get(
       base,
-      handle((req, res) => {
-        const who = caller(res);
-        const { item } = resolve(String(req.params.id), String(req.params[noteable.param]), who);
+      projectRoute(db, 'visible', (call) => {
+        const { req, res } = call;
+        const item = itemOf(call);
         sendPage(
           req,
           res,
@@ -139,9 +138,9 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
 
     router.get(
       `${base}/:note_id`,
-      handle((req, res) => {
-        const who = caller(res);
-        const { item } = resolve(String(req.params.id), String(req.params[noteable.param]), who);
+      projectRoute(db, 'visible', (call) => {
+        const { req, res } = call;
+        const item = itemOf(call);
         const note = notesOf(item).find((n) => String(n.id) === String(req.params.note_id));
         if (!note) throw notFound();
         res.json(noteView(ctx, note));
@@ -150,14 +149,12 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
 
     router.post(
       base,
-      handle((req, res) => {
-        const who = caller(res);
-        const { project, item } = resolve(String(req.params.id), String(req.params[noteable.param]), who);
-        const p = params(req);
+      projectRoute(db, 'visible', (call) => {
+        const { res, who, p, project, level } = call;
+        const item = itemOf(call);
         const body = requiredStr(p, 'body');
         // Real 8.x: `created_at` is honoured for admins and the project owner only.
-        const createdAt =
-          accessLevel(db, project, who.user) >= OWNER ? timestampParam(p, 'created_at') : undefined;
+        const createdAt = level >= OWNER ? timestampParam(p, 'created_at') : undefined;
         const note = addComment(
           ctx,
           { project, type: noteable.type, item, author: who.user, body },

@@ -14,9 +14,7 @@ import { FieldErrors } from '../field-errors.ts';
 import {
   HttpError,
   badRequest,
-  caller,
   flag,
-  handle,
   missing,
   notFound,
   params,
@@ -24,20 +22,11 @@ import {
   sendPage,
   str,
 } from '../http.ts';
-import {
-  GUEST,
-  MASTER,
-  OWNER,
-  REPORTER,
-  accessLevel,
-  canRead,
-  findProject,
-  requireAdmin,
-  requireLevel,
-} from '../permissions.ts';
+import { GUEST, MASTER, OWNER, REPORTER, accessLevel, canRead, requireLevel } from '../permissions.ts';
 import { projectView } from '../project-view.ts';
 import { removeProject } from '../remove-project.ts';
 import { canCreateProject } from '../user-view.ts';
+import { adminRoute, projectRoute, route } from '../route.ts';
 
 type Visibility = 0 | 10 | 20;
 
@@ -300,8 +289,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.get(
     '/projects',
-    handle((req, res) => {
-      const { user } = caller(res);
+    route(({ req, res, who: { user } }) => {
       // Real servers list the caller's authorized projects: those they are a member of, however.
       const mine = db.data.projects.filter((x) => memberLevel(ctx, x, user) >= GUEST);
       sendProjects(ctx, req, res, user, filterProjects(ctx, req, mine, ORDER_FIELDS), true);
@@ -310,8 +298,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.get(
     '/projects/owned',
-    handle((req, res) => {
-      const { user } = caller(res);
+    route(({ req, res, who: { user } }) => {
       const owned = new Set(
         db.data.namespaces
           .filter(
@@ -331,8 +318,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.get(
     '/projects/starred',
-    handle((req, res) => {
-      const { user } = caller(res);
+    route(({ req, res, who: { user } }) => {
       const starred = new Set(db.data.stars.filter((s) => s.user_id === user.id).map((s) => s.project_id));
       const projects = db.data.projects.filter((x) => starred.has(x.id) && canRead(db, x, user));
       // Real servers answer this list without `permissions`.
@@ -342,17 +328,14 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.get(
     '/projects/all',
-    handle((req, res) => {
-      const c = caller(res);
-      requireAdmin(c);
+    adminRoute(({ req, res, who: c }) => {
       sendProjects(ctx, req, res, c.user, filterProjects(ctx, req, db.data.projects, ORDER_FIELDS), true);
     }),
   );
 
   router.get(
     '/projects/search/:query',
-    handle((req, res) => {
-      const { user } = caller(res);
+    route(({ req, res, who: { user } }) => {
       // docs/api-v3.md#projects: text contained in the name, among the projects the caller can see.
       const query = String(req.params.query).toLowerCase();
       const found = db.data.projects.filter(
@@ -365,17 +348,14 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.get(
     '/projects/:id',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'visible', ({ res, who: c, project }) => {
       res.json(projectView(ctx, project, c.user, { withAccess: true }));
     }),
   );
 
   router.get(
     '/projects/:id/events',
-    handle((req, res) => {
-      const project = findProject(db, String(req.params.id), caller(res));
+    projectRoute(db, 'visible', ({ req, res, project }) => {
       const events = db.data.events.filter((e) => e.project_id === project.id).sort((a, b) => b.id - a.id);
       sendPage(
         req,
@@ -387,9 +367,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.post(
     '/projects',
-    handle(async (req, res) => {
-      const { user } = caller(res);
-      const p = params(req);
+    route(async ({ res, who: { user }, p }) => {
       const name = requiredStr(p, 'name');
       const errors = new FieldErrors();
       const attrs = readAttrs(p, errors, ['name', 'path', 'description', 'import_url']);
@@ -417,12 +395,9 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.post(
     '/projects/user/:user_id',
-    handle(async (req, res) => {
-      const c = caller(res);
-      requireAdmin(c);
+    adminRoute(async ({ req, res, who: c, p }) => {
       const owner = db.data.users.find((u) => String(u.id) === String(req.params.user_id));
       if (!owner) throw notFound();
-      const p = params(req);
       const name = requiredStr(p, 'name');
       const errors = new FieldErrors();
       const attrs = readAttrs(p, errors, ['name', 'description', 'default_branch', 'import_url']);
@@ -442,11 +417,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.put(
     '/projects/:id',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireLevel(db, project, c, MASTER);
-      const p = params(req);
+    projectRoute(db, MASTER, ({ res, who: c, p, project }) => {
       const errors = new FieldErrors();
       const attrs = readAttrs(p, errors, ['name', 'path', 'description', 'default_branch']);
       // Renaming and changing visibility are the owner's (real servers' rename_project and
@@ -467,9 +438,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.post(
     '/projects/fork/:id',
-    handle(async (req, res) => {
-      const c = caller(res);
-      const source = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'visible', async ({ res, who: c, project: source }) => {
       // Forking needs reporter access to a private project; public and internal ones anyone may fork.
       if (source.visibility_level === 0) requireLevel(db, source, c, REPORTER);
       const ns = ensureUserNamespace(db, c.user);
@@ -503,9 +472,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.post(
     '/projects/:id/star',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'visible', ({ res, who: c, project }) => {
       if (db.data.stars.some((s) => s.project_id === project.id && s.user_id === c.user.id)) {
         res.status(304).end();
         return;
@@ -518,9 +485,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.delete(
     '/projects/:id/star',
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'visible', ({ res, who: c, project }) => {
       const index = db.data.stars.findIndex((s) => s.project_id === project.id && s.user_id === c.user.id);
       if (index < 0) {
         res.status(304).end();
@@ -538,11 +503,8 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
   ] as const) {
     router.post(
       `/projects/:id/${action}`,
-      handle((req, res) => {
-        const c = caller(res);
-        const project = findProject(db, String(req.params.id), c);
+      projectRoute(db, OWNER, ({ res, who: c, project }) => {
         // docs/api-v3.md#projects: admin or owner; idempotent.
-        requireLevel(db, project, c, OWNER);
         if (project.archived !== archived) {
           project.archived = archived;
           db.changed();
@@ -554,10 +516,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.delete(
     '/projects/:id',
-    handle(async (req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireLevel(db, project, c, OWNER);
+    projectRoute(db, OWNER, async ({ res, project }) => {
       await removeProject(ctx, project);
       // docs/api-v3.md#projects does not show the body; real 8.x servers answer the destroy service's result, true.
       res.json(true);
@@ -566,10 +525,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.post(
     '/projects/:id/fork/:forked_from_id',
-    handle((req, res) => {
-      const c = caller(res);
-      requireAdmin(c);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'admin', ({ req, res, project }) => {
       const source = db.data.projects.find((x) => String(x.id) === String(req.params.forked_from_id));
       if (!source) throw notFound('Source Project');
       if (project.forked_from_id !== null) throw new HttpError(409, { message: 'Project already forked' });
@@ -581,10 +537,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
 
   router.delete(
     '/projects/:id/fork',
-    handle((req, res) => {
-      const c = caller(res);
-      requireAdmin(c);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'admin', ({ res, project }) => {
       if (project.forked_from_id === null) {
         res.status(200).end();
         return;
@@ -599,9 +552,7 @@ export function registerProjectRoutes(router: Router, ctx: SandboxContext): void
   router.post(
     '/projects/:id/uploads',
     uploadMiddleware(ctx),
-    handle((req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
+    projectRoute(db, 'visible', ({ req, res, project }) => {
       const file = req.file;
       if (!file) throw missing('file');
       // Real servers' uploader keeps letters, digits and . - + _ of the name.

@@ -7,7 +7,7 @@
 import type { Router } from 'express';
 import type { PushEvent, SandboxContext } from '../context.ts';
 import type { EventRec } from '../db.ts';
-import { BLANK_SHA, pushPayload } from '../payloads.ts';
+import { BLANK_SHA, pushPayload } from '../payloads/index.ts';
 
 /**
  * 8.x `Event#action_name` for pushes: `pushed new` for a new ref, `deleted` for a removed one,

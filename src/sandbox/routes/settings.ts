@@ -6,8 +6,7 @@ import type { Router } from 'express';
 import type { SandboxContext } from '../context.ts';
 import type { SettingsRec } from '../db.ts';
 import { FieldErrors, isHttpUrl } from '../field-errors.ts';
-import { caller, handle, params } from '../http.ts';
-import { requireAdmin } from '../permissions.ts';
+import { adminRoute } from '../route.ts';
 
 export function settingsView(s: SettingsRec) {
   return {
@@ -145,18 +144,16 @@ export function registerSettingsRoutes(router: Router, ctx: SandboxContext): voi
 
   router.get(
     '/application/settings',
-    handle((_req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ res }) => {
       res.json(settingsView(db.data.settings));
     }),
   );
 
   router.put(
     '/application/settings',
-    handle((req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ res, p }) => {
       const errors = new FieldErrors();
-      const changes = readChanges(params(req), errors);
+      const changes = readChanges(p, errors);
       errors.throwIfAny();
       Object.assign(db.data.settings, changes, { updated_at: db.now() });
       db.changed();

@@ -15,20 +15,9 @@
  * pipeline's combined status changes the `Pipeline Hook` fires.
  */
 import type { Router } from 'express';
-import { notify, type SandboxContext, type StatusEvent } from '../context.ts';
-import type { Db, ProjectRec, StatusRec, UserRec } from '../db.ts';
-import {
-  caller,
-  flag,
-  forbidden,
-  handle,
-  HttpError,
-  notFound,
-  params,
-  requiredStr,
-  sendPage,
-  str,
-} from '../http.ts';
+import { notify, type Caller, type SandboxContext, type StatusEvent } from '../context.ts';
+import type { Db, ProjectRec, StatusRec } from '../db.ts';
+import { flag, forbidden, HttpError, notFound, requiredStr, sendPage, str } from '../http.ts';
 import {
   buildPayload,
   combinedStatus,
@@ -37,11 +26,12 @@ import {
   loadCommit,
   pipelinePayload,
   type CombinedStatus,
-} from '../payloads.ts';
-import { DEVELOPER, REPORTER, accessLevel, findProject, requireLevel } from '../permissions.ts';
+} from '../payloads/index.ts';
+import { DEVELOPER, REPORTER, accessLevel } from '../permissions.ts';
 import { userSummary } from '../views.ts';
+import { projectRoute } from '../route.ts';
 
-export { combinedStatus, type CombinedStatus } from '../payloads.ts';
+export { combinedStatus, type CombinedStatus } from '../payloads/index.ts';
 
 type State = StatusRec['status'];
 const STATES: readonly string[] = ['pending', 'running', 'success', 'failed', 'canceled'];
@@ -131,8 +121,8 @@ function present(value: string | undefined): string | undefined {
  * 8.x `read_commit_status`: reporters and above; on public and internal projects everyone who can
  * see the project.
  */
-function requireReadStatuses(db: Db, project: ProjectRec, user: UserRec): void {
-  if (project.visibility_level === 0 && accessLevel(db, project, user) < REPORTER) throw forbidden();
+function requireReadStatuses(db: Db, project: ProjectRec, who: Caller): void {
+  if (project.visibility_level === 0 && accessLevel(db, project, who.user) < REPORTER) throw forbidden();
 }
 
 export function registerStatusRoutes(router: Router, ctx: SandboxContext): void {
@@ -140,13 +130,9 @@ export function registerStatusRoutes(router: Router, ctx: SandboxContext): void 
 
   router.get(
     '/projects/:id/repository/commits/:sha/statuses',
-    handle(async (req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireReadStatuses(db, project, c.user);
+    projectRoute(db, requireReadStatuses, async ({ req, res, p, project }) => {
       const sha = String(req.params.sha);
       if (!(await ctx.git.commit(project.id, sha))) throw notFound('Commit');
-      const p = params(req);
       // docs/api-v3.md#commit-statuses names the filter `ref_name`; 8.x reads `ref`: both are accepted.
       const ref = present(str(p, 'ref_name')) ?? present(str(p, 'ref'));
       const stage = present(str(p, 'stage'));
@@ -171,11 +157,7 @@ export function registerStatusRoutes(router: Router, ctx: SandboxContext): void 
 
   router.post(
     '/projects/:id/statuses/:sha',
-    handle(async (req, res) => {
-      const c = caller(res);
-      const project = findProject(db, String(req.params.id), c);
-      requireLevel(db, project, c, DEVELOPER);
-      const p = params(req);
+    projectRoute(db, DEVELOPER, async ({ req, res, who: c, p, project }) => {
       const state = requiredStr(p, 'state');
       const commit = await loadCommit(ctx, project.id, String(req.params.sha));
       if (!commit) throw notFound('Commit');

@@ -4,24 +4,12 @@
  * servers' lib/api/users.rb.
  */
 import { createHash } from 'node:crypto';
-import type { Request, Response, Router } from 'express';
+import type { Router } from 'express';
 import type { Caller, SandboxContext } from '../context.ts';
 import type { UserRec } from '../db.ts';
 import { addUser } from '../factories.ts';
 import { FieldErrors, looksLikeEmail } from '../field-errors.ts';
-import {
-  HttpError,
-  caller,
-  conflict,
-  flag,
-  handle,
-  notFound,
-  params,
-  requiredStr,
-  sendPage,
-  str,
-} from '../http.ts';
-import { requireAdmin } from '../permissions.ts';
+import { HttpError, conflict, flag, notFound, requiredStr, sendPage, str } from '../http.ts';
 import { removeProject, removeWhere } from '../remove-project.ts';
 import {
   currentUserView,
@@ -32,6 +20,7 @@ import {
   userNormalView,
   userSingleView,
 } from '../user-view.ts';
+import { adminRoute, route, type RouteCall } from '../route.ts';
 
 /** Real servers' namespace path rule and its message (Gitlab::Regex.namespace_regex). */
 const USERNAME = /^[a-zA-Z0-9_.][a-zA-Z0-9_.-]*$/;
@@ -266,9 +255,7 @@ async function removeUser(ctx: SandboxContext, user: UserRec): Promise<void> {
 
 // ---- routes ----
 
-function listUsers(ctx: SandboxContext, req: Request, res: Response) {
-  const c = caller(res);
-  const p = params(req);
+function listUsers(ctx: SandboxContext, { req, res, who: c, p }: RouteCall) {
   const username = str(p, 'username');
   const search = str(p, 'search')?.toLowerCase();
   const active = flag(p, 'active');
@@ -297,13 +284,12 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/users',
-    handle((req, res) => listUsers(ctx, req, res)),
+    route((call) => listUsers(ctx, call)),
   );
 
   router.get(
     '/users/:id',
-    handle((req, res) => {
-      const c = caller(res);
+    route(({ req, res, who: c }) => {
       const user = userById(ctx, String(req.params.id));
       if (!user) throw notFound('User');
       res.json(c.user.is_admin ? userAdminSingleView(ctx, user) : userSingleView(ctx, user));
@@ -312,9 +298,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/users',
-    handle((req, res) => {
-      requireAdmin(caller(res));
-      const p = params(req);
+    adminRoute(({ res, p }) => {
       // The order real servers check the required attributes in.
       for (const name of ['email', 'password', 'name', 'username']) requiredStr(p, name);
       const errors = new FieldErrors();
@@ -352,11 +336,10 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.put(
     '/users/:id',
-    handle((req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ req, res, p }) => {
       const user = targetUser(ctx, String(req.params.id));
       const errors = new FieldErrors();
-      const attrs = readAttrs(params(req), errors);
+      const attrs = readAttrs(p, errors);
       validate(ctx, attrs, errors, user);
       // docs/api-v3.md#errors rule 4: modification answers 404 even where 409 would fit (a taken e-mail
       // or username), as the servers it describes did (`not_found!` on a failed update).
@@ -376,8 +359,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/users/:id',
-    handle(async (req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(async ({ req, res }) => {
       const user = userById(ctx, String(req.params.id));
       // docs/api-v3.md#users: always 200; the body is the user only if it was actually deleted. Real servers
       // keep a user who is the only owner of a group.
@@ -399,8 +381,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
   ] as const) {
     router.put(
       `/users/:uid/${action}`,
-      handle((req, res) => {
-        requireAdmin(caller(res));
+      adminRoute(({ req, res }) => {
         const user = targetUser(ctx, String(req.params.uid));
         if (user.ldap_blocked)
           throw new HttpError(403, {
@@ -416,8 +397,8 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/user',
-    handle((_req, res) => {
-      res.json(currentUserView(ctx, caller(res).user));
+    route(({ res, who }) => {
+      res.json(currentUserView(ctx, who.user));
     }),
   );
 
@@ -426,16 +407,15 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
   // docs/api-v3.md#pagination: every GET list is paginated (real servers do not paginate these two).
   router.get(
     '/user/keys',
-    handle((req, res) => {
-      const c = caller(res);
+    route(({ req, res, who: c }) => {
       sendPage(req, res, db.data.keys.filter((k) => k.user_id === c.user.id).map(keyView));
     }),
   );
 
   router.get(
     '/user/keys/:id',
-    handle((req, res) => {
-      const key = ownItem(db.data.keys, caller(res), String(req.params.id));
+    route(({ req, res, who }) => {
+      const key = ownItem(db.data.keys, who, String(req.params.id));
       if (!key) throw notFound();
       res.json(keyView(key));
     }),
@@ -443,9 +423,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/user/keys',
-    handle((req, res) => {
-      const c = caller(res);
-      const p = params(req);
+    route(({ res, who: c, p }) => {
       const title = requiredStr(p, 'title');
       const key = requiredStr(p, 'key');
       keyErrors(ctx, title, key).throwIfAny();
@@ -455,8 +433,8 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/user/keys/:id',
-    handle((req, res) => {
-      const key = ownItem(db.data.keys, caller(res), String(req.params.id));
+    route(({ req, res, who }) => {
+      const key = ownItem(db.data.keys, who, String(req.params.id));
       // Idempotent: an absent key answers 200 with an empty body.
       if (!key) {
         res.status(200).end();
@@ -470,8 +448,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/users/:uid/keys',
-    handle((req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ req, res }) => {
       const user = targetUser(ctx, String(req.params.uid));
       sendPage(req, res, db.data.keys.filter((k) => k.user_id === user.id).map(keyView));
     }),
@@ -479,9 +456,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/users/:uid/keys',
-    handle((req, res) => {
-      requireAdmin(caller(res));
-      const p = params(req);
+    adminRoute(({ req, res, p }) => {
       const title = requiredStr(p, 'title');
       const key = requiredStr(p, 'key');
       const user = userById(ctx, String(req.params.uid));
@@ -493,8 +468,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/users/:uid/keys/:id',
-    handle((req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ req, res }) => {
       const user = targetUser(ctx, String(req.params.uid));
       const key = db.data.keys.find((k) => k.user_id === user.id && String(k.id) === String(req.params.id));
       if (!key) throw notFound('Key');
@@ -508,16 +482,15 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/user/emails',
-    handle((req, res) => {
-      const c = caller(res);
+    route(({ req, res, who: c }) => {
       sendPage(req, res, db.data.emails.filter((e) => e.user_id === c.user.id).map(emailView));
     }),
   );
 
   router.get(
     '/user/emails/:id',
-    handle((req, res) => {
-      const email = ownItem(db.data.emails, caller(res), String(req.params.id));
+    route(({ req, res, who }) => {
+      const email = ownItem(db.data.emails, who, String(req.params.id));
       if (!email) throw notFound();
       res.json(emailView(email));
     }),
@@ -525,9 +498,8 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/user/emails',
-    handle((req, res) => {
-      const c = caller(res);
-      const email = requiredStr(params(req), 'email');
+    route(({ res, who: c, p }) => {
+      const email = requiredStr(p, 'email');
       emailErrors(ctx, email).throwIfAny();
       res.status(201).json(emailView(addEmail(ctx, c.user, email)));
     }),
@@ -535,8 +507,8 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/user/emails/:id',
-    handle((req, res) => {
-      const email = ownItem(db.data.emails, caller(res), String(req.params.id));
+    route(({ req, res, who }) => {
+      const email = ownItem(db.data.emails, who, String(req.params.id));
       if (!email) {
         res.status(200).end();
         return;
@@ -549,8 +521,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.get(
     '/users/:uid/emails',
-    handle((req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ req, res }) => {
       const user = targetUser(ctx, String(req.params.uid));
       sendPage(req, res, db.data.emails.filter((e) => e.user_id === user.id).map(emailView));
     }),
@@ -558,9 +529,8 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.post(
     '/users/:uid/emails',
-    handle((req, res) => {
-      requireAdmin(caller(res));
-      const email = requiredStr(params(req), 'email');
+    adminRoute(({ req, res, p }) => {
+      const email = requiredStr(p, 'email');
       const user = userById(ctx, String(req.params.uid));
       if (!user || emailErrors(ctx, email).has()) throw notFound();
       res.status(201).json(emailView(addEmail(ctx, user, email)));
@@ -569,8 +539,7 @@ export function registerUserRoutes(router: Router, ctx: SandboxContext): void {
 
   router.delete(
     '/users/:uid/emails/:id',
-    handle((req, res) => {
-      requireAdmin(caller(res));
+    adminRoute(({ req, res }) => {
       const user = targetUser(ctx, String(req.params.uid));
       const email = db.data.emails.find(
         (e) => e.user_id === user.id && String(e.id) === String(req.params.id),
