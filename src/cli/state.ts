@@ -7,7 +7,7 @@
  * The target must be empty (nothing is merged); the source is left as it was, to be removed by
  * hand once the bot runs on the target. What does not come over: src/state/transfer.ts.
  */
-import type { CliIo, RegisterCommand } from './main.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 
 interface StateMigrateOptions {
   to?: string;
