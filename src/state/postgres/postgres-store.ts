@@ -94,6 +94,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #dedupEstimate = 0;
   readonly #adoptedListeners: (() => void)[] = [];
   #refreshFailures = 0;
+  /** Deliveries processed here whose delete failed (the database was away): deleted at a refresh. */
+  readonly #unfinishedDeletes = new Set<string>();
 
   constructor(options: ResolvedPostgresStoreOptions) {
     super(options);
@@ -234,7 +236,14 @@ class PostgresStore extends HeldStateStore implements Fleet {
     this.assertOpen();
     if (!this.model.inbox.has(id)) return this.settled();
     this.model.apply({ op: 'processed', id });
-    await this.#processed.submit(id);
+    try {
+      await this.#processed.submit(id);
+    } catch (error) {
+      // Gone from this replica's view but still in the table, held (and renewed) by this replica:
+      // the delete is tried again at each refresh, or the row would be renewed forever.
+      this.#unfinishedDeletes.add(id);
+      throw error;
+    }
   }
 
   // Outbox
@@ -313,6 +322,11 @@ class PostgresStore extends HeldStateStore implements Fleet {
     this.#refreshing ??= (async () => {
       try {
         await this.#heartbeat(this.#currentPool());
+        if (this.#unfinishedDeletes.size > 0) {
+          const ids = [...this.#unfinishedDeletes];
+          await this.#query('DELETE FROM hookbot_inbox WHERE id = ANY($1::text[])', [ids]);
+          for (const id of ids) this.#unfinishedDeletes.delete(id);
+        }
         await this.#prune();
         await this.#reload();
         await this.#adopt();
