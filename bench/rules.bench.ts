@@ -8,12 +8,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { compileRules } from '../src/rules/compile.ts';
-import { compileRegex, REGEX_ENGINE, testBounded } from '../src/rules/regex.ts';
+import { compileRules } from '../src/rules/engine/compile.ts';
+import { compileRegex, REGEX_ENGINE, testBounded } from '../src/rules/engine/regex.ts';
 import { PATHOLOGICAL_PATTERNS } from '../test/fixtures/pathological-patterns.ts';
-import { evaluate } from '../src/rules/engine.ts';
-import { ruleFileSchema, type RuleSpec } from '../src/rules/schema.ts';
-import type { MergeRequestSnapshot } from '../src/rules/snapshot.ts';
+import { evaluate } from '../src/rules/engine/engine.ts';
+import { ruleFileSchema, type RuleSpec } from '../src/rules/grammar/schema.ts';
+import type { MergeRequestSnapshot } from '../src/rules/engine/snapshot.ts';
 
 const RULES = 1_000;
 const NOW = Date.parse('2016-03-20T00:00:00.000Z');

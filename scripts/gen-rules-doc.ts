@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
-import { renderRulesDoc } from '../src/rules/reference-doc.ts';
+import { renderRulesDoc } from '../src/rules/grammar/reference-doc.ts';
 
 export const RULES_DOC = fileURLToPath(new URL('../docs/rules.md', import.meta.url));
 

@@ -84,5 +84,3 @@ export function createBranchesApi(http: Http) {
     },
   };
 }
-
-export type BranchesApi = ReturnType<typeof createBranchesApi>;

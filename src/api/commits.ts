@@ -130,5 +130,3 @@ export function createCommitsApi(http: Http) {
     },
   };
 }
-
-export type CommitsApi = ReturnType<typeof createCommitsApi>;

@@ -53,5 +53,3 @@ export function createFilesApi(http: Http) {
     },
   };
 }
-
-export type FilesApi = ReturnType<typeof createFilesApi>;

@@ -125,5 +125,3 @@ export function createHooksApi(http: Http) {
     },
   };
 }
-
-export type HooksApi = ReturnType<typeof createHooksApi>;

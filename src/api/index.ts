@@ -1,5 +1,10 @@
-export * from './client.ts';
-export * from './errors.ts';
-export * from './http.ts';
-export * from './types.ts';
-export type { Issue, IssueEdit, IssueFilter, NewIssue, ProjectIssueFilter } from './issues.ts';
+/**
+ * The API client, seen from outside: the client of the REST API v3 (one file per resource family) and its errors. Outside code imports only this file (eslint enforces it).
+ */
+export { clientOver, createClient, type Client, type ClientOptions } from './client.ts';
+export { ApiError, redactSecrets } from './errors.ts';
+export { type HookSettings, type ProjectHook } from './hooks.ts';
+export { createHttp, type Http, type HttpOptions, type RequestSpec } from './http.ts';
+export { type Issue } from './issues.ts';
+export { type MergeOutcome, type MergeRequest } from './merge-requests.ts';
+export { latestByName } from './statuses.ts';

@@ -189,5 +189,3 @@ export function createIssuesApi(http: Http) {
     },
   };
 }
-
-export type IssuesApi = ReturnType<typeof createIssuesApi>;

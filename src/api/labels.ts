@@ -99,5 +99,3 @@ export function createLabelsApi(http: Http) {
     },
   };
 }
-
-export type LabelsApi = ReturnType<typeof createLabelsApi>;

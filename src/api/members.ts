@@ -118,5 +118,3 @@ export function createMembersApi(http: Http) {
     },
   };
 }
-
-export type MembersApi = ReturnType<typeof createMembersApi>;

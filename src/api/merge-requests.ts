@@ -377,8 +377,6 @@ export function createMergeRequestsApi(http: Http) {
   };
 }
 
-export type MergeRequestsApi = ReturnType<typeof createMergeRequestsApi>;
-
 function isOpen(state: string): boolean {
   return state === 'opened' || state === 'reopened';
 }

@@ -119,5 +119,3 @@ export function createNotesApi(http: Http) {
     },
   };
 }
-
-export type NotesApi = ReturnType<typeof createNotesApi>;

@@ -341,5 +341,3 @@ export function createProjectsApi(http: Http) {
     },
   };
 }
-
-export type ProjectsApi = ReturnType<typeof createProjectsApi>;

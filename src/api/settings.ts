@@ -53,5 +53,3 @@ export function createSettingsApi(http: Http) {
     },
   };
 }
-
-export type SettingsApi = ReturnType<typeof createSettingsApi>;

@@ -13,7 +13,6 @@ export type PostableState = (typeof POSTABLE_STATES)[number];
  * `skipped` (8.8+) and `manual` (8.15+). Refusing them would fail the whole listing.
  */
 export const STATUS_STATES = [...POSTABLE_STATES, 'created', 'skipped', 'manual'] as const;
-export type StatusState = (typeof STATUS_STATES)[number];
 
 export const commitStatusSchema = z.looseObject({
   id: z.number(),
@@ -92,8 +91,6 @@ export function createStatusesApi(http: Http) {
     },
   };
 }
-
-export type StatusesApi = ReturnType<typeof createStatusesApi>;
 
 type StatusLike = Pick<CommitStatus, 'id' | 'name' | 'created_at'>;
 

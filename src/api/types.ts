@@ -50,7 +50,6 @@ export const milestoneSchema = z.looseObject({
   created_at: z.string(),
   updated_at: z.string(),
 });
-export type Milestone = z.infer<typeof milestoneSchema>;
 
 /**
  * Turns `['a', 'b']` into the comma-separated form the v3 API reads (`labels=a,b`). Any other character

@@ -302,8 +302,6 @@ export function createUsersApi(http: Http) {
   };
 }
 
-export type UsersApi = ReturnType<typeof createUsersApi>;
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

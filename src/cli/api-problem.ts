@@ -3,9 +3,8 @@
  * wrong token read `GET /user failed: 401: 401 Unauthorized`, which names neither the token nor
  * where it comes from.
  */
-import { ApiError } from '../api/errors.ts';
-import type { Client } from '../api/client.ts';
 import { closest } from '../text/did-you-mean.ts';
+import { ApiError, type Client } from '../api/index.ts';
 
 /** What to do about an error from the first calls to the server, or undefined when it is no such case. */
 export function apiProblem(error: unknown, apiUrl: string): string | undefined {

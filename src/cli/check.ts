@@ -11,9 +11,9 @@ const plural = (count: number, word: string): string => `${count} ${word}${count
 
 export async function runCheckCommand(dir: string | undefined, io: CliIo): Promise<number> {
   // Loaded here so that `hookbot --help` stays fast.
-  const { checkRules } = await import('../rules/check.ts');
-  const { readRuleFolder } = await import('../rules/load.ts');
-  const { formatProblem } = await import('../rules/problem.ts');
+  const { checkRules } = await import('../rules/index.ts');
+  const { readRuleFolder } = await import('../rules/index.ts');
+  const { formatProblem } = await import('../rules/index.ts');
 
   const folder = dir ?? (process.env.HOOKBOT_RULES || 'rules');
   const problems = await checkRules(folder);

@@ -1,3 +1,4 @@
+import type { Client, ProjectHook } from '../api/index.ts';
 /**
  * The embedded default's hooks: `npm start` points each sandbox project's hook at this bot with this
  * run's secret. The sandbox is on this machine, so the bot's own hook is any hook whose URL is on
@@ -7,8 +8,6 @@
  * one more, and every event arrived once per copy) and are removed. Hooks elsewhere are someone
  * else's and stay.
  */
-import type { Client } from '../api/client.ts';
-import type { ProjectHook } from '../api/hooks.ts';
 
 const LOCAL_HOSTS = new Set(['localhost', '0.0.0.0', '[::]', '[::1]', '[::ffff:127.0.0.1]']);
 

@@ -3,9 +3,9 @@
  * (through the API), waits for the bot, checks the outcome on the server, and tells why the bot acted
  * from the decision it recorded.
  */
-import type { Client } from '../api/client.ts';
-import type { Decision } from '../rules/process-item.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../start-from-config.ts';
+import type { Decision } from '../rules/index.ts';
+import type { Client } from '../api/index.ts';
 
 export interface DemoWorld {
   admin: Client;

@@ -30,10 +30,10 @@ async function demo(options: DemoOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/load-config.ts');
   const { createLogger } = await import('../ops/logger.ts');
   const { createMetrics } = await import('../ops/metrics.ts');
-  const { startRuntime } = await import('../runtime.ts');
+  const { startRuntime } = await import('../start-from-config.ts');
   const { startSandbox } = await import('../sandbox/server.ts');
   const { DEMO_TOKENS } = await import('../sandbox/seed.ts');
-  const { createClient } = await import('../api/client.ts');
+  const { createClient } = await import('../api/index.ts');
 
   const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-demo-'));
   const loaded = loadConfig({

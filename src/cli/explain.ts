@@ -20,16 +20,16 @@
 import { existsSync } from 'node:fs';
 import { readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import type { StateStore } from '../state/store.ts';
+import type { CliIo, RegisterCommand } from './command.ts';
 import {
   explainKind,
+  type ExplainQuery,
   findDecision,
   itemName,
   itemNumber,
   projectRefProblem,
-  type ExplainQuery,
-} from '../rules/find-decision.ts';
-import type { StateStore } from '../state/store.ts';
-import type { CliIo, RegisterCommand } from './command.ts';
+} from '../rules/index.ts';
 
 interface ExplainOptions {
   /** `true` when given without a URL. */

@@ -1,6 +1,6 @@
 /**
  * `hookbot schema`: the JSON Schema of rule files, generated from the zod grammar the validator
- * itself uses (src/rules/schema.ts), so that editors complete and check what `hookbot check`
+ * itself uses (src/rules/grammar/schema.ts), so that editors complete and check what `hookbot check`
  * accepts. `scripts/gen-rules-schema.ts` writes it to docs/rules.schema.json, which the files in
  * `rules/` name with `# yaml-language-server: $schema=../docs/rules.schema.json`.
  */
@@ -15,7 +15,7 @@ import type { CliIo, RegisterCommand } from './command.ts';
  */
 export async function rulesJsonSchema(): Promise<Record<string, unknown>> {
   const { z } = await import('zod');
-  const { ruleFileSchema } = await import('../rules/schema.ts');
+  const { ruleFileSchema } = await import('../rules/index.ts');
   return z.toJSONSchema(ruleFileSchema, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
 }
 

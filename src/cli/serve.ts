@@ -41,7 +41,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
   }
   const { createLogger } = await import('../ops/logger.ts');
   const { createMetrics } = await import('../ops/metrics.ts');
-  const { startRuntime } = await import('../runtime.ts');
+  const { startRuntime } = await import('../start-from-config.ts');
   const { config } = loaded;
   const log = createLogger({ level: config.log.level, format: config.log.format });
   for (const warning of loaded.warnings) log.warn({ config: loaded.file }, warning);

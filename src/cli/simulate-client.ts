@@ -1,11 +1,17 @@
+import {
+  type Client,
+  clientOver,
+  createHttp,
+  type Http,
+  type HttpOptions,
+  type RequestSpec,
+} from '../api/index.ts';
 /**
  * The API clients of `hookbot simulate`, which must never write: online, every call but a GET is
  * refused before it leaves the process (the snapshot reader and the hint resolver only read, and
  * the dry-run executor calls nothing: this makes it a guarantee rather than a habit); offline, no
  * call is made at all.
  */
-import { clientOver, type Client } from '../api/client.ts';
-import { createHttp, type Http, type HttpOptions, type RequestSpec } from '../api/http.ts';
 
 function refuseWrites(http: Http): Http {
   const guard = <S extends RequestSpec<unknown>>(spec: S): S => {

@@ -8,8 +8,7 @@
 import type { ItemRef } from '../events/hints.ts';
 import type { HookEvent } from '../events/schemas.ts';
 import { parseTimestamp } from '../events/timestamps.ts';
-import type { SnapshotNeeds } from '../rules/read-snapshot.ts';
-import type { ItemSnapshot, Trigger, UserRef } from '../rules/snapshot.ts';
+import type { ItemSnapshot, SnapshotNeeds, Trigger, UserRef } from '../rules/index.ts';
 
 /** A fact the payload does not hold, and what the simulation took instead. */
 export interface UnknownField {

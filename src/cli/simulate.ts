@@ -16,16 +16,13 @@
  * Exit 0 when every item was simulated; 1 when the rules, the file or the server had a problem, or
  * an item could not be simulated; 2 when the command line is wrong.
  */
-import type { Client } from '../api/client.ts';
 import type { Hint, ItemRef } from '../events/hints.ts';
 import type { HookEvent } from '../events/schemas.ts';
-import type { CompiledRuleSet } from '../rules/compile.ts';
-import type { Evaluation } from '../rules/engine.ts';
-import type { ExecutionReport } from '../rules/executor.ts';
-import type { ItemSnapshot, Trigger } from '../rules/snapshot.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { triggerOf, type BotUser } from './simulate-delivery.ts';
 import type { UnknownField } from './simulate-payload.ts';
+import type { CompiledRuleSet, Evaluation, ExecutionReport, ItemSnapshot, Trigger } from '../rules/index.ts';
+import type { Client } from '../api/index.ts';
 
 interface SimulateOptions {
   event: string;
@@ -81,10 +78,10 @@ export async function runSimulateCommand(options: SimulateOptions, io: CliIo): P
 
   // Loaded here so that `hookbot --help` stays fast.
   const { readDelivery } = await import('./simulate-delivery.ts');
-  const { loadRules } = await import('../rules/load.ts');
-  const { formatProblem } = await import('../rules/problem.ts');
+  const { loadRules } = await import('../rules/index.ts');
+  const { formatProblem } = await import('../rules/index.ts');
   const { hintsOf } = await import('../events/hints.ts');
-  const { ApiError } = await import('../api/errors.ts');
+  const { ApiError } = await import('../api/index.ts');
 
   const delivery = await readDelivery(options.event, options.kind);
   if (!delivery.ok) {
@@ -151,10 +148,10 @@ async function simulateAll(
   problems: string[],
   remarks: string[],
 ) {
-  const { evaluate } = await import('../rules/engine.ts');
-  const { createExecutor } = await import('../rules/executor.ts');
+  const { evaluate } = await import('../rules/index.ts');
+  const { createExecutor } = await import('../rules/index.ts');
   const { createMemoryStore } = await import('../state/memory-store.ts');
-  const { itemKeyOf } = await import('../rules/exec-ids.ts');
+  const { itemKeyOf } = await import('../rules/index.ts');
   // Dry run: the executor describes each call and touches neither the client nor the store.
   const executor = createExecutor({ client: source.client, store: createMemoryStore(), dryRun: true });
   const now = Date.now();
@@ -203,10 +200,10 @@ async function onlineSource(
   rulesOf: (path: string) => CompiledRuleSet,
 ): Promise<Source> {
   const { readOnlyClient } = await import('./simulate-client.ts');
-  const { createSnapshotReader } = await import('../rules/read-snapshot.ts');
+  const { createSnapshotReader } = await import('../rules/index.ts');
   const { createHintResolver } = await import('../receiver/resolve-hints.ts');
   const client = readOnlyClient({ baseUrl: api, token, retry: { limit: 1 } });
-  // Who the bot is, as the bot learns it at start (bot.ts): loop prevention compares with it.
+  // Who the bot is, as the bot learns it at start (start-bot.ts): loop prevention compares with it.
   const me = await client.users.current();
   const reader = createSnapshotReader(client, { bot: { id: me.id, username: me.username } });
   const resolver = createHintResolver(client);
@@ -271,8 +268,8 @@ interface Report {
 }
 
 async function print(io: CliIo, options: SimulateOptions, report: Report): Promise<void> {
-  const { explainJson } = await import('../rules/explain.ts');
-  const { decisionText } = await import('../rules/process-item.ts');
+  const { explainJson } = await import('../rules/index.ts');
+  const { decisionText } = await import('../rules/index.ts');
   if (options.json) {
     const json = {
       event: report.header,

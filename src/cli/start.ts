@@ -5,7 +5,7 @@
  * Ctrl-C stops both cleanly.
  */
 import { randomBytes } from 'node:crypto';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../start-from-config.ts';
 import type { Sandbox } from '../sandbox/server.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { apiProblem } from './api-problem.ts';
@@ -39,7 +39,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   const { config } = loaded;
   const { createLogger } = await import('../ops/logger.ts');
   const { createMetrics } = await import('../ops/metrics.ts');
-  const { startRuntime } = await import('../runtime.ts');
+  const { startRuntime } = await import('../start-from-config.ts');
   const { quietOnTerminal, startBanner } = await import('./start-banner.ts');
   const quiet =
     loaded.mode === 'sandbox' &&
@@ -83,7 +83,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           webhookSecret: secret,
         },
       );
-      const { createClient } = await import('../api/client.ts');
+      const { createClient } = await import('../api/index.ts');
       const { registerDemoHooks } = await import('./demo-hooks.ts');
       const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
       const hooks = await registerDemoHooks(admin, runtime.bot.hookUrl, secret);

@@ -55,12 +55,12 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
 
   // Loaded here so that `hookbot --help` stays fast.
   const { loadConfig } = await import('../config/load-config.ts');
-  const { loadRules } = await import('../rules/load.ts');
-  const { formatProblem } = await import('../rules/problem.ts');
-  const { createClient } = await import('../api/client.ts');
-  const { createExecutor } = await import('../rules/executor.ts');
-  const { createFreshCheck } = await import('../rules/fresh-check.ts');
-  const { createSnapshotReader } = await import('../rules/read-snapshot.ts');
+  const { loadRules } = await import('../rules/index.ts');
+  const { formatProblem } = await import('../rules/index.ts');
+  const { createClient } = await import('../api/index.ts');
+  const { createExecutor } = await import('../rules/index.ts');
+  const { createFreshCheck } = await import('../rules/index.ts');
+  const { createSnapshotReader } = await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/logger.ts');
   const { createSweepSet } = await import('../scheduler/sweep-set.ts');

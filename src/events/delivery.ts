@@ -15,7 +15,6 @@ export const KNOWN_KINDS = [
   'pipeline',
   'wiki_page',
 ] as const;
-export type ObjectKind = (typeof KNOWN_KINDS)[number];
 
 /** How the receiver answered a delivery. */
 export type DeliveryOutcome =

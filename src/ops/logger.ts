@@ -5,14 +5,7 @@
  * Lines also carry the ids of the work under way (delivery, deliveries, item, job) from the async
  * context (log-context.ts), with no logger passed around for it.
  */
-import {
-  pino,
-  type DestinationStream,
-  type Level,
-  type LevelWithSilent,
-  type Logger,
-  type LoggerOptions,
-} from 'pino';
+import { pino, type DestinationStream, type LevelWithSilent, type Logger, type LoggerOptions } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import { currentLogContext } from './log-context.ts';
 import { redactText, redactValue, REDACTED, secretMatcher } from './redact.ts';
@@ -176,4 +169,4 @@ function prettyDestination(destination: DestinationStream | undefined, colorize:
   return { write: (line: string) => void out.write(format(line)) };
 }
 
-export type { Level, LevelWithSilent };
+export type { LevelWithSilent };

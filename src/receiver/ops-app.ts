@@ -11,14 +11,12 @@ import express, {
   type Response,
 } from 'express';
 import {
+  type ExplainAnswer,
   explainKind,
+  type ExplainQuery,
   itemNumber,
   projectRefProblem,
-  type ExplainAnswer,
-  type ExplainQuery,
-} from '../rules/find-decision.ts';
-
-export type { ReadinessCheck } from './readiness.ts';
+} from '../rules/index.ts';
 
 export interface OpsAppOptions {
   /** Resolves true when the bot is ready (cached: see readiness.ts). */

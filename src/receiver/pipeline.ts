@@ -19,9 +19,8 @@ import { parseHookEvent } from '../events/schemas.ts';
 import { hintsOf, itemKey, type Hint, type ItemRef } from '../events/hints.ts';
 import { runInNewLogContext } from '../ops/log-context.ts';
 import type { InboxEntry } from '../state/store.ts';
-import { unionEvents } from '../rules/event-names.ts';
-import type { Trigger } from '../rules/snapshot.ts';
 import { triggerOf, type BotIdentity } from './trigger.ts';
+import { type Trigger, unionEvents } from '../rules/index.ts';
 
 /**
  * An accepted delivery: its inbox id, its `object_kind` and its body. The store hands out deliveries

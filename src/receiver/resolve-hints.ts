@@ -3,9 +3,9 @@
  * branch or sha, so this lists the project's open ones (one page of 100 covers most projects) and
  * filters here.
  */
-import type { Client } from '../api/client.ts';
 import type { ItemRef } from '../events/hints.ts';
 import type { HintResolver } from './pipeline.ts';
+import type { Client } from '../api/index.ts';
 
 export function createHintResolver(client: Pick<Client, 'mergeRequests' | 'projects'>): HintResolver {
   async function openMergeRequests(projectId: number) {

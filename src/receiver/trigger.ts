@@ -6,13 +6,13 @@
  *
  * Facts come from the server, never from a payload (anyone who knows the hook URL can send one;
  * the secret travels in clear): the payload's user is used for nothing but the `byBot` hint, a
- * note's text and author are read through the API by the note's id (rules/read-snapshot.ts), and
+ * note's text and author are read through the API by the note's id (rules/item/read-snapshot.ts), and
  * no other event names an actor at all.
  */
 import type { Trigger as HookTrigger } from '../events/hints.ts';
-import { isBotUser, type BotIdentity, type Trigger, type TriggerAction } from '../rules/snapshot.ts';
+import { type BotIdentity, isBotUser, type Trigger, type TriggerAction } from '../rules/index.ts';
 
-export type { BotIdentity } from '../rules/snapshot.ts';
+export type { BotIdentity } from '../rules/index.ts';
 
 export function triggerOf(hook: HookTrigger, bot: BotIdentity | undefined): Trigger {
   const byBot = isBotUser(bot, hook.actor);

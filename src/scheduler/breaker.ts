@@ -13,8 +13,8 @@
  *   instead of tripping again at every run. A changed definition is not approved.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledRule } from '../rules/compile.ts';
 import type { PausedRule, StateStore } from '../state/store.ts';
+import type { CompiledRule } from '../rules/index.ts';
 
 export interface BreakerLimits {
   /** More items than this in one project in one run trips it. Default 50. */

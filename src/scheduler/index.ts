@@ -1,16 +1,4 @@
-export { createScheduler, type Scheduler, type ScheduledSweep, type SchedulerOptions } from './scheduler.ts';
-export {
-  createSweepSet,
-  SWEEP_NAMES,
-  type SweepFilter,
-  type SweepName,
-  type SweepReport,
-  type SweepSet,
-  type SweepSetDeps,
-  type SweepSettings,
-} from './sweep-set.ts';
-export { enabledSweeps, scheduledSweepsOf, sweepSettingsOf } from './from-config.ts';
-export { summarise, needsAttention } from './summary.ts';
-export { approve, definitionHash, DEFAULT_BREAKER, type BreakerLimits } from './breaker.ts';
-export { timingOfSchedule, timingOfSweep, nextRunAfter, type Timing } from './timing.ts';
-export type { SweepLog, SweepProgress, SweepRunOptions } from './types.ts';
+/** The scheduler, seen from outside: what start-up and the CLI use. */
+export { createScheduler } from './scheduler.ts';
+export { createSweepSet, type SweepSet } from './sweep-set.ts';
+export { scheduledSweepsOf, sweepSettingsOf } from './from-config.ts';

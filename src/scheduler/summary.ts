@@ -2,13 +2,13 @@
  * Sweep reports in words, for `hookbot sweep --once` and the logs: what each sweep looked at, the
  * actions taken (or, in a dry run, planned), what waits for the next run and why.
  */
-import type { CallReport } from '../rules/executor.ts';
 import type { SweepReport } from './sweep-set.ts';
 import type { HookCheckReport } from './sweeps/hook-check.ts';
 import type { MergeWatchReport } from './sweeps/merge-watch.ts';
 import type { ReconcileReport } from './sweeps/reconcile.ts';
 import type { RetryReport } from './sweeps/retries.ts';
 import type { RuleSweepReport } from './sweeps/rule-sweep.ts';
+import type { CallReport } from '../rules/index.ts';
 
 const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
 const PREFIX: Record<'issue' | 'merge_request', string> = { issue: '#', merge_request: '!' };

@@ -3,13 +3,7 @@
  * scheduler's timers and `hookbot sweep --once` run. Each sweep is a plain async function in
  * sweeps/; this wires their dependencies once and resolves the projects they walk.
  */
-import type { Client } from '../api/client.ts';
 import type { SweepName } from '../config/schema.ts';
-import { eventMatches } from '../rules/event-names.ts';
-import type { Executor } from '../rules/executor.ts';
-import { createItemProcessor, type ItemProcessorFn, type ProjectRules } from '../rules/process-item.ts';
-import { createSnapshotReader, type SnapshotReader } from '../rules/read-snapshot.ts';
-import type { BotIdentity } from '../rules/snapshot.ts';
 import { currentLogContext, runInNewLogContext } from '../ops/log-context.ts';
 import type { StateStore } from '../state/store.ts';
 import type { BreakerLimits } from './breaker.ts';
@@ -21,6 +15,17 @@ import { runReconcile, type ReconcileReport } from './sweeps/reconcile.ts';
 import { runRetries, type RetryReport } from './sweeps/retries.ts';
 import { runRuleSweep, type RuleSweepReport } from './sweeps/rule-sweep.ts';
 import { quietLog, type SweepLog, type SweepRunOptions } from './types.ts';
+import {
+  type BotIdentity,
+  createItemProcessor,
+  createSnapshotReader,
+  eventMatches,
+  type Executor,
+  type ItemProcessorFn,
+  type ProjectRules,
+  type SnapshotReader,
+} from '../rules/index.ts';
+import type { Client } from '../api/index.ts';
 
 export type { SweepName };
 
@@ -46,7 +51,7 @@ export interface SweepSetDeps {
   reader?: SnapshotReader;
   /** The bot's own user: comment markers count only in its notes. */
   bot?: BotIdentity;
-  /** Default: the item processor of rules/process-item.ts over the same parts. */
+  /** Default: the item processor of rules/item/process-item.ts over the same parts. */
   processItem?: ItemProcessorFn;
   now?: () => number;
   log?: SweepLog;

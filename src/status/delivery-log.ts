@@ -18,7 +18,7 @@ export interface DeliveryInfo {
   ackMs: number;
 }
 
-/** What the hook handler's `onOutcome` reports (bot.ts `onDelivery`). */
+/** What the hook handler's `onOutcome` reports (start-bot.ts `onDelivery`). */
 export interface DeliveryOutcomeInfo {
   kind?: string;
   status: number;

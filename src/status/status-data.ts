@@ -5,10 +5,10 @@
  * one by forgetting a field; and no configuration value is read at all.
  */
 import { redactValue, secretMatcher } from '../ops/redact.ts';
-import type { RulesState } from '../rules/rules-holder.ts';
 import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/store.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
+import type { RulesState } from '../rules/index.ts';
 
 export type StatusStore = Pick<
   StateStore,

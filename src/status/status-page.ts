@@ -13,8 +13,7 @@ import { renderStatusPage } from './render-page.ts';
 import { collectFleet, collectStatus, type StatusData, type StatusSources } from './status-data.ts';
 import { STATUS_CSS_HASH } from './status-style.ts';
 
-export { createDeliveryLog, type DeliveryInfo, type DeliveryLog } from './delivery-log.ts';
-export type { StatusData } from './status-data.ts';
+export { createDeliveryLog } from './delivery-log.ts';
 
 export interface StatusRouterOptions extends StatusSources {
   /** Basic authentication; the page is open without it. */

@@ -5,7 +5,7 @@
  * cron-timed sweep or rule schedule, so that a restart can tell an overdue run from an early one.
  *
  * `cronProblem` says why a line is wrong, in words for `hookbot check` and the config's problems
- * (it is called where lines are read: config schema, rules/schedule.ts); `parseCron` reads a line
+ * (it is called where lines are read: config schema, rules/grammar/schedule.ts); `parseCron` reads a line
  * known to be good. One grammar: `*`, numbers, ranges, steps, lists, month and weekday names,
  * 7 = Sunday.
  */

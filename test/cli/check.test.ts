@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { checkRules, formatProblems } from '../../src/rules/check.ts';
+import { checkRules, formatProblems } from '../../src/rules/grammar/check.ts';
 
 function capture() {
   const io = {

@@ -13,7 +13,7 @@ import { main } from '../../src/cli/main.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
-import { startRuntime, type Runtime } from '../../src/runtime.ts';
+import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
 

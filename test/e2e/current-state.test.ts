@@ -17,8 +17,8 @@ import { createClient, type Client } from '../../src/api/client.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
-import type { Decision } from '../../src/rules/process-item.ts';
-import { startRuntime, type Runtime } from '../../src/runtime.ts';
+import type { Decision } from '../../src/rules/item/process-item.ts';
+import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import type { RetryReport } from '../../src/scheduler/sweeps/retries.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
@@ -278,7 +278,7 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
     await admin.hooks.remove('acme/web', hookId);
     const issue = await admin.issues.create(projectId, { title: 'First title' });
     // Someone copies the marker the bot's comment would carry (it is derivable from the rules).
-    const { templateMarker } = await import('../../src/rules/comment-marker.ts');
+    const { templateMarker } = await import('../../src/rules/engine/comment-marker.ts');
     const marker = templateMarker('greet', 'Thanks for "{{ title }}"');
     await alice.notes.createIssueNote(projectId, issue.id, `me first ${marker.html}`);
     hookId = (await addHook()).id;

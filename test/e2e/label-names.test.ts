@@ -4,8 +4,8 @@
  * and a rule whose `labels` condition and `label` action name them reads and writes them.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createExecutor } from '../../src/rules/executor.ts';
-import { createItemProcessor, type Decision } from '../../src/rules/process-item.ts';
+import { createExecutor } from '../../src/rules/executor/executor.ts';
+import { createItemProcessor, type Decision } from '../../src/rules/item/process-item.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import { makeExecWorld, type ExecWorld } from '../helpers/exec-world.ts';
 import { useSandbox } from '../helpers/sandbox.ts';

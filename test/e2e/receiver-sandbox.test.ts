@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait-for.ts';
 import { createClient } from '../../src/api/client.ts';
-import { startBot, type Bot } from '../../src/bot.ts';
-import { createSnapshotReader } from '../../src/rules/read-snapshot.ts';
-import type { ItemSnapshot } from '../../src/rules/snapshot.ts';
+import { startBot, type Bot } from '../../src/start-bot.ts';
+import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
+import type { ItemSnapshot } from '../../src/rules/engine/snapshot.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';

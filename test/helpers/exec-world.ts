@@ -4,14 +4,14 @@
  */
 import { createClient, type Client } from '../../src/api/client.ts';
 import type { PostableState } from '../../src/api/statuses.ts';
-import { evaluate, type Evaluation } from '../../src/rules/engine.ts';
-import { createSnapshotReader } from '../../src/rules/read-snapshot.ts';
-import type { CompiledRuleSet } from '../../src/rules/compile.ts';
-import type { ItemKind, ItemSnapshot, Trigger } from '../../src/rules/snapshot.ts';
+import { evaluate, type Evaluation } from '../../src/rules/engine/engine.ts';
+import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
+import type { CompiledRuleSet } from '../../src/rules/engine/compile.ts';
+import type { ItemKind, ItemSnapshot, Trigger } from '../../src/rules/engine/snapshot.ts';
 import type { NamespaceRec, UserRec } from '../../src/sandbox/db.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import type { Sandbox } from '../../src/sandbox/server.ts';
-import type { ExecutorLog } from '../../src/rules/exec-types.ts';
+import type { ExecutorLog } from '../../src/rules/executor/types.ts';
 
 export const MANUAL: Trigger = { kind: 'manual', byBot: false };
 

@@ -26,6 +26,8 @@ export interface RunOptions {
   maxSteps: number;
   /** Time for shrinking all failures together. */
   shrinkBudgetMs: number;
+  /** Logs a line of progress every so many cases (a long run shows how far it got). */
+  progressEvery?: number;
   /** Failures shrunk and reported in full, at most. */
   maxReported?: number;
   log?: (line: string) => void;
@@ -112,6 +114,10 @@ export async function runModel(options: RunOptions): Promise<RunReport> {
         report.requests += result.requests;
         report.deliveries += result.deliveries;
         for (const clause of clauses(result.violations)) report.byClause[clause]++;
+        if (options.progressEvery && report.cases % options.progressEvery === 0)
+          log(
+            `${report.cases} of ${options.cases} cases, ${report.steps} steps, ${failures.length + (result.violations.length > 0 ? 1 : 0)} failing, ${((performance.now() - started) / 1000).toFixed(0)} s`,
+          );
         if (result.violations.length > 0) {
           failures.push({ seed: kase.seed, violations: result.violations, steps: kase.steps });
           log(`seed ${kase.seed}: ${result.violations.map((v) => `(${v.clause}) ${v.message}`).join('; ')}`);

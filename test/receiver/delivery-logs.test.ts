@@ -13,7 +13,7 @@ import { createClient } from '../../src/api/client.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
-import { startRuntime, type Runtime } from '../../src/runtime.ts';
+import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
 import { createScheduler } from '../../src/scheduler/scheduler.ts';
@@ -106,7 +106,7 @@ describe('a running bot logs the delivery or job id on every line of the work', 
   it('a sweep run by the scheduler: every line from its start to its end carries its job id', async () => {
     const { sweeps, store } = runtime!;
     const scheduler = createScheduler({
-      // As runtime.ts wires it (scheduledSweepsOf), forced so that the daily rule runs now.
+      // As start-from-config.ts wires it (scheduledSweepsOf), forced so that the daily rule runs now.
       sweeps: [
         {
           name: 'rules',

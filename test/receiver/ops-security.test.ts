@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { createMetrics, type Metrics } from '../../src/ops/metrics.ts';
-import { startRuntime, type Runtime } from '../../src/runtime.ts';
+import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { waitFor } from '../helpers/wait-for.ts';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { ItemRef } from '../../src/events/hints.ts';
 import { createLogger, type HookbotLogger } from '../../src/ops/logger.ts';
 import { createPipeline, type HintResolver } from '../../src/receiver/pipeline.ts';
-import type { Trigger } from '../../src/rules/snapshot.ts';
+import type { Trigger } from '../../src/rules/engine/snapshot.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import { fixture } from '../events/fixtures.ts';
 
@@ -24,7 +24,7 @@ const ISSUE_KEY = `issue:${PROJECT}:${ISSUE.object_attributes.id}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * A pipeline wired as bot.ts wires it (its log a child of the real logger), with a processor that
+ * A pipeline wired as start-bot.ts wires it (its log a child of the real logger), with a processor that
  * logs the way the item processor and the executor do: through their own child loggers, after
  * awaits and a timer, with the item key but no delivery id.
  */

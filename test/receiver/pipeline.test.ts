@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ItemRef } from '../../src/events/hints.ts';
 import { coalesce, createPipeline, type HintResolver } from '../../src/receiver/pipeline.ts';
-import type { Trigger } from '../../src/rules/snapshot.ts';
+import type { Trigger } from '../../src/rules/engine/snapshot.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import type { StateStore } from '../../src/state/store.ts';
 import { fixture } from '../events/fixtures.ts';

@@ -8,9 +8,9 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { checkRules } from '../../src/rules/check.ts';
-import { loadRules } from '../../src/rules/load.ts';
-import { formatProblem } from '../../src/rules/problem.ts';
+import { checkRules } from '../../src/rules/grammar/check.ts';
+import { loadRules } from '../../src/rules/grammar/load.ts';
+import { formatProblem } from '../../src/rules/grammar/problem.ts';
 import { spawnHookbot, startBotProcess, waitFor, type BotProcess } from './bot-process.ts';
 import { fill, readCorpus, writeCase, type CorpusCase } from './corpus.ts';
 import { goodHeaders, issuePayload, send } from './deliveries.ts';

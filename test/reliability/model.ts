@@ -35,6 +35,7 @@ export async function modelScenario(sizes: Sizes): Promise<ScenarioResult> {
     maxSteps,
     shrinkBudgetMs: sizes.small ? 60_000 : 300_000,
     maxReported: 6,
+    progressEvery: sizes.small ? 0 : 100,
     log: (line) => console.log(`  ${line}`),
   });
   const failing = report.failures.length;

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { templateMarker } from '../../src/rules/comment-marker.ts';
-import type { CompiledRuleSet } from '../../src/rules/compile.ts';
-import { evaluate } from '../../src/rules/engine.ts';
-import { loadRules } from '../../src/rules/load.ts';
-import type { ItemSnapshot } from '../../src/rules/snapshot.ts';
+import { templateMarker } from '../../src/rules/engine/comment-marker.ts';
+import type { CompiledRuleSet } from '../../src/rules/engine/compile.ts';
+import { evaluate } from '../../src/rules/engine/engine.ts';
+import { loadRules } from '../../src/rules/grammar/load.ts';
+import type { ItemSnapshot } from '../../src/rules/engine/snapshot.ts';
 import { issue, mergeRequest, NOW } from './support.ts';
 
 // The issue's example rule file, evaluated whole on fixtures of fresh state.

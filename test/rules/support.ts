@@ -5,14 +5,14 @@ import {
   compileRules,
   createConditionTools,
   type CompiledRuleSet,
-} from '../../src/rules/compile.ts';
-import type { PlanOutcome } from '../../src/rules/define-action.ts';
-import type { Guarantee, Verdict } from '../../src/rules/define-condition.ts';
-import { createEvalInput } from '../../src/rules/eval-input.ts';
-import { parseRuleFile } from '../../src/rules/parse-file.ts';
-import { formatProblem } from '../../src/rules/problem.ts';
-import { actionSchema, conditionSchema } from '../../src/rules/schema.ts';
-import type { ItemSnapshot, IssueSnapshot, MergeRequestSnapshot } from '../../src/rules/snapshot.ts';
+} from '../../src/rules/engine/compile.ts';
+import type { PlanOutcome } from '../../src/rules/engine/define-action.ts';
+import type { Guarantee, Verdict } from '../../src/rules/engine/define-condition.ts';
+import { createEvalInput } from '../../src/rules/engine/eval-input.ts';
+import { parseRuleFile } from '../../src/rules/grammar/parse-file.ts';
+import { formatProblem } from '../../src/rules/grammar/problem.ts';
+import { actionSchema, conditionSchema } from '../../src/rules/grammar/schema.ts';
+import type { ItemSnapshot, IssueSnapshot, MergeRequestSnapshot } from '../../src/rules/engine/snapshot.ts';
 
 /** The clock of every test evaluation. */
 export const NOW = Date.parse('2016-03-20T00:00:00.000Z');

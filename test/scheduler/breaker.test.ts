@@ -1,6 +1,6 @@
 /** The circuit breaker's pieces: when it trips, what counts as a new definition, pauses and approvals. */
 import { describe, expect, it } from 'vitest';
-import { loadRules } from '../../src/rules/load.ts';
+import { loadRules } from '../../src/rules/grammar/load.ts';
 import {
   approve,
   definitionHash,

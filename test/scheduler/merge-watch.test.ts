@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { MergeRequest } from '../../src/api/merge-requests.ts';
-import { itemKeyOf } from '../../src/rules/exec-ids.ts';
-import { createItemProcessor } from '../../src/rules/process-item.ts';
+import { itemKeyOf } from '../../src/rules/executor/ids.ts';
+import { createItemProcessor } from '../../src/rules/item/process-item.ts';
 import { runMergeWatch, type MergeWatchReport } from '../../src/scheduler/sweeps/merge-watch.ts';
 import { quietLog } from '../../src/scheduler/types.ts';
 import { useSandbox } from '../helpers/sandbox.ts';

@@ -4,7 +4,7 @@
  * through, and the last success moves only when the whole project was done.
  */
 import { describe, expect, it } from 'vitest';
-import type { ItemProcessorFn } from '../../src/rules/process-item.ts';
+import type { ItemProcessorFn } from '../../src/rules/item/process-item.ts';
 import { reconcileKey, runReconcile, type ReconcileReport } from '../../src/scheduler/sweeps/reconcile.ts';
 import { quietLog } from '../../src/scheduler/types.ts';
 import { useSandbox } from '../helpers/sandbox.ts';

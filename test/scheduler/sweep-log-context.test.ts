@@ -7,7 +7,7 @@
 import type { DestinationStream } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/ops/logger.ts';
-import { createExecutor } from '../../src/rules/executor.ts';
+import { createExecutor } from '../../src/rules/executor/executor.ts';
 import { createScheduler, sweepJobId, type Scheduler } from '../../src/scheduler/scheduler.ts';
 import { createSweepSet, type SweepName } from '../../src/scheduler/sweep-set.ts';
 import { timingOfSweep } from '../../src/scheduler/timing.ts';
@@ -65,7 +65,7 @@ describe('scheduler: the job id on every line of a sweep run', () => {
     });
     await issueAged(world, 'stale', 90);
 
-    // The parts wired as runtime.ts wires them, each with its child of one real logger.
+    // The parts wired as start-from-config.ts wires them, each with its child of one real logger.
     const raw: string[] = [];
     const destination: DestinationStream = { write: (line: string) => void raw.push(line) };
     const log = createLogger({ level: 'debug', format: 'json', destination });

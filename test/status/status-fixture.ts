@@ -7,10 +7,10 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { createOpsApp } from '../../src/receiver/ops-app.ts';
-import type { Evaluation } from '../../src/rules/engine.ts';
-import type { ExecutionReport } from '../../src/rules/executor.ts';
-import { decisionText, type Decision } from '../../src/rules/process-item.ts';
-import type { RulesState } from '../../src/rules/rules-holder.ts';
+import type { Evaluation } from '../../src/rules/engine/engine.ts';
+import type { ExecutionReport } from '../../src/rules/executor/executor.ts';
+import { decisionText, type Decision } from '../../src/rules/item/process-item.ts';
+import type { RulesState } from '../../src/rules/grammar/rules-holder.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import type { StateStore } from '../../src/state/store.ts';
 import { createDeliveryLog, type DeliveryLog } from '../../src/status/delivery-log.ts';

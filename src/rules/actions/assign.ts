@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { usernameSchema } from '../param-schemas.ts';
-import { skip } from '../planned-call.ts';
-import { assignCall } from './item-calls.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { usernameSchema } from '../engine/param-schemas.ts';
+import { skip } from '../engine/planned-call.ts';
+import { assignCall } from '../engine/build-calls.ts';
 
 export const assign = defineAction({
   name: 'assign',

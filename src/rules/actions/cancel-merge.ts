@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { mergeRequestTarget, skip } from '../planned-call.ts';
-import { isOpen } from './item-calls.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { mergeRequestTarget, skip } from '../engine/planned-call.ts';
+import { isOpen } from '../engine/build-calls.ts';
 
 export const cancelMerge = defineAction({
   name: 'cancel_merge',

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { commentMarker, renderedMarker, templateMarker } from '../comment-marker.ts';
-import { nonEmptyTemplateSchema } from '../param-schemas.ts';
-import { issueTarget, mergeRequestTarget, skip } from '../planned-call.ts';
-import { compileTemplate } from '../template.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { commentMarker, renderedMarker, templateMarker } from '../engine/comment-marker.ts';
+import { nonEmptyTemplateSchema } from '../engine/param-schemas.ts';
+import { issueTarget, mergeRequestTarget, skip } from '../engine/planned-call.ts';
+import { compileTemplate } from '../engine/template.ts';
 
 const PREVIEW = 60;
 

@@ -1,5 +1,5 @@
 /** Every action, by name: the rule grammar, the compiler, `check` and the reference read this. */
-import type { AnyActionDefinition } from '../define-action.ts';
+import type { AnyActionDefinition } from '../engine/define-action.ts';
 import { assign } from './assign.ts';
 import { cancelMerge } from './cancel-merge.ts';
 import { close } from './close.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import type { EvalInput } from '../eval-input.ts';
-import { labelListSchema } from '../param-schemas.ts';
-import { skip, type ApiCall, type Proposal } from '../planned-call.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { labelProposal } from '../engine/build-calls.ts';
+import { labelListSchema } from '../engine/param-schemas.ts';
+import { skip } from '../engine/planned-call.ts';
 
 export const labelParams = z
   .strictObject({
@@ -26,29 +26,6 @@ export const labelParams = z
           message: `label "${name}" is both added and removed by this action`,
         });
   });
-
-/**
- * One label change as a write of the whole set, with its delta: the engine merges every label
- * change for an item into one write (the v3 API replaces the set, so two writes would race).
- */
-export function labelProposal(input: EvalInput, add: string[], remove: string[], reason: string): Proposal {
-  // Plain loops: this runs for every label rule that matches, on every event.
-  const item = input.snapshot;
-  const labels: string[] = [];
-  for (const name of item.labels) if (remove.length === 0 || !remove.includes(name)) labels.push(name);
-  for (const name of add) labels.push(name);
-  const edit = { labels };
-  const delta = { add, remove };
-  const call: ApiCall =
-    item.kind === 'issue'
-      ? { op: 'issues.update', args: { project: item.project.id, issue_id: item.id, edit }, labels: delta }
-      : {
-          op: 'mergeRequests.update',
-          args: { project: item.project.id, merge_request_id: item.id, edit },
-          labels: delta,
-        };
-  return { call, reason };
-}
 
 const unique = (names: readonly string[]): string[] => [...new Set(names)];
 

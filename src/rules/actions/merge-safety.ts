@@ -2,10 +2,10 @@
  * The checks every merge-like action shares, after Kodiak and marge-bot: act only on an open,
  * non-WIP merge request whose head commit is known, and only on statuses of that very commit.
  */
-import type { Guarantee } from '../define-condition.ts';
-import type { MergeRequestSnapshot } from '../snapshot.ts';
-import { classifyStatus, type StatusBucket } from '../conditions/statuses.ts';
-import { isOpen } from './item-calls.ts';
+import type { Guarantee } from '../engine/define-condition.ts';
+import type { MergeRequestSnapshot } from '../engine/snapshot.ts';
+import { classifyStatus, type StatusBucket } from '../engine/status-buckets.ts';
+import { isOpen } from '../engine/build-calls.ts';
 
 /** Why the merge request cannot be merged at all, or undefined. */
 export function mergeBlocker(mr: MergeRequestSnapshot): string | undefined {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { blocked, mergeRequestTarget, skip } from '../planned-call.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { blocked, mergeRequestTarget, skip } from '../engine/planned-call.ts';
 import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
-import { shortSha } from './status-call.ts';
+import { shortSha } from '../engine/build-status-call.ts';
 
 export const mergeWhenBuildSucceeds = defineAction({
   name: 'merge_when_build_succeeds',

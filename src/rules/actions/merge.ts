@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { templateSchema } from '../param-schemas.ts';
-import { blocked, mergeRequestTarget } from '../planned-call.ts';
-import { compileTemplate } from '../template.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { templateSchema } from '../engine/param-schemas.ts';
+import { blocked, mergeRequestTarget } from '../engine/planned-call.ts';
+import { compileTemplate } from '../engine/template.ts';
 import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
-import { shortSha } from './status-call.ts';
+import { shortSha } from '../engine/build-status-call.ts';
 
 export const merge = defineAction({
   name: 'merge',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { projectPathSchema } from '../param-schemas.ts';
-import { issueTarget, skip } from '../planned-call.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { projectPathSchema } from '../engine/param-schemas.ts';
+import { issueTarget, skip } from '../engine/planned-call.ts';
 
 export const move = defineAction({
   name: 'move',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { skip } from '../planned-call.ts';
-import { updateCall } from './item-calls.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { skip } from '../engine/planned-call.ts';
+import { updateCall } from '../engine/build-calls.ts';
 
 export const reopen = defineAction({
   name: 'reopen',

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineAction } from '../define-action.ts';
-import { templateSchema } from '../param-schemas.ts';
-import { compileTemplate } from '../template.ts';
-import { planStatus, shortSha } from './status-call.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { templateSchema } from '../engine/param-schemas.ts';
+import { compileTemplate } from '../engine/template.ts';
+import { planStatus, shortSha } from '../engine/build-status-call.ts';
 
 export const status = defineAction({
   name: 'status',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { compileUser, describeUser, showUser } from '../matchers/user-matcher.ts';
-import { usernameSchema } from '../param-schemas.ts';
+import { usernameSchema } from '../engine/param-schemas.ts';
 
 export const actor = defineCondition({
   name: 'actor',

@@ -1,9 +1,9 @@
 /** `created` and `updated` share their grammar: `{ older_than: 60d }`, `{ newer_than: 2h }`. */
 import { z } from 'zod';
-import type { Evaluator } from '../define-condition.ts';
+import type { Evaluator } from '../engine/define-condition.ts';
 import { formatDuration, parseDuration } from '../../time/duration.ts';
-import type { EvalInput } from '../eval-input.ts';
-import { durationSchema } from '../param-schemas.ts';
+import type { EvalInput } from '../engine/eval-input.ts';
+import { durationSchema } from '../engine/param-schemas.ts';
 
 export const ageSchema = z
   .strictObject({ older_than: durationSchema.optional(), newer_than: durationSchema.optional() })

@@ -1,4 +1,4 @@
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { allOf, evaluateChildren } from './combine.ts';
 
 export const all = defineCondition({

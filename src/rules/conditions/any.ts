@@ -1,4 +1,4 @@
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { anyOf, evaluateChildren } from './combine.ts';
 
 export const any = defineCondition({

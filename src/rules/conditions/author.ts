@@ -1,4 +1,4 @@
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { compileUser, describeUser, showUser, userMatcherSchema } from '../matchers/user-matcher.ts';
 
 export const author = defineCondition({

@@ -1,6 +1,6 @@
 /** Three-valued combination of nested verdicts, shared by `all`, `any` and `not`. */
-import type { CompiledCondition, ConditionResult, Verdict } from '../define-condition.ts';
-import type { EvalInput } from '../eval-input.ts';
+import type { CompiledCondition, ConditionResult, Verdict } from '../engine/define-condition.ts';
+import type { EvalInput } from '../engine/eval-input.ts';
 
 /**
  * The verdict becomes the record: evaluators return a fresh object each time (define-condition.ts),

@@ -1,4 +1,4 @@
-import { defineCondition, MERGE_REQUESTS_ONLY } from '../define-condition.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY } from '../engine/define-condition.ts';
 import { compileNumber, describeNumber, numberMatcherSchema } from '../matchers/number-matcher.ts';
 
 export const downvotes = defineCondition({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defineCondition } from '../define-condition.ts';
-import { EVENT_NAMES, eventMatches } from '../event-names.ts';
+import { defineCondition } from '../engine/define-condition.ts';
+import { EVENT_NAMES, eventMatches } from '../engine/event-names.ts';
 
 const eventName = z.enum(EVENT_NAMES).meta({ title: 'event' });
 

@@ -1,7 +1,7 @@
 import picomatch from 'picomatch';
 import { z } from 'zod';
-import { defineCondition, MERGE_REQUESTS_ONLY } from '../define-condition.ts';
-import { globSchema } from '../param-schemas.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY } from '../engine/define-condition.ts';
+import { globSchema } from '../engine/param-schemas.ts';
 
 const globs = z.array(globSchema).min(1);
 

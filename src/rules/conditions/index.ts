@@ -1,5 +1,5 @@
 /** Every condition, by name: the rule grammar, the compiler, `check` and the reference read this. */
-import type { ConditionDefinition } from '../define-condition.ts';
+import type { ConditionDefinition } from '../engine/define-condition.ts';
 import { actor } from './actor.ts';
 import { all } from './all.ts';
 import { any } from './any.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 
 const names = z.array(z.string().min(1)).min(1);
 

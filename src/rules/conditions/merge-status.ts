@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineCondition, MERGE_REQUESTS_ONLY } from '../define-condition.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY } from '../engine/define-condition.ts';
 
 const STATUSES = ['can_be_merged', 'cannot_be_merged', 'unchecked'] as const;
 const statusName = z.enum(STATUSES);

@@ -1,4 +1,4 @@
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { compileText, describeText, nullableTextMatcherSchema } from '../matchers/text-matcher.ts';
 
 export const milestone = defineCondition({

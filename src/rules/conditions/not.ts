@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { allOf, evaluateChildren } from './combine.ts';
 
 export const not = defineCondition({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 
 const STATES = ['opened', 'closed', 'merged', 'reopened', 'locked'] as const;
 const stateName = z.enum(STATES);

@@ -1,29 +1,8 @@
 import { z } from 'zod';
-import { defineCondition, MERGE_REQUESTS_ONLY, type JsonValue } from '../define-condition.ts';
-import type { CommitStatusSnapshot } from '../snapshot.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY, type JsonValue } from '../engine/define-condition.ts';
+import { classifyStatus } from '../engine/status-buckets.ts';
 
 export const STATUSES_STATES = ['success', 'pending', 'failed', 'missing'] as const;
-
-export type StatusBucket = 'passed' | 'running' | 'failed' | 'missing';
-
-/** Where one required status stands. A status that is absent is `missing`, never passed. */
-export function classifyStatus(status: CommitStatusSnapshot | undefined): StatusBucket {
-  if (!status) return 'missing';
-  switch (status.status) {
-    case 'success':
-      return 'passed';
-    case 'pending':
-    case 'running':
-    case 'created':
-      return 'running';
-    case 'failed':
-      // The server's own pipeline lets a build marked allow_failure fail without failing.
-      return status.allow_failure ? 'passed' : 'failed';
-    default:
-      // canceled, skipped, or anything this version does not know: never a pass.
-      return 'failed';
-  }
-}
 
 const DESCRIBE = {
   success: 'are all success',

@@ -1,4 +1,4 @@
-import { defineCondition, MERGE_REQUESTS_ONLY } from '../define-condition.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY } from '../engine/define-condition.ts';
 import { compileText, describeText, preview, textMatcherSchema } from '../matchers/text-matcher.ts';
 
 export const targetBranch = defineCondition({

@@ -1,4 +1,4 @@
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { compileText, describeText, preview, textMatcherSchema } from '../matchers/text-matcher.ts';
 
 export const title = defineCondition({

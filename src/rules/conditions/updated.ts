@@ -1,4 +1,4 @@
-import { defineCondition } from '../define-condition.ts';
+import { defineCondition } from '../engine/define-condition.ts';
 import { ageSchema, compileAge, describeAge } from './age.ts';
 
 export const updated = defineCondition({

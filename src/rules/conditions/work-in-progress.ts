@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineCondition, MERGE_REQUESTS_ONLY } from '../define-condition.ts';
+import { defineCondition, MERGE_REQUESTS_ONLY } from '../engine/define-condition.ts';
 
 export const workInProgress = defineCondition({
   name: 'work_in_progress',

@@ -4,8 +4,8 @@
  */
 import picomatch from 'picomatch';
 import { z } from 'zod';
-import { globSchema, regexSchema } from '../param-schemas.ts';
-import { compileRegex, showRegex, testBounded } from '../regex.ts';
+import { globSchema, regexSchema } from '../engine/param-schemas.ts';
+import { compileRegex, showRegex, testBounded } from '../engine/regex.ts';
 
 const OPERATORS = ['equals', 'in', 'matches', 'contains', 'glob'] as const;
 

@@ -1,7 +1,7 @@
 /** Matching a user by username: `alice`, `{ in: [alice, bob] }`, or `null` for nobody. */
 import { z } from 'zod';
-import { usernameSchema } from '../param-schemas.ts';
-import type { UserRef } from '../snapshot.ts';
+import { usernameSchema } from '../engine/param-schemas.ts';
+import type { UserRef } from '../engine/snapshot.ts';
 
 export const userMatcherSchema = z.union([
   usernameSchema,

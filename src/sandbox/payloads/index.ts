@@ -15,7 +15,7 @@
  * One file per hook kind (issue, merge-request, note, push, pipeline, build), on the shared
  * attributes of `hook-attrs.ts` and the commit memo of `commit-memo.ts`. This file is the front door.
  */
-export { type IssueAction, issuePayload } from './issue.ts';
+export { issuePayload } from './issue.ts';
 export { type MergeRequestAction, mergeRequestPayload } from './merge-request.ts';
 export { notePayload } from './note.ts';
 export { pushPayload } from './push.ts';
@@ -28,10 +28,4 @@ export {
 } from './pipeline.ts';
 export { buildPayload } from './build.ts';
 export { loadCommit, rememberCommits } from './commit-memo.ts';
-export {
-  BLANK_SHA,
-  payloadTime,
-  projectHookAttrs,
-  projectHookAttrsCurrent,
-  userHookAttrs,
-} from './hook-attrs.ts';
+export { BLANK_SHA, payloadTime } from './hook-attrs.ts';

@@ -11,9 +11,8 @@
  * than 8.x's later releases) is reported as unsupported, not as missing, so it is not "repaired"
  * at every run.
  */
-import type { Client } from '../../api/client.ts';
-import type { HookSettings, ProjectHook } from '../../api/hooks.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
+import type { Client, HookSettings, ProjectHook } from '../../api/index.ts';
 
 export const BASE_EVENTS = ['push_events', 'issues_events', 'merge_requests_events', 'note_events'] as const;
 export const STATUS_EVENTS = ['build_events', 'pipeline_events'] as const;

@@ -10,11 +10,17 @@
  *   the rule sweep reads them for the few items whose whole plan is comments (where they decide
  *   whether the item is touched at all).
  */
-import type { MergeRequest } from '../../api/merge-requests.ts';
-import type { Issue } from '../../api/issues.ts';
-import type { CompiledRule } from '../../rules/compile.ts';
-import { createSnapshotReader, type SnapshotClient, type SnapshotReader } from '../../rules/read-snapshot.ts';
-import type { BotIdentity, ItemSnapshot, ProjectRef, Trigger } from '../../rules/snapshot.ts';
+import {
+  type BotIdentity,
+  type CompiledRule,
+  createSnapshotReader,
+  type ItemSnapshot,
+  type ProjectRef,
+  type SnapshotClient,
+  type SnapshotReader,
+  type Trigger,
+} from '../../rules/index.ts';
+import type { Issue, MergeRequest } from '../../api/index.ts';
 
 export interface SweepNeeds {
   head: boolean;

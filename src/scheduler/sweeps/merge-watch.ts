@@ -19,18 +19,20 @@
  * same action, not a second one.
  */
 import pLimit from 'p-limit';
-import { ApiError } from '../../api/errors.ts';
-import type { Client } from '../../api/client.ts';
-import type { MergeRequest } from '../../api/merge-requests.ts';
-import { latestByName } from '../../api/statuses.ts';
-import { classifyStatus, type StatusBucket } from '../../rules/conditions/statuses.ts';
-import { actionIdOf } from '../../rules/exec-ids.ts';
-import type { CallReport, Executor, StoredCall } from '../../rules/executor.ts';
-import type { ItemProcessorFn } from '../../rules/process-item.ts';
-import type { PlannedCall } from '../../rules/planned-call.ts';
-import type { Trigger } from '../../rules/snapshot.ts';
 import type { StateStore, WatchEntry } from '../../state/store.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
+import {
+  actionIdOf,
+  type CallReport,
+  classifyStatus,
+  type Executor,
+  type ItemProcessorFn,
+  type PlannedCall,
+  type StatusBucket,
+  type StoredCall,
+  type Trigger,
+} from '../../rules/index.ts';
+import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
 
 export interface MergeWatchDeps {
   client: {
@@ -40,7 +42,7 @@ export interface MergeWatchDeps {
   };
   store: Pick<StateStore, 'watched' | 'watch' | 'unwatch' | 'putAction' | 'getAction'>;
   executor: Executor;
-  /** Evaluates one item afresh (rules/process-item.ts), for a head that moved. */
+  /** Evaluates one item afresh (rules/item/process-item.ts), for a head that moved. */
   processItem: ItemProcessorFn;
   now: () => number;
   log: SweepLog;

@@ -2,7 +2,7 @@
  * Reconciliation: hooks get lost (real servers drop a delivery on a refused connection and never
  * retry it, docs/server-behaviour.md#hook-delivery), so every interval the open issues and merge requests updated since
  * the last successful run are evaluated again, each through the same item processor as a hook
- * (rules/process-item.ts: fresh read, engine, executor, decision). A lost delivery then costs at
+ * (rules/item/process-item.ts: fresh read, engine, executor, decision). A lost delivery then costs at
  * most one interval.
  *
  * Listings are ordered by `updated_at`, newest first, and paging stops at the first item older
@@ -13,11 +13,10 @@
  * of the project was evaluated: a failure means the next run covers the same window again,
  * which the level-triggered engine makes harmless.
  */
-import type { Client } from '../../api/client.ts';
-import type { ItemProcessorFn } from '../../rules/process-item.ts';
-import type { ItemKind, Trigger } from '../../rules/snapshot.ts';
 import type { StateStore } from '../../state/store.ts';
 import { messageOf, pagesFor, type SweepLog, type SweepRunOptions } from '../types.ts';
+import type { ItemKind, ItemProcessorFn, Trigger } from '../../rules/index.ts';
+import type { Client } from '../../api/index.ts';
 
 /** The store key of a project's last successful reconciliation. */
 export const reconcileKey = (project: string): string => `reconcile:${project}`;

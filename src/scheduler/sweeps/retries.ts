@@ -1,12 +1,12 @@
 /**
  * The retry sweep: outbox actions that are due (a retryable failure whose backoff has passed, or
  * one whose lease ran out because the process died while carrying it out) are run again, item by
- * item. A retry re-evaluates first (rules/process-item.ts `retry`): the item is read afresh and
+ * item. A retry re-evaluates first (rules/item/process-item.ts `retry`): the item is read afresh and
  * evaluated with the rules in force now, under the trigger that planned the action; the action is
  * sent again only if that fresh plan still holds it, else it is withdrawn with the reason. The
  * handlers' own re-checks still apply, so an action that did take effect is not done twice.
  *
- * The policy lives in the executor (rules/executor.ts): exponential backoff with jitter (30 s
+ * The policy lives in the executor (rules/executor/executor.ts): exponential backoff with jitter (30 s
  * doubling to 30 min by default, each delay drawn between half and all of it, so actions that
  * failed together do not come back together), and after `maxAttempts` tries the action is parked
  * with a visible reason (logs, `store.listParked()`, and this report).
@@ -14,10 +14,9 @@
  * While the server is still down, trying every due action would only pile up failures: after a
  * few transient failures in a row the run stops, and the rest waits for the next run.
  */
-import type { CallReport, CallStatus, Executor } from '../../rules/executor.ts';
-import type { ItemRetryFn } from '../../rules/process-item.ts';
 import type { OutboxAction, StateStore } from '../../state/store.ts';
 import type { SweepLog, SweepRunOptions } from '../types.ts';
+import type { CallReport, CallStatus, Executor, ItemRetryFn } from '../../rules/index.ts';
 
 export interface RetryDeps {
   store: Pick<StateStore, 'listParked'>;

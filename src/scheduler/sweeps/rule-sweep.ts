@@ -19,12 +19,6 @@
  *
  * A dry run (the executor in dry-run mode) reports the same and writes nothing to the store.
  */
-import type { Client } from '../../api/client.ts';
-import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../../rules/compile.ts';
-import { evaluate, type Evaluation } from '../../rules/engine.ts';
-import type { CallReport, CallStatus, Executor } from '../../rules/executor.ts';
-import { decisionText, type Decision, type ProjectRules } from '../../rules/process-item.ts';
-import type { ItemKind, ItemSnapshot, Trigger } from '../../rules/snapshot.ts';
 import type { StateStore } from '../../state/store.ts';
 import {
   DEFAULT_BREAKER,
@@ -41,6 +35,23 @@ import {
 import { nextRunAfter, timingOfSchedule } from '../timing.ts';
 import { messageOf, pagesFor, PER_PAGE, type SweepLog, type SweepRunOptions } from '../types.ts';
 import { needsOf, type ListedItem, type ListedSnapshots, type SweepNeeds } from './listed-snapshot.ts';
+import {
+  type CallReport,
+  type CallStatus,
+  type CompiledRule,
+  type CompiledRuleSet,
+  type Decision,
+  decisionText,
+  evaluate,
+  type Evaluation,
+  type Executor,
+  type ItemKind,
+  type ItemSnapshot,
+  type ProjectRules,
+  ruleSet,
+  type Trigger,
+} from '../../rules/index.ts';
+import type { Client } from '../../api/index.ts';
 
 export const DEFAULT_BUDGET = 30;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { commentMarker, renderedMarker, templateMarker } from '../../../src/rules/comment-marker.ts';
+import { commentMarker, renderedMarker, templateMarker } from '../../../src/rules/engine/comment-marker.ts';
 import { issue, mergeRequest, runAction } from '../support.ts';
 
 describe('comment action', () => {

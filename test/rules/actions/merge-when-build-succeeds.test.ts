@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Guarantee } from '../../../src/rules/define-condition.ts';
+import type { Guarantee } from '../../../src/rules/engine/define-condition.ts';
 import { mergeRequest, runAction } from '../support.ts';
 
 const building: Guarantee[] = [{ kind: 'statuses', state: 'pending', required: ['ci/build', 'ci/test'] }];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Guarantee } from '../../../src/rules/define-condition.ts';
+import type { Guarantee } from '../../../src/rules/engine/define-condition.ts';
 import { issue, mergeRequest, runAction } from '../support.ts';
 
 const green: Guarantee[] = [{ kind: 'statuses', state: 'success', required: ['ci/build', 'ci/test'] }];

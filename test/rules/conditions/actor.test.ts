@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Trigger } from '../../../src/rules/snapshot.ts';
+import type { Trigger } from '../../../src/rules/engine/snapshot.ts';
 import { describeCondition, issue, runCondition } from '../support.ts';
 
 const by = (trigger: Trigger) => issue('issue-open', { trigger });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Trigger } from '../../../src/rules/snapshot.ts';
+import type { Trigger } from '../../../src/rules/engine/snapshot.ts';
 import { issue, runCondition } from '../support.ts';
 
 const on = (trigger: Omit<Trigger, 'byBot'>) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CommitStatusSnapshot } from '../../../src/rules/snapshot.ts';
+import type { CommitStatusSnapshot } from '../../../src/rules/engine/snapshot.ts';
 import { describeCondition, issue, mergeRequest, runCondition } from '../support.ts';
 
 const status = (name: string, state: string, allowFailure = false): CommitStatusSnapshot => ({

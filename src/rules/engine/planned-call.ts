@@ -1,0 +1,128 @@
+/**
+ * What the engine hands to the executor: API calls with the rule and the reason behind each. The
+ * op names follow the client's resource families (`issues.update`, `notes.createIssueNote`...);
+ * three are composite and marked so below, because they need a lookup the engine cannot do
+ * without I/O.
+ */
+import type { ItemSnapshot } from './snapshot.ts';
+
+export interface IssueTarget {
+  project: number;
+  issue_id: number;
+}
+
+export interface MergeRequestTarget {
+  project: number;
+  merge_request_id: number;
+}
+
+export interface ItemEdit {
+  /** The whole label set to write: the v3 API replaces it (docs/server-behaviour.md#labels). */
+  labels?: string[];
+  state_event?: 'close' | 'reopen';
+}
+
+export type StatusState = 'pending' | 'running' | 'success' | 'failed' | 'canceled';
+
+/** Arguments of each op. */
+export interface CallArgs {
+  'issues.update': IssueTarget & { edit: ItemEdit };
+  'mergeRequests.update': MergeRequestTarget & { edit: ItemEdit };
+  /** Composite: resolve `username` to an id, then update `assignee_id` (null unassigns). */
+  'issues.assign': IssueTarget & { username: string | null };
+  /** Composite: as `issues.assign`, for a merge request. */
+  'mergeRequests.assign': MergeRequestTarget & { username: string | null };
+  'notes.createIssueNote': IssueTarget & { body: string };
+  'notes.createMergeRequestNote': MergeRequestTarget & { body: string };
+  /** Composite: resolve the `to_project` path to its id, then move. */
+  'issues.move': IssueTarget & { to_project: string };
+  'issues.subscribe': IssueTarget;
+  'issues.unsubscribe': IssueTarget;
+  'mergeRequests.subscribe': MergeRequestTarget;
+  'mergeRequests.unsubscribe': MergeRequestTarget;
+  'statuses.create': {
+    project: number;
+    sha: string;
+    state: StatusState;
+    name: string;
+    ref?: string;
+    description?: string;
+    target_url?: string;
+  };
+  /** Merge pinned to `sha`: the server answers 409 if the head moved (docs/server-behaviour.md#merging). */
+  'mergeRequests.merge': MergeRequestTarget & {
+    sha: string;
+    should_remove_source_branch?: boolean;
+    merge_commit_message?: string;
+  };
+  /** The merge call with `merge_when_build_succeeds=true`, pinned to `sha` as well. */
+  'mergeRequests.mergeWhenBuildSucceeds': MergeRequestTarget & {
+    sha: string;
+    should_remove_source_branch?: boolean;
+  };
+  'mergeRequests.cancelMergeWhenBuildSucceeds': MergeRequestTarget;
+}
+
+export type Op = keyof CallArgs;
+
+/** Labels added and removed by a labels write: lets the executor re-apply them on a newer set. */
+export interface LabelDelta {
+  add: string[];
+  remove: string[];
+}
+
+/** The call of one kind. */
+export type CallOf<K extends Op> = Extract<ApiCall, { op: K }>;
+
+export type ApiCall = {
+  [K in Op]: {
+    op: K;
+    args: CallArgs[K];
+    /** On label writes only. */
+    labels?: LabelDelta;
+    /** On comments only: the hidden marker the body ends with (see comment-marker.ts). */
+    marker?: string;
+  };
+}[Op];
+
+/** What an action proposes; the engine stamps the action and rule names on it. */
+export interface Proposal {
+  call: ApiCall;
+  reason: string;
+}
+
+export interface PlannedCall extends Proposal {
+  /** The action that planned it (`label`, `comment`, ... or `summary_status`). */
+  action: string;
+  /** The rule that planned it; a merged labels write names every contributing rule. */
+  rule: string;
+}
+
+/** An action that plans nothing says why (its effect already holds, or it cannot apply). */
+export interface Skip {
+  skipped: string;
+  /** The action could not act although the rule matched (a merge held back): not "already done". */
+  blocks?: boolean;
+}
+
+export function skip(why: string): Skip {
+  return { skipped: why };
+}
+
+/** A skip that holds the rule back: summary statuses and `blockingReasons` report it. */
+export function blocked(why: string): Skip {
+  return { skipped: why, blocks: true };
+}
+
+export function isSkip(outcome: readonly Proposal[] | Skip): outcome is Skip {
+  return 'skipped' in outcome;
+}
+
+/** The `project` + item id arguments every item call takes. */
+export function issueTarget(item: ItemSnapshot): IssueTarget {
+  return { project: item.project.id, issue_id: item.id };
+}
+
+export function mergeRequestTarget(item: ItemSnapshot): MergeRequestTarget {
+  return { project: item.project.id, merge_request_id: item.id };
+}

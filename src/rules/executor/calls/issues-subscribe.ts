@@ -1,0 +1,10 @@
+/** `issues.subscribe`: Subscribes the bot to an issue (304 from the server: it already was). */
+import type { CallHandler } from '../types.ts';
+import { argsKey } from './keys.ts';
+import { subscription } from '../item-calls.ts';
+
+export const issuesSubscribe: CallHandler<'issues.subscribe'> = {
+  key: (call) => argsKey(call),
+  freshCheck: false,
+  perform: (ctx, call) => subscription(ctx, call.args, true),
+};

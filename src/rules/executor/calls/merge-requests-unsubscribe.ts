@@ -1,0 +1,10 @@
+/** `mergeRequests.unsubscribe`: Unsubscribes the bot from a merge request (304 from the server: it was not subscribed). */
+import type { CallHandler } from '../types.ts';
+import { argsKey } from './keys.ts';
+import { subscription } from '../item-calls.ts';
+
+export const mergeRequestsUnsubscribe: CallHandler<'mergeRequests.unsubscribe'> = {
+  key: (call) => argsKey(call),
+  freshCheck: false,
+  perform: (ctx, call) => subscription(ctx, call.args, false),
+};

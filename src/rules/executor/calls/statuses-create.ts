@@ -1,0 +1,10 @@
+/** `statuses.create`: A commit status on the evaluated head: skipped when the head already carries it. */
+import type { CallHandler } from '../types.ts';
+import { statusKey } from './keys.ts';
+import { postStatus } from '../item-calls.ts';
+
+export const statusesCreate: CallHandler<'statuses.create'> = {
+  key: (call) => statusKey(call),
+  freshCheck: false,
+  perform: (ctx, call) => postStatus(ctx, call.args),
+};

@@ -1,0 +1,58 @@
+/**
+ * The rules, seen from outside: what the CLI, receiver, scheduler, status page and start-up use. Everything else in rules/ is internal; outside code imports only this file (eslint enforces it). Inside: grammar/ (rule files: load, check, schema, docs), engine/ (compile and evaluate: conditions and actions plan calls), executor/ (the only writer: one file per kind of API call in executor/calls/), item/ (one item from read to decision: snapshot, evaluate, execute, withdraw, fresh check).
+ */
+export { ruleSet, type CompiledRule, type CompiledRuleSet } from './engine/compile.ts';
+export { evaluate, type Evaluation } from './engine/engine.ts';
+export { eventMatches, unionEvents } from './engine/event-names.ts';
+export { type PlannedCall } from './engine/planned-call.ts';
+export {
+  isBotUser,
+  type BotIdentity,
+  type ItemKind,
+  type ItemSnapshot,
+  type ProjectRef,
+  type Trigger,
+  type TriggerAction,
+  type UserRef,
+} from './engine/snapshot.ts';
+export { classifyStatus, type StatusBucket } from './engine/status-buckets.ts';
+export {
+  createExecutor,
+  type CallReport,
+  type CallStatus,
+  type ExecutionReport,
+  type Executor,
+  type StoredCall,
+} from './executor/executor.ts';
+export { actionIdOf, itemKeyOf } from './executor/ids.ts';
+export { createRulesHolder, type RulesHolder, type RulesState } from './grammar/rules-holder.ts';
+export {
+  explainKind,
+  findDecision,
+  itemName,
+  itemNumber,
+  projectRefProblem,
+  type ExplainAnswer,
+  type ExplainQuery,
+} from './item/find-decision.ts';
+export { createFreshCheck } from './item/fresh-check.ts';
+export {
+  createItemProcessor,
+  decisionText,
+  type Decision,
+  type ItemProcessorFn,
+  type ItemRetryFn,
+  type ProjectRules,
+} from './item/process-item.ts';
+export {
+  createSnapshotReader,
+  type SnapshotClient,
+  type SnapshotNeeds,
+  type SnapshotReader,
+} from './item/read-snapshot.ts';
+export { withdrawRemovedRules } from './item/withdraw.ts';
+export { loadRules, readRuleFolder } from './grammar/load.ts';
+export { formatProblem } from './grammar/problem.ts';
+export { checkRules } from './grammar/check.ts';
+export { ruleFileSchema } from './grammar/schema.ts';
+export { explainJson } from './engine/explain.ts';

@@ -1,0 +1,130 @@
+/**
+ * An action is sent only while the item's latest evaluation still plans it. Before a merge, a move,
+ * an arming of merge-when-build-succeeds or a cancel, the executor asks this check: the item is read
+ * afresh, the rules in force NOW are evaluated on it with the trigger that planned the call, and
+ * the call goes ahead only if that fresh plan holds the very same call (same rule, same pinned
+ * head, same arguments). Otherwise the action is withdrawn, with the reason in words
+ * ("withdrawn: automerge no longer matches (labels include automerge seen [bug])").
+ *
+ * A merge the merge watch makes is planned by no rule as such: the rule armed
+ * merge-when-build-succeeds while its statuses were pending, and the watch merges once they have
+ * passed. For it, the rule must still apply and every one of its conditions must still hold on the
+ * fresh read, except those that required the statuses to be pending (the watch checks that every
+ * required status has passed on the pinned head, on this same read).
+ */
+import type { CompiledRuleSet } from '../engine/compile.ts';
+import { mergeBlocker, bucketsOf } from '../actions/merge-safety.ts';
+import { evaluate, type Evaluation, type RuleEvaluation } from '../engine/engine.ts';
+import { actionIdOf } from '../executor/ids.ts';
+import type { StoredCall } from '../executor/types.ts';
+import type { ItemAddress, SnapshotReader } from './read-snapshot.ts';
+import { showValue } from '../engine/show-value.ts';
+import type { ItemKind, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
+
+export type FreshVerdict =
+  | {
+      planned: true;
+      /**
+       * The item as this check just read it. The call is made on these facts with no read in
+       * between: a second read (of state and head only) would let a label added between the two
+       * pass unseen.
+       */
+      snapshot: ItemSnapshot;
+    }
+  | {
+      planned: false;
+      /** `<rule> no longer matches (<condition> seen <value>)` and the like: explain shows it. */
+      reason: string;
+    };
+
+/** Asks whether `stored` (an action on `itemKey`) is still planned on the item's current state. */
+export type FreshCheck = (itemKey: string, stored: StoredCall) => Promise<FreshVerdict>;
+
+export interface FreshCheckDeps {
+  reader: SnapshotReader;
+  rules: { forProject(pathWithNamespace: string): CompiledRuleSet };
+  now?: () => number;
+}
+
+/** A trigger under which every event rule applies: for records written before triggers were kept. */
+export const ANY_EVENT: Trigger = { kind: 'manual', byBot: false };
+
+/** The item an action is about, from its key (`merge_request:<project id>:<id>`). */
+export function itemAddressOf(itemKey: string): ItemAddress | undefined {
+  const match = /^(issue|merge_request):(\d+):(\d+)$/.exec(itemKey);
+  if (!match) return undefined;
+  return { type: match[1] as ItemKind, projectId: Number(match[2]), id: Number(match[3]) };
+}
+
+/** Why the rule that planned a call no longer plans it, from the fresh evaluation. */
+export function withdrawalReason(evaluation: Evaluation, rule: string, op: string): string {
+  const record = evaluation.rules.find((one) => one.rule === rule);
+  if (!record) return `rule "${rule}" is no longer in the rules`;
+  if (!record.applies) return `${rule} no longer applies (${record.why ?? 'not on this event'})`;
+  if (!record.matched) return `${rule} no longer matches (${failing(record)})`;
+  for (const action of record.actions)
+    if (action.skipped !== undefined && action.planned.length === 0)
+      return `${rule} no longer plans ${op} (${action.action}: ${action.skipped})`;
+  return `${rule} now plans other calls than this ${op}`;
+}
+
+function failing(record: RuleEvaluation): string {
+  const condition = record.conditions.find((one) => !one.ok);
+  if (!condition) return 'a condition no longer holds';
+  const seen = condition.unknown
+    ? `unknown${condition.note ? `: ${condition.note}` : ''}`
+    : showValue(condition.value);
+  return `${condition.describe} seen ${seen}`;
+}
+
+export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
+  const now = deps.now ?? (() => Date.now());
+  return async (itemKey, stored) => {
+    const item = itemAddressOf(itemKey);
+    const { rule, call } = stored.planned;
+    if (!item) return { planned: false, reason: `cannot tell which item ${itemKey} is` };
+    const set = deps.rules.forProject(stored.project);
+    const compiled = set.rules.find((one) => one.name === rule);
+    if (!compiled) return { planned: false, reason: `rule "${rule}" is no longer in the rules` };
+    const trigger = await deps.reader.confirm(item, stored.trigger ?? ANY_EVENT);
+    if (!trigger) return { planned: false, reason: 'the comment that caused it is gone from the server' };
+    const snapshot = await deps.reader.read(item, trigger, set.needs);
+    if (!snapshot) return { planned: false, reason: 'the item is gone (404)' };
+    const evaluation = evaluate(set, snapshot, { now: now() });
+
+    if (stored.origin === 'merge_watch') {
+      const record = evaluation.rules.find((one) => one.rule === rule);
+      if (!record?.applies) return { planned: false, reason: withdrawalReason(evaluation, rule, call.op) };
+      const blocking = record.conditions.findIndex(
+        (result, index) =>
+          !result.ok &&
+          !(compiled.conditions[index]?.guarantees ?? []).some(
+            (guarantee) => guarantee.kind === 'statuses' && guarantee.state === 'pending',
+          ),
+      );
+      if (blocking >= 0)
+        return {
+          planned: false,
+          reason: `${rule} no longer matches (${failing({ ...record, conditions: [record.conditions[blocking]!] })})`,
+        };
+      if (snapshot.kind !== 'merge_request')
+        return { planned: false, reason: 'the item is not a merge request' };
+      const blocker = mergeBlocker(snapshot);
+      if (blocker) return { planned: false, reason: blocker };
+      const pinned = 'sha' in call.args ? call.args.sha : undefined;
+      if (snapshot.sha !== pinned)
+        return {
+          planned: false,
+          reason: `the head moved: armed at ${String(pinned).slice(0, 8)}, now ${snapshot.sha?.slice(0, 8) ?? 'none'}`,
+        };
+      for (const [name, bucket] of bucketsOf(snapshot, stored.required ?? []))
+        if (bucket !== 'passed') return { planned: false, reason: `required status ${name} is ${bucket}` };
+      return { planned: true, snapshot };
+    }
+
+    const id = actionIdOf(itemKey, rule, call);
+    if (evaluation.plan.some((planned) => actionIdOf(itemKey, planned.rule, planned.call) === id))
+      return { planned: true, snapshot };
+    return { planned: false, reason: withdrawalReason(evaluation, rule, call.op) };
+  };
+}

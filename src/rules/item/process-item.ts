@@ -1,0 +1,262 @@
+/**
+ * The pipeline's item processor (receiver/pipeline.ts `ItemProcessor`): for each trigger, read the
+ * item fresh, evaluate the project's rules, carry out the plan, and record the decision for
+ * explain. A hook is a hint, never the truth: nothing here reads the payload.
+ *
+ * - Loop prevention, cheaply: an event the bot caused (its own comment fires Note Hook too,
+ *   docs/server-behaviour.md#hook-payloads) is dropped before the item is read when no rule of the project allows bot
+ *   events. Only the project's path is needed for that (cached by the reader).
+ * - A merge skipped because the head moved between evaluation and execution is evaluated once
+ *   more on a fresh read: the new head gets its own verdict (usually: wait for its statuses).
+ * - Transient API errors while reading are thrown, so the pipeline retries the item. Failed calls
+ *   of the plan are not: they are in the outbox, and the retry sweep owns them.
+ */
+import type { CompiledRuleSet } from '../engine/compile.ts';
+import { evaluate, type Evaluation } from '../engine/engine.ts';
+import { itemKeyOf } from '../executor/ids.ts';
+import type { ExecutorLog } from '../executor/types.ts';
+import type { CallReport, ExecutionReport, Executor, StoredCall } from '../executor/executor.ts';
+import { ANY_EVENT, itemAddressOf } from './fresh-check.ts';
+import { canonicalJson } from '../executor/ids.ts';
+import { withdrawUnplanned } from './withdraw.ts';
+import { explainText } from '../engine/explain.ts';
+import {
+  createSnapshotReader,
+  type ItemAddress,
+  type SnapshotClient,
+  type SnapshotReader,
+} from './read-snapshot.ts';
+import type { ItemSnapshot, Trigger } from '../engine/snapshot.ts';
+import type { OutboxAction, StateStore } from '../../state/store.ts';
+
+export interface ProjectRules {
+  /** The rules of a project by `namespace/project`. */
+  forProject(pathWithNamespace: string): CompiledRuleSet;
+}
+
+export interface ItemProcessorOptions {
+  /** Reads items (used to build the default reader). */
+  client: SnapshotClient;
+  /** Decisions are recorded; the outbox is read to withdraw what the latest evaluation no longer plans. */
+  store: Pick<StateStore, 'recordDecision'> & Partial<Pick<StateStore, 'dueActions' | 'listParked'>>;
+  rules: ProjectRules;
+  executor: Executor;
+  reader?: SnapshotReader;
+  /** The clock (ms since the epoch) of evaluations. */
+  now?: () => number;
+  log?: ExecutorLog;
+}
+
+/** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
+export interface Decision {
+  itemKey: string;
+  /** When the decision was made (ISO 8601). */
+  at: string;
+  dryRun: boolean;
+  evaluation: Evaluation;
+  execution: ExecutionReport;
+  /** The first round, when a merge found the head moved and the item was evaluated again. */
+  superseded?: { reason: string; item: Evaluation['item']; at: string; execution: ExecutionReport };
+  /** The whole decision in words: conditions, verdicts, plan, and each call's outcome. */
+  text: string;
+}
+
+export type ItemProcessorFn = (item: ItemAddress, triggers: Trigger[]) => Promise<void>;
+
+/**
+ * Retries outbox actions of one item by evaluating it again (the retry sweep): each action's
+ * trigger on a fresh read, with the rules in force now. What the fresh plan still holds is carried
+ * out (the same action, under its id, keeps its count of tries); what it no longer holds is
+ * withdrawn with the reason. The reports of the actions, in their order.
+ */
+export type ItemRetryFn = (itemKey: string, actions: readonly OutboxAction[]) => Promise<CallReport[]>;
+
+const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+function executionLines(execution: ExecutionReport): string[] {
+  if (execution.calls.length === 0) return ['execution: nothing to do'];
+  return [
+    `execution${execution.dryRun ? ' (dry run: no call made)' : ''}:`,
+    ...execution.calls.map((call, index) => {
+      const error = call.error && call.error !== call.detail ? ` (${call.error})` : '';
+      const parked = call.parked ? ` [parked: ${call.parked}]` : '';
+      if (call.status === 'withdrawn') return `  ${index + 1}. ${call.detail} (${call.call})`;
+      return `  ${index + 1}. ${call.status}: ${call.call}: ${call.detail}${error}${parked}`;
+    }),
+  ];
+}
+
+const shortHead = (sha: string | null | undefined): string => sha?.slice(0, 8) ?? 'unknown';
+
+export function decisionText(decision: Omit<Decision, 'text'>): string {
+  const lines = [explainText(decision.evaluation), '', ...executionLines(decision.execution)];
+  if (decision.superseded) {
+    const first = decision.superseded;
+    lines.push(
+      '',
+      `evaluated again: ${first.reason} (first evaluation at ${first.at}, head ${shortHead(first.item.sha)})`,
+      ...executionLines(first.execution).map((line) => `  ${line}`),
+    );
+  }
+  return lines.join('\n');
+}
+
+export function createItemProcessor(options: ItemProcessorOptions): ItemProcessorFn & { retry: ItemRetryFn } {
+  const { store, rules, executor } = options;
+  const reader = options.reader ?? createSnapshotReader(options.client);
+  const now = options.now ?? (() => Date.now());
+  const log = options.log ?? noopLog;
+
+  async function round(
+    set: CompiledRuleSet,
+    snapshot: ItemSnapshot,
+  ): Promise<{ evaluation: Evaluation; execution: ExecutionReport }> {
+    const evaluation = evaluate(set, snapshot, { now: now() });
+    const execution = await executor.execute(evaluation, snapshot, { rules: set });
+    return { evaluation, execution };
+  }
+
+  /**
+   * One evaluation of the item on a fresh read, its plan carried out, the item's pending actions
+   * that this evaluation judged and no longer plans withdrawn, and the decision recorded. Returns
+   * the execution (undefined when nothing was evaluated), so a retry can find its actions in it.
+   */
+  async function evaluateItem(item: ItemAddress, given: Trigger): Promise<ExecutionReport | undefined> {
+    const itemKey = itemKeyOf(item.type, item.projectId, item.id);
+    const project = await reader.projectOf(item.projectId);
+    const set = rules.forProject(project.path_with_namespace);
+    if (set.rules.length === 0) {
+      log.info({ itemKey, project: project.path_with_namespace }, 'no rules for this project');
+      return undefined;
+    }
+    if (given.byBot && !set.rules.some((rule) => rule.allowBot)) {
+      // Not recorded as a decision: it would hide the last real one from explain.
+      log.info(
+        { itemKey, trigger: given.kind },
+        'event caused by the bot and no rule allows bot events: skipped',
+      );
+      return undefined;
+    }
+    // A note is what the server says it is (text, author), read by its id; one it does not have
+    // never happened (a forged or stale delivery) and causes nothing.
+    const trigger = await reader.confirm(item, given);
+    if (!trigger) {
+      log.warn(
+        { itemKey, noteId: given.noteId },
+        'the note of this event is not on the server: event dropped',
+      );
+      return undefined;
+    }
+    if (trigger.byBot && !set.rules.some((rule) => rule.allowBot)) {
+      log.info(
+        { itemKey, trigger: trigger.kind },
+        'note written by the bot and no rule allows bot events: skipped',
+      );
+      return undefined;
+    }
+    const snapshot = await reader.read(item, trigger, set.needs);
+    if (!snapshot) {
+      log.info({ itemKey }, 'item is gone (404): nothing to evaluate');
+      return undefined;
+    }
+    let { evaluation, execution } = await round(set, snapshot);
+    let superseded: Decision['superseded'];
+    if (execution.headMoved) {
+      const reason = 'a merge was skipped because the head moved';
+      log.info({ itemKey, evaluatedSha: evaluation.item.sha }, `${reason}: evaluating again`);
+      const fresh = await reader.read(item, trigger, set.needs);
+      if (fresh) {
+        superseded = { reason, item: evaluation.item, at: evaluation.at, execution };
+        ({ evaluation, execution } = await round(set, fresh));
+      }
+    }
+    if (store.dueActions && store.listParked) {
+      const planned = new Set(execution.calls.map((call) => call.id));
+      const withdrawn = await withdrawUnplanned(
+        { dueActions: store.dueActions.bind(store), listParked: store.listParked.bind(store) },
+        executor,
+        evaluation,
+        itemKey,
+        planned,
+      );
+      if (withdrawn.length > 0) {
+        execution = { ...execution, calls: [...execution.calls, ...withdrawn] };
+        execution.counts = { ...execution.counts, withdrawn: execution.counts.withdrawn + withdrawn.length };
+      }
+    }
+    const decision: Omit<Decision, 'text'> = {
+      itemKey,
+      at: new Date(now()).toISOString(),
+      dryRun: executor.dryRun,
+      evaluation,
+      execution,
+      ...(superseded ? { superseded } : {}),
+    };
+    await store.recordDecision(itemKey, { ...decision, text: decisionText(decision) });
+    log.info(
+      {
+        itemKey,
+        event: evaluation.event,
+        matched: evaluation.rules.filter((rule) => rule.matched).map((rule) => rule.rule),
+        ...execution.counts,
+      },
+      'item evaluated',
+    );
+    return execution;
+  }
+
+  const processItem: ItemProcessorFn & { retry: ItemRetryFn } = Object.assign(
+    async (item: ItemAddress, triggers: Trigger[]) => {
+      // Triggers in order, each on a fresh read: a note command must see the state the one before left.
+      for (const trigger of triggers) await evaluateItem(item, trigger);
+    },
+    {
+      async retry(itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> {
+        const item = itemAddressOf(itemKey);
+        const reports = new Map<string, CallReport>();
+        const byTrigger = new Map<string, Trigger>();
+        for (const action of actions) {
+          const trigger = (action.call as Partial<StoredCall> | null)?.trigger ?? ANY_EVENT;
+          byTrigger.set(canonicalJson(trigger), trigger);
+        }
+        if (item)
+          for (const trigger of byTrigger.values()) {
+            const execution = await evaluateItem(item, trigger);
+            for (const call of execution?.calls ?? []) reports.set(call.id, call);
+          }
+        // Still in the outbox and neither carried out nor withdrawn by a fresh evaluation: the
+        // item is gone, its note is gone, or its project has no rules any more.
+        const results: CallReport[] = [];
+        for (const action of actions) {
+          const report = reports.get(action.id);
+          if (report) {
+            results.push(report);
+            continue;
+          }
+          const held = store.dueActions?.(Number.MAX_SAFE_INTEGER).find((one) => one.id === action.id);
+          results.push(
+            held
+              ? await executor.withdrawAction(
+                  action,
+                  item
+                    ? 'no fresh evaluation plans it (the item, its note or its rules are gone)'
+                    : `cannot tell which item ${itemKey} is`,
+                )
+              : {
+                  id: action.id,
+                  op: 'unknown',
+                  rule: action.rule,
+                  action: 'unknown',
+                  reason: '',
+                  call: '(done meanwhile)',
+                  status: 'skipped',
+                  detail: 'no longer in the outbox',
+                },
+          );
+        }
+        return results;
+      },
+    },
+  );
+  return processItem;
+}

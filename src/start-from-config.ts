@@ -1,0 +1,260 @@
+/**
+ * From a loaded configuration to a running bot: state store, rules (reloading), executor, item
+ * processor, receiver and pipeline, logs and metrics. `hookbot serve` and `npm start` (on the
+ * embedded sandbox) both come through here, so they run the same thing.
+ */
+import type { Config } from './config/schema.ts';
+import { startBot, type Bot } from './start-bot.ts';
+import type { HookbotLogger } from './ops/logger.ts';
+import type { Metrics } from './ops/metrics.ts';
+import { withDecisionMetrics } from './ops/decision-metrics.ts';
+import { exposureProblem, exposureWarning } from './receiver/exposure.ts';
+import { hostCheck } from './receiver/host-check.ts';
+import {
+  createScheduler,
+  createSweepSet,
+  scheduledSweepsOf,
+  sweepSettingsOf,
+  type SweepSet,
+} from './scheduler/index.ts';
+import { createStoreFromConfig } from './state-from-config.ts';
+import type { StateStore } from './state/store.ts';
+import { basicAuth } from './status/basic-auth.ts';
+import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
+import {
+  type BotIdentity,
+  createExecutor,
+  createFreshCheck,
+  createItemProcessor,
+  createRulesHolder,
+  createSnapshotReader,
+  type Executor,
+  findDecision,
+  type RulesHolder,
+  type SnapshotReader,
+  withdrawRemovedRules,
+} from './rules/index.ts';
+
+export interface Runtime {
+  bot: Bot;
+  store: StateStore;
+  rules: RulesHolder;
+  /** The sweeps, to run one now (`hookbot demo`, tests). */
+  sweeps: SweepSet;
+  /** Stops taking deliveries, finishes running work, closes the store. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface RuntimeOverrides {
+  /** Start the periodic sweeps (default true; the demo drives them itself). */
+  scheduler?: boolean;
+  /** The API URL and token to use instead of the config's (the embedded sandbox). */
+  api?: { url: string; token: string };
+  /** The hook secret to use instead of the config's (generated for the embedded sandbox). */
+  webhookSecret?: string;
+  /** How long a /readyz result is reused (tests count the API calls it makes). */
+  readinessTtlMs?: number;
+}
+
+export async function startRuntime(
+  config: Config,
+  deps: { log: HookbotLogger; metrics: Metrics },
+  overrides: RuntimeOverrides = {},
+): Promise<Runtime> {
+  const { log, metrics } = deps;
+  const statusAuth = config.server.status_auth;
+  const auth =
+    statusAuth.username && statusAuth.password
+      ? { username: statusAuth.username, password: statusAuth.password }
+      : undefined;
+  // Before anything is opened: a refusal leaves nothing to undo.
+  const exposure = {
+    host: config.server.host,
+    authenticated: auth !== undefined,
+    publicOps: config.server.public_ops,
+  };
+  const problem = exposureProblem(exposure);
+  if (problem) throw new Error(problem);
+  const warning = exposureWarning(exposure);
+  if (warning) log.warn({ host: config.server.host }, warning);
+  const apiUrl = overrides.api?.url ?? config.api.url;
+  const token = overrides.api?.token ?? config.api.token;
+  if (!apiUrl || !token) throw new Error('api.url and api.token are needed to run against a server');
+  const secret = overrides.webhookSecret ?? config.webhook.secret;
+  log.addSecret(token);
+  if (secret) log.addSecret(secret);
+  const signatureSecret = config.webhook.signature.secret;
+  if (signatureSecret) log.addSecret(signatureSecret);
+
+  const store = createStoreFromConfig(config.state, {
+    onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
+    log: log.child({ part: 'state' }),
+  });
+  await store.open();
+  // A rules folder with problems stops the start (RulesProblemsError lists them): the store is
+  // closed again, untouched.
+  const rules = await createRulesHolder(config.rules.dir, { log: log.child({ part: 'rules' }) }).catch(
+    async (error: unknown) => {
+      await store.close({ compact: false });
+      throw error;
+    },
+  );
+
+  // Every decision recorded (hooks and sweeps) also counts into the metrics.
+  const observed = withDecisionMetrics(store, metrics);
+  if (config.rules.watch) rules.watch();
+
+  const deliveries = createDeliveryLog();
+
+  let bot: Bot;
+  let executor: Executor | undefined;
+  let reader: SnapshotReader | undefined;
+  let identity: BotIdentity | undefined;
+  try {
+    bot = await startBot({
+      api: {
+        baseUrl: apiUrl,
+        token,
+        tokenType: config.api.token_type,
+        timeoutMs: config.api.timeout_ms,
+        concurrency: config.api.concurrency,
+        retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+        onCall: (call) => {
+          metrics.apiCall(call);
+          log.debug(
+            {
+              api: {
+                method: call.method,
+                path: call.path,
+                status: call.status,
+                ms: Math.round(call.durationMs),
+              },
+            },
+            'api call',
+          );
+        },
+      },
+      identity: config.api.bot_username ? { username: config.api.bot_username } : undefined,
+      webhook: {
+        token: config.webhook.allow_open && !secret ? undefined : secret,
+        signature: signatureSecret
+          ? { secret: signatureSecret, header: config.webhook.signature.header }
+          : undefined,
+      },
+      server: {
+        host: config.server.host,
+        port: config.server.port,
+        hookPath: config.server.hook_path,
+        bodyLimitBytes: config.server.body_limit_bytes,
+        readingLimitBytes: config.server.reading_limit_bytes,
+      },
+      store,
+      pipeline: {
+        debounceMs: config.pipeline.debounce_ms,
+        concurrency: config.pipeline.concurrency,
+        queueLimit: config.pipeline.queue_limit,
+      },
+      processor: ({ client, identity: bot }) => {
+        identity = bot;
+        // One reader and one executor for hooks and sweeps alike: the executor's per-item lock
+        // keeps them from acting on one item at once. Merges, armings and cancels are made only
+        // while a fresh evaluation still plans them (fresh-check.ts).
+        reader = createSnapshotReader(client, { bot });
+        executor = createExecutor({
+          client,
+          store,
+          bot,
+          ...(store.fleet ? { fleet: store.fleet } : {}),
+          freshCheck: createFreshCheck({ reader, rules }),
+          log: log.child({ part: 'executor' }),
+        });
+        return createItemProcessor({
+          client,
+          store: observed,
+          rules,
+          executor,
+          reader,
+          log: log.child({ part: 'process' }),
+        });
+      },
+      // From what the store recorded only: a caller never makes the bot call the API.
+      explain: (query) => findDecision(store.latestDecisions(), query),
+      // The status page, /metrics and /explain: the Host check, then the optional basic auth.
+      protect: [hostCheck(config.server.allowed_hosts), ...(auth ? [basicAuth(auth)] : [])],
+      readinessTtlMs: overrides.readinessTtlMs,
+      extendApp: (app) => {
+        app.get('/metrics', async (_req, res) => {
+          res.set('content-type', metrics.contentType).send(await metrics.text());
+        });
+        app.use(
+          createStatusRouter({
+            store,
+            ...(store.fleet ? { fleet: store.fleet } : {}),
+            rules,
+            recentDeliveries: deliveries.list,
+            sweeps: Object.entries(config.scheduler.sweeps)
+              .filter(([, sweep]) => sweep.enabled)
+              .map(([name]) => name),
+            secrets: [token, secret, signatureSecret, statusAuth.password],
+          }),
+        );
+      },
+      onDelivery: (outcome, info) => {
+        deliveries.record(outcome, info);
+        metrics.delivery(info.kind, outcome);
+        metrics.ack(info.ackMs / 1000);
+      },
+      log: log.child({ part: 'pipeline' }),
+      refusalHint: overrides.webhookSecret
+        ? "the project hook's secret token must equal the one this run generated (npm start registers it itself)"
+        : "the project hook's secret token must equal webhook.secret (HOOKBOT_WEBHOOK_SECRET)",
+    });
+  } catch (error) {
+    rules.close();
+    await store.close();
+    throw error;
+  }
+
+  // The scheduler: sweeps reconcile what hooks missed, on the same client, rules and executor.
+  const sweeps = createSweepSet(
+    {
+      client: bot.client,
+      store: observed,
+      rules,
+      executor: executor!,
+      ...(reader ? { reader } : {}),
+      ...(identity ? { bot: identity } : {}),
+      log: log.child({ part: 'sweep' }),
+    },
+    sweepSettingsOf(config),
+  );
+  // Rules reloaded with a rule removed: its pending actions are withdrawn, not left to fire.
+  rules.onReload(() => {
+    void withdrawRemovedRules(store, executor!, (path) => rules.forProject(path)).catch((error: unknown) =>
+      log.error({ err: error }, 'could not withdraw the actions of removed rules'),
+    );
+  });
+  const scheduler = createScheduler({
+    sweeps: scheduledSweepsOf(config, sweeps),
+    store,
+    log: log.child({ part: 'scheduler' }),
+  });
+  if (overrides.scheduler !== false) scheduler.start();
+
+  let closing: Promise<void> | undefined;
+  return {
+    bot,
+    store,
+    rules,
+    sweeps,
+    close() {
+      closing ??= (async () => {
+        rules.close();
+        await scheduler.stop();
+        await bot.close();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}
