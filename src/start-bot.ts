@@ -19,6 +19,7 @@ import { createHintResolver } from './receiver/resolve-hints.ts';
 import { createRefusalLog as createSecretRefusalLog, reportRefusals } from './receiver/secret-refusal-log.ts';
 import { createReceiverServer, listen } from './receiver/server.ts';
 import type { VerifyOptions } from './receiver/verify.ts';
+import { StateError } from './state/errors.ts';
 import type { StateStore } from './state/store.ts';
 import { ApiError, type Client, type ClientOptions, createClient } from './api/index.ts';
 
@@ -71,7 +72,11 @@ export interface Bot {
 
 /** Errors worth waiting out: the server is away or overloaded, not wrong. */
 export function isTransient(error: unknown): boolean {
-  return error instanceof ApiError && error.retryable;
+  return (
+    (error instanceof ApiError && error.retryable) ||
+    // The state database away (PostgreSQL): the run is tried again, its deliveries kept.
+    (error instanceof StateError && error.code === 'unavailable')
+  );
 }
 
 export async function startBot(options: BotOptions): Promise<Bot> {

@@ -397,7 +397,17 @@ class PostgresStore extends HeldStateStore implements Fleet {
     text: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    return this.#currentPool().query<R>(text, values);
+    return this.#currentPool()
+      .query<R>(text, values)
+      .catch((error: unknown) => {
+        throw isConnectionLoss(error)
+          ? new StateError(
+              'unavailable',
+              `${this.label}: ${error instanceof Error ? error.message : String(error)} (try again)`,
+              { cause: error },
+            )
+          : error;
+      });
   }
 
   /** Runs `write` after every write issued before it; a failure fails this write only. */
@@ -785,4 +795,15 @@ class PostgresStore extends HeldStateStore implements Fleet {
       this.#refreshFailures++;
     }
   }
+}
+
+/**
+ * A connection refused, reset, timed out or terminated (a restart, `pg_terminate_backend`): SQLSTATE
+ * classes 08 (connection exception) and 57P (operator intervention), or no SQLSTATE at all (the
+ * socket failed). Retrying on a new connection can succeed.
+ */
+function isConnectionLoss(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return error instanceof Error;
+  return code.startsWith('08') || code.startsWith('57P');
 }
