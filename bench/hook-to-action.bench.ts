@@ -42,7 +42,7 @@ function issueHook(issue: IssueRec): string {
   });
 }
 
-interface World {
+export interface World {
   sandbox: Sandbox;
   projectId: number;
   newIssue(): IssueRec;
@@ -50,7 +50,7 @@ interface World {
   labelled(issue: IssueRec): Promise<number>;
 }
 
-async function createWorld(): Promise<World> {
+export async function createWorld(): Promise<World> {
   const sandbox = await startSandbox({ seed: 'empty' });
   const { db } = sandbox.ctx;
   const bot = addUser(db, { username: 'hookbot', private_token: TOKEN });
@@ -76,7 +76,11 @@ async function createWorld(): Promise<World> {
   };
 }
 
-async function startBot(world: World, dir: string): Promise<ServeProcess> {
+export async function startBot(
+  world: World,
+  dir: string,
+  extra: Pick<Parameters<typeof startServeProcess>[0], 'env' | 'stateLines'> = {},
+): Promise<ServeProcess> {
   mkdirSync(path.join(dir, 'rules'), { recursive: true });
   writeFileSync(
     path.join(dir, 'rules', 'default.yml'),
@@ -89,11 +93,12 @@ async function startBot(world: World, dir: string): Promise<ServeProcess> {
     apiUrl: world.sandbox.url,
     token: TOKEN,
     secret: SECRET,
+    ...extra,
   });
 }
 
 /** One delivery's path, in ms: to the ack, and to the label write at the server. */
-async function viaBot(world: World, hookUrl: string): Promise<{ ack: number; action: number }> {
+export async function viaBot(world: World, hookUrl: string): Promise<{ ack: number; action: number }> {
   const issue = world.newIssue();
   const done = world.labelled(issue);
   const t0 = performance.now();

@@ -12,7 +12,9 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import express from 'express';
 import { createHookHandler } from '../src/receiver/hook-handler.ts';
 import { createReceiverServer, listen } from '../src/receiver/server.ts';
-import { createFileStore } from '../src/state/file-store.ts';
+import pg from 'pg';
+import { createFileStore } from '../src/state/file/file-store.ts';
+import { createPostgresStore } from '../src/state/postgres/postgres-store.ts';
 import { percentile } from './receiver-driver.ts';
 
 const [mode, dir] = process.argv.slice(2);
@@ -24,10 +26,17 @@ const SECRET = 'bench-secret';
 // prints `COMMIT_MS <p50> <p99> <count>` and `CPU_US <user + system>`.
 let commitMs: number[] = [];
 let cpuFrom = process.cpuUsage();
-const store = createFileStore({
-  path: `${dir}/hookbot.json`,
-  onCommit: ({ ms }) => void commitMs.push(ms),
-});
+// `hookbot-pg`: the same hook route on the PostgreSQL store (BENCH_DATABASE_URL, a schema of its
+// own, dropped at the end); its batches are timed from the statement sent to the commit seen.
+const pgSchema = `bench_${process.pid}`;
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const store =
+  mode === 'hookbot-pg'
+    ? createPostgresStore({ url: databaseUrl, schema: pgSchema, replicaId: 'bench' })
+    : createFileStore({
+        path: `${dir}/hookbot.json`,
+        onCommit: ({ ms }) => void commitMs.push(ms),
+      });
 process.on('SIGUSR2', () => {
   commitMs = [];
   cpuFrom = process.cpuUsage();
@@ -60,7 +69,7 @@ if (mode === 'probot') {
     const address = server.address();
     console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
   });
-} else if (mode === 'hookbot') {
+} else if (mode === 'hookbot' || mode === 'hookbot-pg') {
   const handler = createHookHandler({
     verify: { token: SECRET },
     inbox: store,
@@ -148,5 +157,14 @@ process.on('SIGTERM', () => {
   console.log(`COMMIT_MS ${at(0.5)} ${at(0.99)} ${sorted.length}`);
   const cpu = process.cpuUsage(cpuFrom);
   console.log(`CPU_US ${cpu.user + cpu.system}`);
-  void store.close({ compact: false }).finally(() => process.exit(0));
+  void store
+    .close({ compact: false })
+    .then(async () => {
+      if (mode !== 'hookbot-pg') return;
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`);
+      await client.end();
+    })
+    .finally(() => process.exit(0));
 });

@@ -27,6 +27,8 @@ export async function startServeProcess(options: {
   secret: string;
   /** Extra lines under `state:` (e.g. `dedup_ttl_ms: 1000`). */
   stateLines?: readonly string[];
+  /** Extra environment (e.g. `HOOKBOT_DATABASE_URL` for replicas). */
+  env?: Record<string, string>;
 }): Promise<ServeProcess> {
   const config = path.join(options.dir, 'config.yml');
   writeFileSync(
@@ -56,6 +58,7 @@ export async function startServeProcess(options: {
       HOOKBOT_RULES: options.rulesDir,
       HOOKBOT_STATE: path.join(options.dir, 'state', 'hookbot.json'),
       HOOKBOT_LOG_LEVEL: 'warn',
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

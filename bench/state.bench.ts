@@ -18,8 +18,8 @@ import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import { createHash, randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { writeDedupFile } from '../src/state/dedup-file.ts';
-import { emptyDocument, type DedupFileRef } from '../src/state/document.ts';
+import { writeDedupFile } from '../src/state/file/dedup-file.ts';
+import { emptyDocument, type DedupFileRef } from '../src/state/file/document.ts';
 import {
   createFileStore,
   type Delivery,

@@ -44,6 +44,12 @@ export function summarise(name: string, f: Figures): Summary {
         target: '< 150 MB; state bounded',
         met: yes(Number(f.rss_mb_100k) < 150 && Number(f.ratio) <= 1.1),
       };
+    case 'postgres':
+      return {
+        result: `${n(f.rps)} acks/s on PostgreSQL, ${f.ratio}x the state file's (${n(f.file_rps)}); p99 ${f.p99_ms} ms (file ${f.file_p99_ms} ms); two replicas: hook to action p50 ${f.replicas_hook_to_action_p50_ms} ms, p99 ${f.replicas_hook_to_action_p99_ms} ms`,
+        target: "≥ 0.5x the state file's requests/s at 64 connections",
+        met: yes(Number(f.ratio) >= 0.5),
+      };
     case 'hook-to-action':
       return {
         result: `delivery to API call p50 ${f.p50_ms} ms, p99 ${f.p99_ms} ms`,

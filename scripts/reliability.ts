@@ -19,12 +19,14 @@ import { badFilesScenario } from '../test/reliability/bad-files.ts';
 import { crashScenario } from '../test/reliability/crash.ts';
 import { modelScenario } from '../test/reliability/model.ts';
 import { outageScenario } from '../test/reliability/outage.ts';
+import { replicasScenario } from '../test/reliability/replicas.ts';
 import { addTotals, zeroTotals, type ScenarioResult } from '../test/reliability/report.ts';
 import { secretsScenario } from '../test/reliability/secrets.ts';
 import { readSizes, type Sizes } from '../test/reliability/sizes.ts';
 
 const scenarios: Record<string, (sizes: Sizes) => Promise<ScenarioResult>> = {
   crash: crashScenario,
+  replicas: replicasScenario,
   outage: outageScenario,
   'bad-input': badInputScenario,
   'bad-files': badFilesScenario,

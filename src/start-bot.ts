@@ -19,6 +19,7 @@ import { createHintResolver } from './receiver/resolve-hints.ts';
 import { createRefusalLog as createSecretRefusalLog, reportRefusals } from './receiver/secret-refusal-log.ts';
 import { createReceiverServer, listen } from './receiver/server.ts';
 import type { VerifyOptions } from './receiver/verify.ts';
+import { StateError } from './state/errors.ts';
 import type { StateStore } from './state/store.ts';
 import { ApiError, type Client, type ClientOptions, createClient } from './api/index.ts';
 
@@ -71,7 +72,11 @@ export interface Bot {
 
 /** Errors worth waiting out: the server is away or overloaded, not wrong. */
 export function isTransient(error: unknown): boolean {
-  return error instanceof ApiError && error.retryable;
+  return (
+    (error instanceof ApiError && error.retryable) ||
+    // The state database away (PostgreSQL): the run is tried again, its deliveries kept.
+    (error instanceof StateError && error.code === 'unavailable')
+  );
 }
 
 export async function startBot(options: BotOptions): Promise<Bot> {
@@ -89,7 +94,18 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     queueLimit: options.pipeline?.queueLimit,
     isTransient,
     log: options.log,
+    // Several replicas on one database: one of them runs an item at a time.
+    ...(store.fleet
+      ? {
+          leases: {
+            acquire: (key: string) => store.fleet!.tryLease(`item:${key}`),
+            release: (key: string) => store.fleet!.releaseLease(`item:${key}`),
+          },
+        }
+      : {}),
   });
+  // Deliveries another replica accepted and can no longer finish (its lease ran out) come here.
+  store.fleet?.onAdopted(() => pipeline.resume());
 
   const refusals = createRefusalLog(options.log);
   const hookHandler = createHookHandler({
@@ -118,7 +134,9 @@ export async function startBot(options: BotOptions): Promise<Bot> {
   // The API check is one call per TTL, however often /readyz is asked.
   const ready = createReadiness({
     checks: [
-      { name: 'state', check: async () => void store.stats() },
+      // With PostgreSQL, ready means the database answers: a replica that cannot reach it would
+      // refuse every delivery (503), so the load balancer sends them to one that can.
+      { name: 'state', check: async () => (store.fleet ? store.fleet.ping() : void store.stats()) },
       { name: 'api', check: async () => void (await client.users.current()) },
     ],
     ttlMs: options.readinessTtlMs,

@@ -17,7 +17,7 @@ import {
   sweepSettingsOf,
   type SweepSet,
 } from './scheduler/index.ts';
-import { createFileStore } from './state/file-store.ts';
+import { createStoreFromConfig } from './state-from-config.ts';
 import type { StateStore } from './state/store.ts';
 import { basicAuth } from './status/basic-auth.ts';
 import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
@@ -86,12 +86,7 @@ export async function startRuntime(
   const signatureSecret = config.webhook.signature.secret;
   if (signatureSecret) log.addSecret(signatureSecret);
 
-  const store = createFileStore({
-    path: config.state.path,
-    dedupTtlMs: config.state.dedup_ttl_ms,
-    decisionItems: config.state.decisions,
-    maxPending: config.state.max_pending,
-    maxPendingBytes: config.state.max_pending_bytes,
+  const store = createStoreFromConfig(config.state, {
     onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
     log: log.child({ part: 'state' }),
   });
@@ -169,6 +164,7 @@ export async function startRuntime(
           client,
           store,
           bot,
+          ...(store.fleet ? { fleet: store.fleet } : {}),
           freshCheck: createFreshCheck({ reader, rules }),
           log: log.child({ part: 'executor' }),
         });
@@ -193,6 +189,7 @@ export async function startRuntime(
         app.use(
           createStatusRouter({
             store,
+            ...(store.fleet ? { fleet: store.fleet } : {}),
             rules,
             recentDeliveries: deliveries.list,
             sweeps: Object.entries(config.scheduler.sweeps)

@@ -80,6 +80,7 @@ async function loadCommands(): Promise<RegisterCommand[]> {
   const { registerSimulateCommand } = await import('./simulate.ts');
   const { registerSchemaCommand } = await import('./schema.ts');
   const { registerExplainCommand } = await import('./explain.ts');
+  const { registerStateCommand } = await import('./state.ts');
   return [
     registerStartCommand,
     registerServeCommand,
@@ -90,5 +91,6 @@ async function loadCommands(): Promise<RegisterCommand[]> {
     registerSimulateCommand,
     registerSchemaCommand,
     registerExplainCommand,
+    registerStateCommand,
   ];
 }

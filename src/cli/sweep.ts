@@ -61,7 +61,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { createExecutor } = await import('../rules/index.ts');
   const { createFreshCheck } = await import('../rules/index.ts');
   const { createSnapshotReader } = await import('../rules/index.ts');
-  const { createFileStore } = await import('../state/index.ts');
+  const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/logger.ts');
   const { createSweepSet } = await import('../scheduler/sweep-set.ts');
   const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/from-config.ts');
@@ -102,12 +102,8 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     secrets: [config.api.token, config.webhook.secret],
   });
   const dryRun = options.dryRun ?? false;
-  const store = createFileStore({
-    path: config.state.path,
-    dedupTtlMs: config.state.dedup_ttl_ms,
-    decisionItems: config.state.decisions,
-    log,
-  });
+  // The state file, or the replicas' database (this run takes no delivery over: it sweeps only).
+  const store = createStoreFromConfig(config.state, { log, takeDeliveries: false });
   await store.open();
   const controller = new AbortController();
   const onSignal = () => controller.abort();
@@ -140,6 +136,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       client,
       store,
       dryRun,
+      ...(store.fleet ? { fleet: store.fleet } : {}),
       log,
       bot: me,
       freshCheck: createFreshCheck({ reader, rules: projectRules }),

@@ -242,7 +242,27 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe(
           "Most bytes of deliveries accepted and not yet processed (held in memory as text); past it new deliveries get 503. The default fits the Docker image's 256 MB heap.",
         ),
-    }).describe('The embedded state store.'),
+      database_url: optionalText()
+        .describe(
+          'A PostgreSQL connection string (postgres://user:password@host:5432/db): the state goes there instead of the state file, and several replicas may share it (docs/deployment.md). Empty: the state file.',
+        )
+        .meta(
+          meta({ env: 'HOOKBOT_DATABASE_URL', secret: true, example: 'postgres://hookbot@db:5432/hookbot' }),
+        ),
+      database_schema: nonEmptyText()
+        .default('public')
+        .describe("The PostgreSQL schema holding hookbot's tables (created and migrated by hookbot)."),
+      replica_id: optionalText()
+        .describe(
+          "This replica's name in leases, decisions and the status page (PostgreSQL only). Empty: <hostname>:<pid>.",
+        )
+        .meta(meta({ env: 'HOOKBOT_REPLICA_ID' })),
+      lease_ms: integer(1000)
+        .default(30_000)
+        .describe(
+          'PostgreSQL only: how long a replica that stopped renewing keeps its deliveries, item runs and sweeps before another replica takes them over.',
+        ),
+    }).describe('The state store: a file (one instance), or PostgreSQL (several replicas).'),
 
     pipeline: section({
       debounce_ms: integer(0)

@@ -19,11 +19,20 @@ const RESULTS: Record<string, ActionResult> = {
   'dry-run': 'dry_run',
 };
 
-/** The store, with `recordDecision` also counting into `metrics`. */
+/**
+ * The store, with `recordDecision` also counting into `metrics`. Where several replicas share the
+ * state (PostgreSQL), each decision also names the replica that made it (`replica`), so explain and
+ * the status page say which replica did what.
+ */
 export function withDecisionMetrics(store: StateStore, metrics: Metrics): StateStore {
+  const replica = store.fleet?.replicaId;
   const recordDecision = async (itemKey: string, decision: unknown) => {
     count(metrics, decision as DecisionShape);
-    return store.recordDecision(itemKey, decision);
+    const stamped =
+      replica !== undefined && decision !== null && typeof decision === 'object' && !Array.isArray(decision)
+        ? { ...decision, replica }
+        : decision;
+    return store.recordDecision(itemKey, stamped);
   };
   // Every other member is the store's own, bound to it (its methods use private fields).
   return new Proxy(store, {

@@ -46,6 +46,18 @@ export interface PipelineLog {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * Where several replicas share the state (PostgreSQL): one replica runs an item at a time. A run
+ * whose item another replica holds waits (its events stay coalesced here) and tries again.
+ */
+export interface ItemLeases {
+  /** Takes the item's lease; false while another replica holds it. */
+  acquire(itemKey: string): Promise<boolean>;
+  release(itemKey: string): Promise<void>;
+  /** How long to wait before trying a held item again. Default 200 ms. */
+  retryMs?: number;
+}
+
 export interface PipelineOptions {
   store: { pendingDeliveries(): Delivery[]; markProcessed(id: string): Promise<void> };
   resolver: HintResolver;
@@ -63,6 +75,8 @@ export interface PipelineOptions {
   log?: PipelineLog;
   /** Called with the queue depth whenever it changes (metrics). */
   onDepth?: (depth: number) => void;
+  /** Item leases across replicas; none with one instance. */
+  leases?: ItemLeases;
 }
 
 export interface Pipeline {
@@ -262,6 +276,30 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   async function runNow(state: ItemState): Promise<void> {
     running++;
     state.running = true;
+    const key = itemKey(state.item);
+    if (options.leases !== undefined && !(await leaseItem(key))) {
+      // Another replica runs this item now (or the database is away): the events stay here,
+      // coalesced, and the run is tried again shortly, on the item's state as it will be then.
+      state.running = false;
+      running--;
+      if (stopped) items.delete(key);
+      else schedule(state, options.leases.retryMs ?? 200);
+      pump();
+      return;
+    }
+    await runLeased(state, key);
+  }
+
+  async function leaseItem(key: string): Promise<boolean> {
+    try {
+      return (await options.leases?.acquire(key)) ?? true;
+    } catch (error) {
+      log.warn({ item: key, err: error }, 'could not take the item lease; trying again');
+      return false;
+    }
+  }
+
+  async function runLeased(state: ItemState, key: string): Promise<void> {
     const triggers = coalesce(state.triggers);
     const deliveries = [...state.deliveries];
     state.triggers = [];
@@ -286,6 +324,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
         log.error({ item: itemKey(state.item), err: error }, 'item run failed');
       }
     }
+    // Released before the item can run again here: the next run takes the lease anew.
+    if (options.leases !== undefined)
+      await options.leases.release(key).catch((error: unknown) => {
+        log.warn({ item: key, err: error }, 'could not release the item lease (it expires by itself)');
+      });
     state.running = false;
     running--;
     if (!retry) for (const id of deliveries) await itemRunDone(id);

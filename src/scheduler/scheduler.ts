@@ -39,7 +39,7 @@ export interface ScheduledSweep {
 
 export interface SchedulerOptions {
   sweeps: readonly ScheduledSweep[];
-  store: Pick<StateStore, 'nextRun' | 'setNextRun'>;
+  store: Pick<StateStore, 'nextRun' | 'setNextRun' | 'fleet'>;
   now?: () => number;
   log?: SweepLog;
   /** Each finished run's report (metrics, the status page). */
@@ -124,9 +124,49 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const next = store.nextRun(name);
     if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return Promise.resolve();
     const controller = new AbortController();
-    const done = runSweep(sweep, controller).finally(() => runs.delete(name));
+    const done = (
+      store.fleet ? runOnOneReplica(sweep, controller, fromTimer) : runSweep(sweep, controller)
+    ).finally(() => runs.delete(name));
     runs.set(name, { controller, done });
     return done;
+  }
+
+  /**
+   * Several replicas share the state (PostgreSQL): every replica's timer ticks, and the one that
+   * takes the sweep's lease runs it; the others skip this tick. The lease expires if its holder
+   * dies, and the next run time in the database is still past then, so the next tick of any
+   * replica catches up. The schedule is read again under the lease: a replica whose tick comes
+   * just after another one ran the sweep sees the new time and skips.
+   */
+  async function runOnOneReplica(
+    sweep: ScheduledSweep,
+    controller: AbortController,
+    fromTimer: boolean,
+  ): Promise<void> {
+    const fleet = store.fleet!;
+    const lease = `sweep:${sweep.name}`;
+    try {
+      if (!(await fleet.tryLease(lease))) {
+        log.info({ sweep: sweep.name }, 'sweep running on another replica: this tick is skipped');
+        return;
+      }
+      await fleet.refresh();
+    } catch (error) {
+      log.warn({ sweep: sweep.name, err: error }, 'could not take the sweep lease: this tick is skipped');
+      return;
+    }
+    try {
+      const next = store.nextRun(sweep.name);
+      if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return;
+      await runSweep(sweep, controller);
+    } finally {
+      await fleet.releaseLease(lease).catch((error: unknown) => {
+        log.warn(
+          { sweep: sweep.name, err: error },
+          'could not release the sweep lease (it expires by itself)',
+        );
+      });
+    }
   }
 
   function jobOf(sweep: ScheduledSweep): Bree.JobOptions {

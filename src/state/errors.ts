@@ -19,7 +19,12 @@ export type StateErrorCode =
   /** The inbox is at its bound (`maxPending` deliveries or `maxPendingBytes`): back-pressure for the receiver. */
   | 'inbox_full'
   /** An outbox operation named an action the outbox does not hold. */
-  | 'unknown_action';
+  | 'unknown_action'
+  /**
+   * The database did not answer or dropped the connection (PostgreSQL store): a passing condition;
+   * the write did not happen and may be tried again.
+   */
+  | 'unavailable';
 
 export class StateError extends Error {
   override readonly name = 'StateError';

@@ -12,7 +12,7 @@
  * `entry` is what `JSON.parse(json)` gives, so reads before and after a restart are equal (store.ts:
  * values are stored as JSON). As a `RawJson`, it goes into the document as its JSON.
  */
-import { RawJson } from './sliced-json.ts';
+import { RawJson } from './file/sliced-json.ts';
 import type { InboxEntry } from './store.ts';
 
 /** What is kept beside the text, for bounds, de-duplication, the pipeline and the status page. */

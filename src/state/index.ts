@@ -1,6 +1,8 @@
 export * from './store.ts';
 export * from './errors.ts';
 export * from './options.ts';
-export { createFileStore } from './file-store.ts';
+export { createFileStore } from './file/file-store.ts';
 export { createMemoryStore } from './memory-store.ts';
-export { SCHEMA_VERSION } from './document.ts';
+export { SCHEMA_VERSION } from './file/document.ts';
+export { createPostgresStore, type PostgresStateStore } from './postgres/postgres-store.ts';
+export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';

@@ -4,7 +4,7 @@
  * JSON, so it answers exactly like the file store; close() then open() keeps the state, like a
  * restart of a process whose files survived.
  */
-import { ModelStore } from './model-store.ts';
+import { HeldStateStore } from './held-state-store.ts';
 import { resolveStateOptions, type StateOptions } from './options.ts';
 import type { StateStats, StateStore } from './store.ts';
 
@@ -12,7 +12,7 @@ export function createMemoryStore(options: StateOptions = {}): StateStore {
   return new MemoryStore(options);
 }
 
-class MemoryStore extends ModelStore {
+class MemoryStore extends HeldStateStore {
   protected readonly label = 'in-memory state store';
   #commits = 0;
 

@@ -2,6 +2,7 @@
  * Every knob of the state store, with its default. The config loader maps its `state:` section
  * onto these; nothing here reads the environment or the disk.
  */
+import { hostname } from 'node:os';
 import { dirname, join, basename, extname } from 'node:path';
 import type { Logger } from 'pino';
 
@@ -150,4 +151,75 @@ export function resolveFileStoreOptions(options: FileStoreOptions = {}): Resolve
 function requirePositiveInteger(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 1)
     throw new RangeError(`state option ${name} must be a positive integer, got ${value}`);
+}
+
+/** The PostgreSQL backend (several replicas sharing one database). */
+export interface PostgresStoreOptions extends StateOptions {
+  /** Connection string, e.g. `postgres://hookbot@db:5432/hookbot` (`HOOKBOT_DATABASE_URL`). */
+  url: string;
+  /** The schema holding hookbot's tables. Default `public`; tests give each test its own. */
+  schema?: string;
+  /** This replica's name in leases, decisions and the status page. Default `<hostname>:<pid>`. */
+  replicaId?: string;
+  /** Connections in the pool. Default 10. */
+  poolSize?: number;
+  /**
+   * How long a replica's claim on a delivery, an item run or a sweep holds without being renewed:
+   * a replica killed mid-item loses its claims after this and another replica takes the work over.
+   * Default 30 s.
+   */
+  leaseMs?: number;
+  /**
+   * How often a replica renews its leases, takes over deliveries whose lease expired, prunes the
+   * bounds and reloads the state the fleet shares (outbox, watches, schedules, decisions). Default 2 s.
+   */
+  refreshMs?: number;
+  /** How long to wait for a connection before a write fails (and the receiver answers 503). Default 5 s. */
+  connectTimeoutMs?: number;
+  /** Most mutations in one batch (one multi-row statement). Default 1,000. */
+  maxBatch?: number;
+  /**
+   * Take over deliveries other replicas left (their lease ran out). Default true; false for tools
+   * that open the state without processing deliveries (`hookbot sweep --once`, explain).
+   */
+  takeDeliveries?: boolean;
+}
+
+export type ResolvedPostgresStoreOptions = ResolvedStateOptions &
+  Required<Omit<PostgresStoreOptions, keyof StateOptions>>;
+
+export const POSTGRES_STORE_DEFAULTS = {
+  schema: 'public',
+  poolSize: 10,
+  leaseMs: 30_000,
+  refreshMs: 2_000,
+  connectTimeoutMs: 5_000,
+  maxBatch: 1_000,
+  takeDeliveries: true,
+} as const;
+
+export function resolvePostgresStoreOptions(options: PostgresStoreOptions): ResolvedPostgresStoreOptions {
+  if (typeof options.url !== 'string' || !/^postgres(ql)?:\/\//.test(options.url))
+    throw new RangeError(
+      'state option url must be a PostgreSQL connection string (postgres://user@host:5432/database)',
+    );
+  const resolved = {
+    ...resolveStateOptions(options),
+    url: options.url,
+    schema: options.schema ?? POSTGRES_STORE_DEFAULTS.schema,
+    replicaId: options.replicaId ?? `${hostname()}:${process.pid}`,
+    poolSize: options.poolSize ?? POSTGRES_STORE_DEFAULTS.poolSize,
+    leaseMs: options.leaseMs ?? POSTGRES_STORE_DEFAULTS.leaseMs,
+    refreshMs: options.refreshMs ?? POSTGRES_STORE_DEFAULTS.refreshMs,
+    connectTimeoutMs: options.connectTimeoutMs ?? POSTGRES_STORE_DEFAULTS.connectTimeoutMs,
+    maxBatch: options.maxBatch ?? POSTGRES_STORE_DEFAULTS.maxBatch,
+    takeDeliveries: options.takeDeliveries ?? POSTGRES_STORE_DEFAULTS.takeDeliveries,
+  };
+  for (const key of ['poolSize', 'leaseMs', 'refreshMs', 'connectTimeoutMs', 'maxBatch'] as const)
+    requirePositiveInteger(key, resolved[key]);
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(resolved.schema))
+    throw new RangeError(
+      `state option schema must be a plain identifier (letters, digits, _), got ${JSON.stringify(resolved.schema)}`,
+    );
+  return resolved;
 }

@@ -143,7 +143,52 @@ export interface CloseOptions {
   compact?: boolean;
 }
 
+/** A replica of the fleet as the status page shows it. */
+export interface ReplicaView {
+  id: string;
+  startedAt: number;
+  /** Its latest heartbeat (each refresh). */
+  seenAt: number;
+  /** Set when it closed its store cleanly. */
+  stoppedAt?: number;
+  /** Deliveries it holds (accepted or taken over, not processed yet). */
+  deliveries: number;
+  /** Leases it holds: `sweep:<name>`, `item:<key>`. */
+  leases: string[];
+}
+
+/**
+ * What several replicas sharing one state need beyond the store (the PostgreSQL backend has it; the
+ * file store, one process by construction, has none). Leases are PostgreSQL rows with an expiry in
+ * the database's clock, renewed by the holder's refresh: a replica killed loses its leases after
+ * `leaseMs`, and its work goes to another.
+ */
+export interface Fleet {
+  /** This replica's name (hostname:pid unless configured). */
+  readonly replicaId: string;
+  /** Takes (or keeps) the named lease; false while another replica holds it. */
+  tryLease(name: string): Promise<boolean>;
+  releaseLease(name: string): Promise<void>;
+  /**
+   * Renews this replica's leases, takes over deliveries whose lease ran out, prunes the bounds and
+   * reloads what the fleet shares (outbox, watches, schedules, paused rules, decisions). Runs by
+   * itself every `refreshMs`; the scheduler calls it before a sweep.
+   */
+  refresh(): Promise<void>;
+  /** Called after a refresh took deliveries over (the pipeline resumes them). */
+  onAdopted(listener: () => void): void;
+  /** Resolves when the database answers (readiness). */
+  ping(): Promise<void>;
+  /** Every replica seen, with what it holds now. */
+  replicas(): Promise<ReplicaView[]>;
+  /** Deliveries pending in the whole fleet (the inbox table), for the status page. */
+  fleetInbox(): Promise<number>;
+}
+
 export interface StateStore {
+  /** Present where several replicas share the state (PostgreSQL). */
+  readonly fleet?: Fleet;
+
   // Lifecycle
   /** Loads the state (creating the folder and files when absent); refuses corrupt or newer files with a StateError. */
   open(): Promise<void>;

@@ -214,6 +214,27 @@ function pausedSection(data: StatusData): Html {
   return section('paused', 'Paused rules', data.pausedRules.length, rows);
 }
 
+function fleetSection(data: StatusData): Html | '' {
+  const { fleet } = data;
+  if (fleet === undefined) return '';
+  if (fleet.error !== undefined)
+    return section('fleet', 'Replicas', undefined, markup`<p class="bad">${fleet.error}</p>\n`);
+  const intro = markup`<p>This page is replica <code>${fleet.replica}</code>. Pending in the whole fleet: ${String(fleet.pending ?? 0)}.</p>\n`;
+  const rows = table(
+    fleet.replicas ?? [],
+    [
+      { label: 'Replica', cell: (r) => markup`<code>${r.id}</code>` },
+      { label: 'Started', cell: (r) => when(r.startedAt, data.now) },
+      { label: 'Seen', cell: (r) => when(r.seenAt, data.now) },
+      { label: 'Stopped', cell: (r) => when(r.stoppedAt, data.now) },
+      { label: 'Deliveries held', cell: (r) => String(r.deliveries) },
+      { label: 'Leases', cell: (r) => r.leases.join(', ') },
+    ],
+    'No replica registered.',
+  );
+  return section('fleet', 'Replicas', fleet.replicas?.length, [intro, rows]);
+}
+
 function nextRunCell(sweep: SweepView, now: number): Html {
   if (sweep.nextRun === undefined) return markup`<span class="muted">not scheduled</span>`;
   return markup`${when(sweep.nextRun, now)}${sweep.nextRun < now ? markup` ${badge('due', 'warn')}` : ''}`;
@@ -329,7 +350,7 @@ export function renderStatusPage(data: StatusData): string {
 <p class="muted">Read at ${when(data.now, data.now)} · <a href="status.json">JSON</a> · reload the page to update</p>
 ${navigation(data)}${alerts(data)}</header>
 <main>
-${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${parkedSection(data)}${pausedSection(data)}${sweepsSection(data)}${rulesSection(data)}${statsSection(data)}</main>
+${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${parkedSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
 </body>
 </html>
 `.toString();

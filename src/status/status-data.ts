@@ -5,7 +5,7 @@
  * one by forgetting a field; and no configuration value is read at all.
  */
 import { redactValue, secretMatcher } from '../ops/redact.ts';
-import type { StateStats, StateStore } from '../state/store.ts';
+import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/store.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import type { RulesState } from '../rules/index.ts';
@@ -24,6 +24,8 @@ export type StatusStore = Pick<
 
 export interface StatusSources {
   store: StatusStore;
+  /** Several replicas sharing the state (PostgreSQL): the page shows the whole fleet. */
+  fleet?: Pick<Fleet, 'replicaId' | 'replicas' | 'fleetInbox'>;
   rules: { state(): RulesState };
   recentDeliveries?: () => DeliveryInfo[];
   /** Sweep names whose next run the store keeps (`rules`, `merge_watch`, `retries`...). */
@@ -69,11 +71,32 @@ export interface StatusData {
   sweeps: SweepView[];
   rules: RulesState;
   stats: StateStats;
+  /**
+   * With PostgreSQL: this replica's name, the deliveries pending in the whole fleet (`deliveries`
+   * counts this replica's), and every replica with what it holds; `error` when the database did
+   * not answer.
+   */
+  fleet?: { replica: string; pending?: number; replicas?: ReplicaView[]; error?: string };
+}
+
+/** The fleet part of the status (an async read of the database); undefined with one instance. */
+export async function collectFleet(sources: StatusSources): Promise<StatusData['fleet']> {
+  const { fleet } = sources;
+  if (fleet === undefined) return undefined;
+  try {
+    const [pending, replicas] = await Promise.all([fleet.fleetInbox(), fleet.replicas()]);
+    return { replica: fleet.replicaId, pending, replicas };
+  } catch (error) {
+    return {
+      replica: fleet.replicaId,
+      error: `the state database did not answer: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
 }
 
 export const DEFAULT_DECISION_LIMIT = 25;
 
-export function collectStatus(sources: StatusSources): StatusData {
+export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet']): StatusData {
   const { store } = sources;
   const now = (sources.now ?? Date.now)();
   // Not `pending()`: that parses every pending body, and a backlog may be tens of megabytes.
@@ -111,6 +134,7 @@ export function collectStatus(sources: StatusSources): StatusData {
     }),
     rules: sources.rules.state(),
     stats: store.stats(),
+    ...(fleet === undefined ? {} : { fleet }),
   };
   const secrets = (sources.secrets ?? []).filter((secret): secret is string => !!secret);
   // redactValue copies (the store's own objects, read-only per state/store.ts, are never changed) and

@@ -10,7 +10,7 @@
 import { Router, type Response } from 'express';
 import { basicAuth, type BasicAuthCredentials } from './basic-auth.ts';
 import { renderStatusPage } from './render-page.ts';
-import { collectStatus, type StatusSources } from './status-data.ts';
+import { collectFleet, collectStatus, type StatusData, type StatusSources } from './status-data.ts';
 import { STATUS_CSS_HASH } from './status-style.ts';
 
 export { createDeliveryLog } from './delivery-log.ts';
@@ -43,13 +43,19 @@ export function createStatusRouter(options: StatusRouterOptions): Router {
   // Per route, not router.use(): the router is mounted at the root, and other paths are not its own.
   const guard = options.auth ? [basicAuth(options.auth)] : [];
 
-  router.get('/status', ...guard, (_req, res) => {
-    const page = renderStatusPage(collectStatus(options));
+  /** The store's view, and where several replicas share the state, the fleet's (redacted alike). */
+  const collect = async (): Promise<StatusData> => {
+    const fleet = await collectFleet(options);
+    return collectStatus(options, fleet);
+  };
+
+  router.get('/status', ...guard, async (_req, res) => {
+    const page = renderStatusPage(await collect());
     commonHeaders(res).set('content-security-policy', CONTENT_SECURITY_POLICY).type('html').send(page);
   });
 
-  router.get('/status.json', ...guard, (_req, res) => {
-    commonHeaders(res).json(collectStatus(options));
+  router.get('/status.json', ...guard, async (_req, res) => {
+    commonHeaders(res).json(await collect());
   });
 
   return router;

@@ -41,7 +41,8 @@ describe('hookbot command line', () => {
   });
 
   it.each([
-    ['stat', 'start'],
+    ['strat', 'start'],
+    ['stat', 'state'],
     ['chek', 'check'],
     ['sandbx', 'sandbox'],
   ])("suggests the command closest to '%s'", async (typed, meant) => {

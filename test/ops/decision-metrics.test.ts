@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withDecisionMetrics } from '../../src/ops/decision-metrics.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
-import { createFileStore } from '../../src/state/file-store.ts';
+import { createFileStore } from '../../src/state/file/file-store.ts';
 
 describe('decision metrics', () => {
   it('counts evaluations, matches and actions per rule, and leaves every store method working', async () => {

@@ -31,13 +31,15 @@ export interface Sender {
 }
 
 export function startSender(options: {
-  url: string;
+  /** Where to send; a function to spread deliveries over several replicas (it picks each time). */
+  url: string | (() => string);
   deliveries: readonly RawDelivery[];
   concurrency: number;
   /** Stop trying after this long (the run then reports what never got a 202). */
   timeoutMs: number;
 }): Sender {
-  const { deliveries, url } = options;
+  const { deliveries } = options;
+  const pick = typeof options.url === 'function' ? options.url : () => options.url as string;
   const queue = deliveries.map((_, i) => i);
   const answered = new Set<number>();
   const figures: SenderFigures = {
@@ -59,7 +61,7 @@ export function startSender(options: {
         continue;
       }
       figures.attempts++;
-      const result = await send(url, deliveries[i]!, agent);
+      const result = await send(pick(), deliveries[i]!, agent);
       if (result.kind === 'answer' && result.status === 202) {
         const message = messageOf(result.body);
         if (!answered.has(i)) {

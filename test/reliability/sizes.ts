@@ -8,6 +8,9 @@ export interface Sizes {
   /** Crash: distinct issue deliveries in the burst, and kill -9s. */
   crashDeliveries: number;
   crashKills: number;
+  /** Replicas: distinct deliveries spread over three replicas, and kill -9s of random replicas. */
+  replicaDeliveries: number;
+  replicaKills: number;
   /** Outage: deliveries, and how long the sandbox answers 503. */
   outageDeliveries: number;
   outageMs: number;
@@ -34,6 +37,8 @@ export function readSizes(): Sizes {
     small,
     crashDeliveries: int('RELIABILITY_CRASH_DELIVERIES', small ? 300 : 5_000),
     crashKills: int('RELIABILITY_CRASH_KILLS', small ? 2 : 5),
+    replicaDeliveries: int('RELIABILITY_REPLICA_DELIVERIES', small ? 300 : 5_000),
+    replicaKills: int('RELIABILITY_REPLICA_KILLS', small ? 2 : 5),
     outageDeliveries: int('RELIABILITY_OUTAGE_DELIVERIES', small ? 150 : 1_000),
     outageMs: int('RELIABILITY_OUTAGE_MS', small ? 6_000 : 20_000),
     badDeliveries: int('RELIABILITY_BAD_DELIVERIES', small ? 1_000 : 10_000),

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { approve, definitionHash, pauseOf } from '../../src/scheduler/breaker.ts';
 import type { RuleSweepReport } from '../../src/scheduler/sweeps/rule-sweep.ts';
 import { scheduleKey } from '../../src/scheduler/sweeps/rule-sweep.ts';
-import { createFileStore } from '../../src/state/file-store.ts';
+import { createFileStore } from '../../src/state/file/file-store.ts';
 import { createClient } from '../../src/api/client.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import {

@@ -7,18 +7,31 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   createFileStore,
   createMemoryStore,
+  createPostgresStore,
   StateError,
   type Delivery,
   type StateOptions,
   type StateStore,
 } from '../../src/state/index.ts';
 import { fakeClock, useTempDir, type FakeClock } from './temp-dir.ts';
+import { postgresAvailable, TEST_DATABASE_URL, useTestSchemas } from '../helpers/postgres.ts';
 
 const dir = useTempDir();
+const schema = useTestSchemas();
 
 const backends: [string, (options: StateOptions) => StateStore][] = [
   ['file', (options) => createFileStore({ ...options, path: join(dir.path, 'data', 'hookbot.json') })],
   ['memory', (options) => createMemoryStore(options)],
+  // Real PostgreSQL, a schema per test (test/helpers/postgres.ts says how to run it where it skips).
+  ...(postgresAvailable
+    ? [
+        [
+          'postgres',
+          (options: StateOptions) =>
+            createPostgresStore({ ...options, url: TEST_DATABASE_URL, schema: schema() }),
+        ] as [string, (options: StateOptions) => StateStore],
+      ]
+    : []),
 ];
 
 interface Ctx {

@@ -19,7 +19,7 @@ import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './ids.ts';
 import { needsFreshCheck, performCall } from './calls/index.ts';
-import { createKeyedLock } from './lock.ts';
+import { createKeyedLock, type FleetLeases } from './lock.ts';
 import { requiredStatusesOf } from './required-statuses.ts';
 import {
   failed,
@@ -79,6 +79,8 @@ export interface ExecutorOptions {
   freshCheck?: FreshCheck;
   /** The bot's own user: a comment's marker is looked for in its notes only. */
   bot?: BotIdentity;
+  /** Several replicas on one database: one of them acts on an item at a time (exec-lock.ts). */
+  fleet?: FleetLeases;
 }
 
 export interface ExecuteOptions {
@@ -243,7 +245,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
     maxDelayMs: options.retry?.maxDelayMs ?? 30 * 60_000,
     random: options.random ?? Math.random,
   };
-  const lock = createKeyedLock();
+  const lock = createKeyedLock(options.fleet);
   // An action is leased (made due only `leaseMs` later) while its first try runs, so the retry
   // sweep leaves it alone. A lease taken before this executor existed belongs to a process that is
   // gone (one bot per state file): nothing will finish that try, so the action is due at once

@@ -1,0 +1,809 @@
+/**
+ * The PostgreSQL backend: several identical replicas share one database (docs/deployment.md).
+ *
+ * The database is the truth; each replica keeps the HeldState of the other backends as its view,
+ * so reads stay synchronous (store.ts). What must be decided across replicas is decided by the
+ * database, never by a replica's view:
+ *
+ * - `accept`: the de-dup key is the primary key of `hookbot_dedup`; a batch of accepts is one
+ *   multi-row `INSERT … ON CONFLICT` (group commit), and a key another replica inserted first comes
+ *   back as a duplicate with its id. Durable (committed) before it resolves.
+ * - `putAction`: `INSERT … ON CONFLICT DO NOTHING`: of two replicas planning one action id, one
+ *   creates it; the other is told `created: false` and takes the stored action into its view.
+ * - the inbox: each delivery is leased to the replica that accepted it; a replica killed stops
+ *   renewing, and once the lease ran out another takes the delivery over (`FOR UPDATE SKIP
+ *   LOCKED`), so nothing accepted is lost and no two live replicas work one delivery.
+ * - named leases (`hookbot_leases`): one replica runs an item at a time, one runs a sweep.
+ *
+ * Every other write goes through to the database in the order it was made (one chain), as the
+ * record it left in this replica's view. The view of what the fleet shares (outbox, watches,
+ * schedules, paused rules, decisions) is reloaded at each refresh; keys written meanwhile keep
+ * this replica's value, so a reload never undoes a write it raced with.
+ */
+import pg from 'pg';
+import { StateError } from '../errors.ts';
+import { HeldEntry } from '../held-entry.ts';
+import { HeldState } from '../held-state.ts';
+import { HeldStateStore } from '../held-state-store.ts';
+import { inboxEntrySchema, outboxActionSchema, type Mutation } from '../mutations.ts';
+import {
+  resolvePostgresStoreOptions,
+  type PostgresStoreOptions,
+  type ResolvedPostgresStoreOptions,
+} from '../options.ts';
+import type {
+  AcceptResult,
+  ActionInput,
+  DecisionRecord,
+  Delivery,
+  Fleet,
+  OutboxAction,
+  PausedRule,
+  ReplicaView,
+  StateStats,
+  StateStore,
+  WatchEntry,
+} from '../store.ts';
+import { SCHEMA_VERSION as DOCUMENT_VERSION } from '../file/document.ts';
+import { BatchWriter } from './batch-writer.ts';
+import { migrateSchema, quoteIdent } from './schema-migrations.ts';
+
+/** The store, which is also its replica's handle on the fleet (`fleet` is itself). */
+export type PostgresStateStore = StateStore & Fleet & { readonly fleet: Fleet };
+
+export function createPostgresStore(options: PostgresStoreOptions): PostgresStateStore {
+  return new PostgresStore(resolvePostgresStoreOptions(options));
+}
+
+/** The URL without its password, for messages and logs. */
+export function describeDatabase(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = '';
+    return parsed.toString().replace(/^(postgres(?:ql)?:\/\/[^:@/]*):?@/, '$1@');
+  } catch {
+    return 'the database (unparsable URL)';
+  }
+}
+
+interface PendingAccept {
+  key: string;
+  id: string;
+  json: string;
+  bytes: number;
+  expiresAt: number;
+  now: number;
+}
+
+type AcceptOutcome = AcceptResult | StateError;
+
+class PostgresStore extends HeldStateStore implements Fleet {
+  protected readonly label: string;
+  readonly replicaId: string;
+  readonly #pg: ResolvedPostgresStoreOptions;
+  #pool: pg.Pool | undefined;
+  readonly #accepts: BatchWriter<PendingAccept, AcceptOutcome>;
+  readonly #processed: BatchWriter<string, undefined>;
+  /** The other writes, one after the other, in the order they were made. */
+  #chain: Promise<void> = Promise.resolve();
+  #timer: NodeJS.Timeout | undefined;
+  #refreshing: Promise<void> | undefined;
+  /** Keys written while a reload reads: they keep this replica's value (`collection\0key`). */
+  #touched: Set<string> | undefined;
+  /** About how many de-dup keys the table holds (pruned past maxDedupKeys). */
+  #dedupEstimate = 0;
+  readonly #adoptedListeners: (() => void)[] = [];
+  #refreshFailures = 0;
+  /** Deliveries processed here whose delete failed (the database was away): deleted at a refresh. */
+  readonly #unfinishedDeletes = new Set<string>();
+
+  constructor(options: ResolvedPostgresStoreOptions) {
+    super(options);
+    this.#pg = options;
+    this.replicaId = options.replicaId;
+    this.label = `state database ${describeDatabase(options.url)}`;
+    this.#accepts = new BatchWriter((items) => this.#writeAccepts(items), options.maxBatch);
+    this.#processed = new BatchWriter<string, undefined>(async (ids) => {
+      await this.#query('DELETE FROM hookbot_inbox WHERE id = ANY($1::text[])', [ids]);
+      return ids.map(() => undefined);
+    }, options.maxBatch);
+  }
+
+  get fleet(): Fleet {
+    return this;
+  }
+
+  // Lifecycle
+
+  async open(): Promise<void> {
+    if (this.isOpen) return;
+    const pool = new pg.Pool({
+      connectionString: this.#pg.url,
+      max: this.#pg.poolSize,
+      connectionTimeoutMillis: this.#pg.connectTimeoutMs,
+      options: `-c search_path=${quoteIdent(this.#pg.schema)}`,
+      // Names the schema too: an operator (or a test) can tell one deployment's connections apart.
+      application_name: `hookbot/${this.#pg.schema}`.slice(0, 63),
+    });
+    // A connection that dies while idle (the server restarted, a backend was terminated) is an
+    // event, not a crash: the pool drops it and the next query opens a new one.
+    pool.on('error', (error) => this.options.log?.warn({ err: error }, 'a database connection was lost'));
+    this.#pool = pool;
+    try {
+      const client = await pool.connect().catch((error: unknown) => {
+        throw new StateError(
+          'io',
+          `${this.label}: cannot connect (${error instanceof Error ? error.message : String(error)}); check HOOKBOT_DATABASE_URL and that the database is up`,
+          { cause: error },
+        );
+      });
+      try {
+        const migrated = await migrateSchema(client, this.#pg.schema, describeDatabase(this.#pg.url));
+        if (migrated.from !== migrated.to)
+          this.options.log?.info(
+            { from: migrated.from, to: migrated.to, schema: this.#pg.schema },
+            migrated.from === 0 ? 'created the state schema' : 'migrated the state schema',
+          );
+      } finally {
+        client.release();
+      }
+      this.model = new HeldState(this.options);
+      const counted = await pool.query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
+      this.#dedupEstimate = Number(counted.rows[0]?.n ?? 0);
+      this.isOpen = true;
+      await this.#heartbeat(pool);
+      await this.#reload();
+      await this.#adopt();
+    } catch (error) {
+      this.isOpen = false;
+      this.#pool = undefined;
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    this.#timer = setInterval(() => void this.#refreshQuietly(), this.#pg.refreshMs);
+    this.#timer.unref();
+  }
+
+  async compact(): Promise<void> {
+    this.assertOpen();
+    await this.settled();
+    await this.#prune();
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    if (!this.isOpen || pool === undefined) return;
+    this.isOpen = false;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    try {
+      await this.settled();
+      await this.#refreshing?.catch(() => undefined);
+      // What this replica held goes back at once: a replica still running takes it over at its
+      // next refresh rather than after the lease.
+      await pool.query(
+        `UPDATE hookbot_inbox SET holder = NULL, lease_until = '-infinity' WHERE holder = $1`,
+        [this.replicaId],
+      );
+      await pool.query('DELETE FROM hookbot_leases WHERE holder = $1', [this.replicaId]);
+      await pool.query('UPDATE hookbot_replicas SET stopped_at = clock_timestamp() WHERE id = $1', [
+        this.replicaId,
+      ]);
+    } catch (error) {
+      this.options.log?.warn(
+        { err: error },
+        'could not hand back the leases at close (they expire by themselves)',
+      );
+    } finally {
+      this.#pool = undefined;
+      this.model = new HeldState(this.options);
+      await pool.end().catch(() => undefined);
+    }
+  }
+
+  stats(): StateStats {
+    return {
+      ...this.counts(),
+      documentBytes: 0,
+      journalBytes: 0,
+      journalRecords: 0,
+      commits: this.#accepts.batches + this.#processed.batches,
+      fsyncs: 0,
+      compactions: 0,
+    };
+  }
+
+  // Inbox
+
+  override async accept(delivery: Delivery): Promise<AcceptResult> {
+    this.assertOpen();
+    const now = this.options.now();
+    const { entry, held, expiresAt } = this.prepareAccept(delivery, now);
+    const outcome = await this.#accepts.submit({
+      key: entry.key,
+      id: entry.id,
+      json: held.json,
+      bytes: held.bytes,
+      expiresAt,
+      now,
+    });
+    if (outcome instanceof StateError) throw outcome;
+    if (!outcome.duplicate) this.model.acceptHeld(held, now, expiresAt);
+    return outcome;
+  }
+
+  override async markProcessed(id: string): Promise<void> {
+    this.assertOpen();
+    if (!this.model.inbox.has(id)) return this.settled();
+    this.model.apply({ op: 'processed', id });
+    try {
+      await this.#processed.submit(id);
+    } catch (error) {
+      // Gone from this replica's view but still in the table, held (and renewed) by this replica:
+      // the delete is tried again at each refresh, or the row would be renewed forever.
+      this.#unfinishedDeletes.add(id);
+      throw error;
+    }
+  }
+
+  // Outbox
+
+  override async putAction(input: ActionInput): Promise<{ created: boolean }> {
+    this.assertOpen();
+    if (this.getAction(input.id) !== undefined) {
+      await this.settled();
+      return { created: false };
+    }
+    const now = this.options.now();
+    const { json, checked } = this.validated({
+      op: 'put_action',
+      action: {
+        id: input.id,
+        itemKey: input.itemKey,
+        rule: input.rule,
+        call: input.call,
+        attempts: 0,
+        nextTryAt: input.nextTryAt ?? now,
+        createdAt: now,
+      },
+    });
+    if (checked.op !== 'put_action') throw new Error('unreachable');
+    const action = checked.action;
+    const actionJson = JSON.stringify((JSON.parse(json) as { action: unknown }).action);
+    let created = false;
+    let stored: { action: string; parked_seq: string | null } | undefined;
+    await this.#serial(async () => {
+      const inserted = await this.#query(
+        'INSERT INTO hookbot_outbox (id, action) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id',
+        [action.id, actionJson],
+      );
+      created = inserted.rowCount === 1;
+      if (!created) {
+        const row = await this.#query<{ action: string; parked_seq: string | null }>(
+          'SELECT action, parked_seq FROM hookbot_outbox WHERE id = $1',
+          [action.id],
+        );
+        stored = row.rows[0];
+      }
+    });
+    this.#touch('outbox', action.id);
+    if (created) this.model.apply({ op: 'put_action', action });
+    else if (stored !== undefined) {
+      // Another replica planned it first: its record is the one in force.
+      const theirs = outboxActionSchema.parse(JSON.parse(stored.action)) as OutboxAction;
+      if (stored.parked_seq === null) this.model.outbox.set(theirs.id, theirs);
+      else this.model.parked.set(theirs.id, theirs);
+    }
+    return { created };
+  }
+
+  // Fleet
+
+  async tryLease(name: string): Promise<boolean> {
+    this.assertOpen();
+    const taken = await this.#query(
+      `INSERT INTO hookbot_leases (name, holder, until)
+       VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond')
+       ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until = excluded.until
+       WHERE hookbot_leases.until < clock_timestamp() OR hookbot_leases.holder = excluded.holder
+       RETURNING name`,
+      [name, this.replicaId, this.#pg.leaseMs],
+    );
+    return taken.rowCount === 1;
+  }
+
+  async releaseLease(name: string): Promise<void> {
+    if (this.#pool === undefined) return;
+    await this.#query('DELETE FROM hookbot_leases WHERE name = $1 AND holder = $2', [name, this.replicaId]);
+  }
+
+  refresh(): Promise<void> {
+    this.assertOpen();
+    this.#refreshing ??= (async () => {
+      try {
+        await this.#heartbeat(this.#currentPool());
+        if (this.#unfinishedDeletes.size > 0) {
+          const ids = [...this.#unfinishedDeletes];
+          await this.#query('DELETE FROM hookbot_inbox WHERE id = ANY($1::text[])', [ids]);
+          for (const id of ids) this.#unfinishedDeletes.delete(id);
+        }
+        await this.#prune();
+        await this.#reload();
+        await this.#adopt();
+      } finally {
+        this.#refreshing = undefined;
+      }
+    })();
+    return this.#refreshing;
+  }
+
+  onAdopted(listener: () => void): void {
+    this.#adoptedListeners.push(listener);
+  }
+
+  async ping(): Promise<void> {
+    await this.#query('SELECT 1');
+  }
+
+  async replicas(): Promise<ReplicaView[]> {
+    const rows = await this.#query<{
+      id: string;
+      started_at: Date;
+      seen_at: Date;
+      stopped_at: Date | null;
+      deliveries: string;
+      leases: string[] | null;
+    }>(
+      `SELECT r.id, r.started_at, r.seen_at, r.stopped_at,
+              (SELECT count(*) FROM hookbot_inbox i WHERE i.holder = r.id AND i.lease_until > clock_timestamp()) AS deliveries,
+              (SELECT array_agg(l.name ORDER BY l.name) FROM hookbot_leases l WHERE l.holder = r.id AND l.until > clock_timestamp()) AS leases
+       FROM hookbot_replicas r ORDER BY r.started_at`,
+    );
+    return rows.rows.map((row) => ({
+      id: row.id,
+      startedAt: row.started_at.getTime(),
+      seenAt: row.seen_at.getTime(),
+      ...(row.stopped_at ? { stoppedAt: row.stopped_at.getTime() } : {}),
+      deliveries: Number(row.deliveries),
+      leases: row.leases ?? [],
+    }));
+  }
+
+  async fleetInbox(): Promise<number> {
+    const rows = await this.#query<{ n: string }>('SELECT count(*) AS n FROM hookbot_inbox');
+    return Number(rows.rows[0]?.n ?? 0);
+  }
+
+  // For HeldStateStore
+
+  protected persist(json: string | readonly string[]): Promise<void> {
+    const mutation = JSON.parse(typeof json === 'string' ? json : json.join('')) as Mutation;
+    const write = this.#writeThrough(mutation);
+    return write === undefined ? Promise.resolve() : this.#serial(write);
+  }
+
+  protected async settled(): Promise<void> {
+    await Promise.allSettled([this.#chain, this.#accepts.idle(), this.#processed.idle()]);
+  }
+
+  // Internals
+
+  #currentPool(): pg.Pool {
+    if (this.#pool === undefined) throw new StateError('closed', `${this.label} is not open`);
+    return this.#pool;
+  }
+
+  #query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    return this.#currentPool()
+      .query<R>(text, values)
+      .catch((error: unknown) => {
+        throw isConnectionLoss(error)
+          ? new StateError(
+              'unavailable',
+              `${this.label}: ${error instanceof Error ? error.message : String(error)} (try again)`,
+              { cause: error },
+            )
+          : error;
+      });
+  }
+
+  /** Runs `write` after every write issued before it; a failure fails this write only. */
+  #serial(write: () => Promise<void>): Promise<void> {
+    const run = this.#chain.then(write);
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+
+  #touch(collection: string, key: string): void {
+    this.#touched?.add(`${collection}\0${key}`);
+  }
+
+  /** The statement that makes the database hold what `mutation` left in this replica's view. */
+  #writeThrough(m: Mutation): (() => Promise<void>) | undefined {
+    const q = async (text: string, values: unknown[]) => void (await this.#query(text, values));
+    switch (m.op) {
+      case 'accept':
+      case 'processed':
+        return undefined; // their own paths (accept, markProcessed)
+      case 'put_action':
+        this.#touch('outbox', m.action.id);
+        return () =>
+          q('INSERT INTO hookbot_outbox (id, action) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [
+            m.action.id,
+            JSON.stringify(m.action),
+          ]);
+      case 'complete_action':
+        this.#touch('outbox', m.id);
+        return () => q('DELETE FROM hookbot_outbox WHERE id = $1', [m.id]);
+      case 'fail_action':
+      case 'park_action': {
+        this.#touch('outbox', m.id);
+        const parked = this.model.parked.get(m.id);
+        const action = parked ?? this.model.outbox.get(m.id);
+        if (action === undefined) return undefined;
+        const json = JSON.stringify(action);
+        return () =>
+          q(
+            `UPDATE hookbot_outbox SET action = $2,
+               parked_seq = CASE WHEN $3 THEN nextval('hookbot_parked_n') ELSE NULL END
+             WHERE id = $1`,
+            [m.id, json, parked !== undefined],
+          );
+      }
+      case 'watch':
+        this.#touch('watches', m.entry.itemKey);
+        return () =>
+          q(
+            'INSERT INTO hookbot_watches (item_key, entry) VALUES ($1, $2) ON CONFLICT (item_key) DO UPDATE SET entry = excluded.entry',
+            [m.entry.itemKey, JSON.stringify(m.entry)],
+          );
+      case 'unwatch':
+        this.#touch('watches', m.itemKey);
+        return () => q('DELETE FROM hookbot_watches WHERE item_key = $1', [m.itemKey]);
+      case 'next_run':
+        this.#touch('nextRuns', JSON.stringify([m.sweep, m.project]));
+        return () =>
+          q(
+            'INSERT INTO hookbot_next_runs (sweep, project, at) VALUES ($1, $2, $3) ON CONFLICT (sweep, project) DO UPDATE SET at = excluded.at',
+            [m.sweep, m.project, m.at],
+          );
+      case 'last_success':
+        this.#touch('lastSuccess', m.sweep);
+        return () =>
+          q(
+            'INSERT INTO hookbot_last_success (sweep, at) VALUES ($1, $2) ON CONFLICT (sweep) DO UPDATE SET at = excluded.at',
+            [m.sweep, m.at],
+          );
+      case 'pause_rule':
+        this.#touch('paused', m.paused.rule);
+        return () =>
+          q(
+            'INSERT INTO hookbot_paused_rules (rule, paused) VALUES ($1, $2) ON CONFLICT (rule) DO UPDATE SET paused = excluded.paused',
+            [m.paused.rule, JSON.stringify(m.paused)],
+          );
+      case 'approve_rule':
+        this.#touch('paused', m.rule);
+        return () => q('DELETE FROM hookbot_paused_rules WHERE rule = $1', [m.rule]);
+      case 'decision':
+        this.#touch('decisions', m.record.itemKey);
+        return () =>
+          q(
+            `WITH latest AS (
+               INSERT INTO hookbot_latest_decisions (item_key, record) VALUES ($1, $2)
+               ON CONFLICT (item_key) DO UPDATE SET record = excluded.record, n = excluded.n
+             )
+             INSERT INTO hookbot_recent_decisions (record) VALUES ($2)`,
+            [m.record.itemKey, JSON.stringify(m.record)],
+          );
+    }
+  }
+
+  /**
+   * One batch of accepts: the counts and the keys already in force in one round trip, then one
+   * multi-row insert of the new ones (their key and their inbox row in one statement, so both or
+   * neither). A key another replica inserted between the two comes back as a duplicate.
+   */
+  async #writeAccepts(items: PendingAccept[]): Promise<AcceptOutcome[]> {
+    const now = items.reduce((latest, item) => Math.max(latest, item.now), 0);
+    const keys = [...new Set(items.map((item) => item.key))];
+    const seen = await this.#query<{ n: string; bytes: string; dups: [string, string][] }>(
+      `SELECT (SELECT count(*) FROM hookbot_inbox) AS n,
+              (SELECT coalesce(sum(bytes), 0) FROM hookbot_inbox) AS bytes,
+              coalesce((SELECT json_agg(json_build_array(key, delivery_id)) FROM hookbot_dedup
+                        WHERE key = ANY($1::text[]) AND expires_at > $2), '[]') AS dups`,
+      [keys, now],
+    );
+    const row = seen.rows[0];
+    let pending = Number(row?.n ?? 0);
+    let pendingBytes = Number(row?.bytes ?? 0);
+    const inForce = new Map(row?.dups ?? []);
+    const outcomes: (AcceptOutcome | undefined)[] = [];
+    /** Key -> the item of this batch that inserts it. */
+    const inserting = new Map<string, PendingAccept>();
+    for (const item of items) {
+      const first = inForce.get(item.key) ?? inserting.get(item.key)?.id;
+      if (first !== undefined) {
+        outcomes.push({ id: first, duplicate: true });
+        continue;
+      }
+      if (pending >= this.options.maxPending) {
+        outcomes.push(
+          new StateError(
+            'inbox_full',
+            `the inbox holds ${pending} unprocessed deliveries (the limit, maxPending); refusing more until some are processed`,
+          ),
+        );
+        continue;
+      }
+      if (pendingBytes + item.bytes > this.options.maxPendingBytes) {
+        outcomes.push(
+          new StateError(
+            'inbox_full',
+            `the inbox holds ${pendingBytes} bytes of unprocessed deliveries and this one (${item.bytes} bytes) would pass the limit of ${this.options.maxPendingBytes} (maxPendingBytes); refusing more until some are processed`,
+          ),
+        );
+        continue;
+      }
+      pending++;
+      pendingBytes += item.bytes;
+      inserting.set(item.key, item);
+      outcomes.push(undefined);
+    }
+    const fresh = [...inserting.values()];
+    if (fresh.length > 0) {
+      const inserted = await this.#query<{ id: string }>(
+        `WITH input AS (
+           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[])
+             WITH ORDINALITY AS t(key, id, expires_at, entry, bytes, ord)
+         ), keyed AS (
+           INSERT INTO hookbot_dedup (key, delivery_id, expires_at)
+           SELECT key, id, expires_at FROM input ORDER BY ord
+           ON CONFLICT (key) DO UPDATE
+             SET delivery_id = excluded.delivery_id, expires_at = excluded.expires_at, n = excluded.n
+             WHERE hookbot_dedup.expires_at <= $6
+           RETURNING delivery_id
+         )
+         INSERT INTO hookbot_inbox (id, entry, bytes, holder, lease_until)
+         SELECT input.id, input.entry, input.bytes, $7, clock_timestamp() + $8 * interval '1 millisecond'
+         FROM input JOIN keyed ON keyed.delivery_id = input.id ORDER BY input.ord
+         RETURNING id`,
+        [
+          fresh.map((item) => item.key),
+          fresh.map((item) => item.id),
+          fresh.map((item) => item.expiresAt),
+          fresh.map((item) => item.json),
+          fresh.map((item) => item.bytes),
+          now,
+          this.replicaId,
+          this.#pg.leaseMs,
+        ],
+      );
+      const stored = new Set(inserted.rows.map((r) => r.id));
+      const lost = fresh.filter((item) => !stored.has(item.id));
+      // Keys another replica inserted after the first look: theirs is the first copy.
+      const winners = new Map<string, string>();
+      if (lost.length > 0) {
+        const found = await this.#query<{ key: string; delivery_id: string }>(
+          'SELECT key, delivery_id FROM hookbot_dedup WHERE key = ANY($1::text[])',
+          [lost.map((item) => item.key)],
+        );
+        for (const r of found.rows) winners.set(r.key, r.delivery_id);
+      }
+      this.#dedupEstimate += stored.size;
+      if (this.#dedupEstimate > this.options.maxDedupKeys) await this.#pruneDedup();
+      items.forEach((item, i) => {
+        if (outcomes[i] !== undefined) return;
+        if (stored.has(item.id)) outcomes[i] = { id: item.id, duplicate: false };
+        else outcomes[i] = { id: winners.get(item.key) ?? item.id, duplicate: true };
+      });
+      // Duplicates of a key this batch inserted but lost: point them at the winner too.
+      items.forEach((item, i) => {
+        const outcome = outcomes[i];
+        if (outcome instanceof StateError || outcome === undefined || !outcome.duplicate) return;
+        const winner = winners.get(item.key);
+        if (winner !== undefined) outcomes[i] = { id: winner, duplicate: true };
+      });
+    }
+    return outcomes as AcceptOutcome[];
+  }
+
+  async #pruneDedup(): Promise<void> {
+    const removed = await this.#query(
+      'DELETE FROM hookbot_dedup WHERE key IN (SELECT key FROM hookbot_dedup ORDER BY n DESC OFFSET $1)',
+      [this.options.maxDedupKeys],
+    );
+    this.#dedupEstimate = Math.max(0, this.#dedupEstimate - (removed.rowCount ?? 0));
+    if (this.#dedupEstimate > this.options.maxDedupKeys) this.#dedupEstimate = this.options.maxDedupKeys;
+  }
+
+  /** The bounds, enforced in the database (each replica's view enforces them too). */
+  async #prune(): Promise<void> {
+    const o = this.options;
+    await this.#query('DELETE FROM hookbot_dedup WHERE expires_at <= $1', [o.now()]);
+    const counted = await this.#query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
+    this.#dedupEstimate = Number(counted.rows[0]?.n ?? 0);
+    if (this.#dedupEstimate > o.maxDedupKeys) await this.#pruneDedup();
+    await this.#query(
+      `DELETE FROM hookbot_outbox WHERE id IN (SELECT id FROM hookbot_outbox WHERE parked_seq IS NOT NULL ORDER BY parked_seq DESC OFFSET $1)`,
+      [o.maxParked],
+    );
+    await this.#query(
+      `DELETE FROM hookbot_latest_decisions WHERE item_key IN (SELECT item_key FROM hookbot_latest_decisions ORDER BY n DESC OFFSET $1)`,
+      [o.decisionItems],
+    );
+    await this.#query(
+      `DELETE FROM hookbot_recent_decisions WHERE n IN (SELECT n FROM hookbot_recent_decisions ORDER BY n DESC OFFSET $1)`,
+      [o.recentDecisions],
+    );
+  }
+
+  async #heartbeat(pool: pg.Pool): Promise<void> {
+    await pool.query(
+      `INSERT INTO hookbot_replicas (id, started_at, seen_at) VALUES ($1, clock_timestamp(), clock_timestamp())
+       ON CONFLICT (id) DO UPDATE SET seen_at = clock_timestamp(), stopped_at = NULL`,
+      [this.replicaId],
+    );
+    const extend = [this.replicaId, this.#pg.leaseMs];
+    await pool.query(
+      `UPDATE hookbot_inbox SET lease_until = clock_timestamp() + $2 * interval '1 millisecond' WHERE holder = $1`,
+      extend,
+    );
+    await pool.query(
+      `UPDATE hookbot_leases SET until = clock_timestamp() + $2 * interval '1 millisecond' WHERE holder = $1`,
+      extend,
+    );
+  }
+
+  /** Takes over deliveries whose lease ran out (their replica died or closed), oldest first. */
+  async #adopt(): Promise<void> {
+    if (!this.#pg.takeDeliveries) return;
+    const room = Math.max(0, this.options.maxPending - this.model.inbox.size);
+    if (room === 0) return;
+    const taken = await this.#query<{ id: string; entry: string; bytes: number; seq: string }>(
+      `UPDATE hookbot_inbox SET holder = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+       WHERE id IN (
+         SELECT id FROM hookbot_inbox WHERE lease_until < clock_timestamp()
+         ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED
+       )
+       RETURNING id, entry, bytes, seq`,
+      [this.replicaId, this.#pg.leaseMs, Math.min(room, 1_000)],
+    );
+    if (taken.rowCount === 0) return;
+    const rows = taken.rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+    for (const r of rows) {
+      const parsed = inboxEntrySchema.safeParse(JSON.parse(r.entry));
+      if (!parsed.success) {
+        this.options.log?.warn({ delivery: r.id }, 'an inbox row is not an entry hookbot writes; left aside');
+        continue;
+      }
+      this.model.adopt(HeldEntry.fromJson(parsed.data, r.entry, r.bytes));
+    }
+    for (const listener of this.#adoptedListeners) listener();
+  }
+
+  /** Reloads what the fleet shares; keys written during the reload keep this replica's value. */
+  async #reload(): Promise<void> {
+    const touched = new Set<string>();
+    this.#touched = touched;
+    try {
+      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent] = await Promise.all([
+        this.#query<{ action: string; parked_seq: string | null }>(
+          'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
+        ),
+        this.#query<{ entry: string }>('SELECT entry FROM hookbot_watches ORDER BY seq'),
+        this.#query<{ sweep: string; project: string; at: string }>(
+          'SELECT sweep, project, at FROM hookbot_next_runs',
+        ),
+        this.#query<{ sweep: string; at: string }>('SELECT sweep, at FROM hookbot_last_success'),
+        this.#query<{ paused: string }>('SELECT paused FROM hookbot_paused_rules ORDER BY seq'),
+        this.#query<{ record: string }>(
+          'SELECT record FROM (SELECT record, n FROM hookbot_latest_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
+          [this.options.decisionItems],
+        ),
+        this.#query<{ record: string }>(
+          'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
+          [this.options.recentDecisions],
+        ),
+      ]);
+      const actions = outbox.rows.map((r) => ({
+        action: JSON.parse(r.action) as OutboxAction,
+        parkedSeq: r.parked_seq === null ? undefined : Number(r.parked_seq),
+      }));
+      const loaded = HeldState.fromDocument(
+        {
+          version: DOCUMENT_VERSION,
+          seq: 0,
+          inbox: [],
+          dedup: [],
+          outbox: actions.filter((a) => a.parkedSeq === undefined).map((a) => a.action),
+          parked: actions
+            .filter((a) => a.parkedSeq !== undefined)
+            .sort((a, b) => (a.parkedSeq ?? 0) - (b.parkedSeq ?? 0))
+            .map((a) => a.action),
+          watches: watches.rows.map((r) => JSON.parse(r.entry) as WatchEntry),
+          schedules: {
+            nextRuns: nextRuns.rows.map((r) => ({ sweep: r.sweep, project: r.project, at: Number(r.at) })),
+            lastSuccess: lastSuccess.rows.map((r) => ({ sweep: r.sweep, at: Number(r.at) })),
+          },
+          pausedRules: paused.rows.map((r) => JSON.parse(r.paused) as PausedRule),
+          decisions: {
+            latest: latest.rows.map((r) => JSON.parse(r.record) as DecisionRecord),
+            recent: recent.rows.map((r) => JSON.parse(r.record) as DecisionRecord),
+          },
+          dedupFiles: [],
+        },
+        this.options,
+      );
+      this.#install(loaded, touched);
+    } finally {
+      this.#touched = undefined;
+    }
+  }
+
+  /** Takes the shared collections of `loaded` into the view, except the keys written meanwhile. */
+  #install(loaded: HeldState, touched: Set<string>): void {
+    const view = this.model;
+    const merge = <V>(collection: string, mine: Map<string, V>, theirs: Map<string, V>) => {
+      const result = new Map(theirs);
+      for (const entry of touched) {
+        const [name, key] = entry.split('\0') as [string, string];
+        if (name !== collection) continue;
+        const value = mine.get(key);
+        if (value === undefined) result.delete(key);
+        else result.set(key, value);
+      }
+      mine.clear();
+      for (const [key, value] of result) mine.set(key, value);
+    };
+    // The outbox and the parked actions are one collection: an id is in one or the other.
+    const touchedActions = [...touched].filter((t) => t.startsWith('outbox\0')).map((t) => t.slice(7));
+    const mineOutbox = new Map(view.outbox);
+    const mineParked = new Map(view.parked);
+    view.outbox.clear();
+    view.parked.clear();
+    for (const [id, action] of loaded.outbox) if (!touchedActions.includes(id)) view.outbox.set(id, action);
+    for (const [id, action] of loaded.parked) if (!touchedActions.includes(id)) view.parked.set(id, action);
+    for (const id of touchedActions) {
+      const active = mineOutbox.get(id);
+      const parked = mineParked.get(id);
+      if (active !== undefined) view.outbox.set(id, active);
+      if (parked !== undefined) view.parked.set(id, parked);
+    }
+    merge('watches', view.watches, loaded.watches);
+    merge('nextRuns', view.nextRuns, loaded.nextRuns);
+    merge('lastSuccess', view.lastSuccess, loaded.lastSuccess);
+    merge('paused', view.paused, loaded.paused);
+    merge('decisions', view.latest, loaded.latest);
+    if (![...touched].some((t) => t.startsWith('decisions\0')))
+      view.recent.splice(0, view.recent.length, ...loaded.recent);
+  }
+
+  async #refreshQuietly(): Promise<void> {
+    if (!this.isOpen) return;
+    try {
+      await this.refresh();
+      if (this.#refreshFailures > 0)
+        this.options.log?.info({ failures: this.#refreshFailures }, 'the state database answers again');
+      this.#refreshFailures = 0;
+    } catch (error) {
+      // One line when it starts failing, then one a minute: the database may be down a while.
+      if (this.#refreshFailures % Math.max(1, Math.round(60_000 / this.#pg.refreshMs)) === 0)
+        this.options.log?.warn({ err: error }, 'could not refresh from the state database; retrying');
+      this.#refreshFailures++;
+    }
+  }
+}
+
+/**
+ * A connection refused, reset, timed out or terminated (a restart, `pg_terminate_backend`): SQLSTATE
+ * classes 08 (connection exception) and 57P (operator intervention), or no SQLSTATE at all (the
+ * socket failed). Retrying on a new connection can succeed.
+ */
+function isConnectionLoss(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return error instanceof Error;
+  return code.startsWith('08') || code.startsWith('57P');
+}

@@ -1,0 +1,132 @@
+/**
+ * `hookbot state migrate`: a state file moved into PostgreSQL and back, every collection kept
+ * (real PostgreSQL, a schema of its own); a target that is not empty is refused, changing nothing.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { runStateMigrate } from '../../src/cli/state.ts';
+import { createFileStore, createPostgresStore, type StateStore } from '../../src/state/index.ts';
+import { postgresAvailable, TEST_DATABASE_URL, useTestSchemas } from '../helpers/postgres.ts';
+
+const schema = useTestSchemas();
+let dir = '';
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookbot-migrate-'));
+});
+afterEach(async () => {
+  vi.unstubAllEnvs();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function io() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (t: string) => out.push(t), err: (t: string) => err.push(t) }, out, err };
+}
+
+async function fill(store: StateStore): Promise<{ pendingKey: string }> {
+  await store.open();
+  const kept = await store.accept({
+    key: 'k-pending',
+    kind: 'Issue Hook',
+    receivedAt: 5,
+    headers: {},
+    body: { a: 1 },
+  });
+  const done = await store.accept({
+    key: 'k-done',
+    kind: 'Issue Hook',
+    receivedAt: 6,
+    headers: {},
+    body: { b: 2 },
+  });
+  await store.markProcessed(done.id);
+  expect(kept.duplicate).toBe(false);
+  await store.putAction({
+    id: 'retrying',
+    itemKey: 'acme/web#1',
+    rule: 'r',
+    call: { op: 'comment' },
+    nextTryAt: 100,
+  });
+  await store.failAction('retrying', { error: 'timeout', retryable: true, nextTryAt: 200 });
+  await store.putAction({ id: 'given-up', itemKey: 'acme/web#2', rule: 'r', call: { op: 'label' } });
+  await store.parkAction('given-up', 'no permission');
+  await store.watch({
+    itemKey: 'acme/web!3',
+    project: 'acme/web',
+    mrId: 30,
+    headSha: 'abc',
+    rule: 'm',
+    required: ['ci'],
+    since: 7,
+  });
+  await store.pauseRule('noisy', 'too many items');
+  await store.recordDecision('acme/web#1', { verdict: 'commented' });
+  await store.setNextRun('merge_watch', undefined, 12_345);
+  await store.close();
+  return { pendingKey: 'k-pending' };
+}
+
+function expectFilled(store: StateStore): void {
+  expect(store.pending().map((e) => [e.key, e.body])).toEqual([['k-pending', { a: 1 }]]);
+  expect(store.getAction('retrying')).toMatchObject({ attempts: 1, nextTryAt: 200, lastError: 'timeout' });
+  expect(store.listParked().map((a) => [a.id, a.parked?.reason])).toEqual([['given-up', 'no permission']]);
+  expect(store.watched().map((w) => w.itemKey)).toEqual(['acme/web!3']);
+  expect(store.pausedRules().map((p) => [p.rule, p.reason])).toEqual([['noisy', 'too many items']]);
+  expect(store.latestDecision('acme/web#1')?.decision).toEqual({ verdict: 'commented' });
+  expect(store.nextRun('merge_watch')).toBe(12_345);
+}
+
+describe.skipIf(!postgresAvailable)('hookbot state migrate', () => {
+  it('moves a state file into PostgreSQL and back, keeping every collection', async () => {
+    const shared = schema();
+    const config = join(dir, 'config.yml');
+    await writeFile(config, `state:\n  database_schema: ${shared}\n`);
+    const source = join(dir, 'data', 'hookbot.json');
+    await fill(createFileStore({ path: source }));
+    vi.stubEnv('HOOKBOT_STATE', source);
+    vi.stubEnv('HOOKBOT_DATABASE_URL', TEST_DATABASE_URL);
+
+    const there = io();
+    expect(await runStateMigrate({ to: 'postgres', config }, there.io)).toBe(0);
+    expect(there.out.join('')).toContain('1 pending deliveries, 1 actions, 1 parked, 1 watches');
+    const database = createPostgresStore({ url: TEST_DATABASE_URL, schema: shared, replicaId: 'check' });
+    await database.open();
+    try {
+      expectFilled(database);
+    } finally {
+      await database.close();
+    }
+
+    // Again: the database is not empty any more, and nothing is moved twice.
+    const again = io();
+    expect(await runStateMigrate({ to: 'postgres', config }, again.io)).toBe(1);
+    expect(again.err.join('')).toMatch(/is not empty \(1 deliveries, 1 actions.*nothing was moved/);
+
+    const back = join(dir, 'back', 'hookbot.json');
+    vi.stubEnv('HOOKBOT_STATE', back);
+    const home = io();
+    expect(await runStateMigrate({ to: 'file', config }, home.io)).toBe(0);
+    const file = createFileStore({ path: back });
+    await file.open();
+    try {
+      expectFilled(file);
+    } finally {
+      await file.close();
+    }
+  });
+
+  it('refuses a wrong --to and a missing database URL, saying what to set', async () => {
+    const wrong = io();
+    expect(await runStateMigrate({ to: 'mysql' }, wrong.io)).toBe(2);
+    expect(wrong.err.join('')).toContain('--to must be postgres or file');
+    vi.stubEnv('HOOKBOT_DATABASE_URL', '');
+    vi.stubEnv('HOOKBOT_STATE', join(dir, 'none.json'));
+    const missing = io();
+    expect(await runStateMigrate({ to: 'postgres' }, missing.io)).toBe(1);
+    expect(missing.err.join('')).toContain('set HOOKBOT_DATABASE_URL');
+  });
+});
