@@ -1,6 +1,6 @@
 /**
- * The bot, assembled: API client, state store, rules, processing pipeline, receiver server (and,
- * later, the scheduler). A factory with every setting passed in: reading the environment and files
+ * The bot's hook side, assembled: API client, state store, rules, processing pipeline and receiver
+ * server (start-from-config.ts adds the scheduler beside it). A factory with every setting passed in: reading the environment and files
  * is the CLI's job, so tests and the demo start a bot the same way.
  */
 import type { Server } from 'node:http';

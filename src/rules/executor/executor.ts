@@ -79,7 +79,7 @@ export interface ExecutorOptions {
   freshCheck?: FreshCheck;
   /** The bot's own user: a comment's marker is looked for in its notes only. */
   bot?: BotIdentity;
-  /** Several replicas on one database: one of them acts on an item at a time (exec-lock.ts). */
+  /** Several replicas on one database: one of them acts on an item at a time (lock.ts). */
   fleet?: FleetLeases;
 }
 

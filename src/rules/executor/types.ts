@@ -1,4 +1,4 @@
-/** The executor's vocabulary, shared by executor.ts and the per-op handlers (exec-*.ts). */
+/** The executor's vocabulary, shared by executor.ts and the handlers of calls/ (one file per kind of API call). */
 import type { StateStore } from '../../state/store.ts';
 import type { CallOf, Op, PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
