@@ -23,7 +23,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { DecisionRecord } from '../state/store.ts';
+import type { DecisionRecord } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import {
   explainKind,

@@ -7,3 +7,4 @@ export { SCHEMA_VERSION } from './file/document.ts';
 export { createPostgresStore, describeDatabase, type PostgresStateStore } from './postgres/postgres-store.ts';
 export { readLatestDecisions } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
+export { holdsAnything, transferClock, transferState } from './transfer.ts';

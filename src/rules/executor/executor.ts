@@ -14,7 +14,7 @@
  * Every handler is safe to run twice (design.md: "make every handler safe to run twice"), which is
  * what makes the outbox's at-least-once retries harmless. Dry-run describes and calls nothing.
  */
-import type { OutboxAction } from '../../state/store.ts';
+import type { OutboxAction } from '../../state/index.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './ids.ts';
