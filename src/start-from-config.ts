@@ -15,6 +15,7 @@ import {
   createSweepSet,
   scheduledSweepsOf,
   sweepSettingsOf,
+  gitAccessOf,
   type SweepSet,
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
@@ -178,7 +179,8 @@ export async function startRuntime(
         });
       },
       // From what the store recorded only: a caller never makes the bot call the API.
-      explain: (query) => findDecision(store.latestDecisions(), query),
+      explain: (query) =>
+        findDecision(store.latestDecisions(), query, { entries: store.queued(), now: Date.now() }),
       // The status page, /metrics and /explain: the Host check, then the optional basic auth.
       protect: [hostCheck(config.server.allowed_hosts), ...(auth ? [basicAuth(auth)] : [])],
       readinessTtlMs: overrides.readinessTtlMs,
@@ -215,6 +217,8 @@ export async function startRuntime(
     throw error;
   }
 
+  // The merge queue's git commands, at debug level (redacted by the updater and again by the logger).
+  const gitLog = log.child({ part: 'git' });
   // The scheduler: sweeps reconcile what hooks missed, on the same client, rules and executor.
   const sweeps = createSweepSet(
     {
@@ -225,6 +229,7 @@ export async function startRuntime(
       ...(reader ? { reader } : {}),
       ...(identity ? { bot: identity } : {}),
       log: log.child({ part: 'sweep' }),
+      ...gitAccessOf(config, identity?.username, (line) => gitLog.debug(line)),
     },
     sweepSettingsOf(config),
   );

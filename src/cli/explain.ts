@@ -190,7 +190,10 @@ function lookUp(
   options: ExplainOptions,
   io: CliIo,
 ): number {
-  const answer = findDecision(store.latestDecisions(), target);
+  const answer = findDecision(store.latestDecisions(), target, {
+    entries: store.queued(),
+    now: Date.now(),
+  });
   if (!answer.found) return fail(io, `${answer.message} in ${file}`);
   const decision = answer.record.decision;
   if (!isDecision(decision))

@@ -64,7 +64,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/logger.ts');
   const { createSweepSet } = await import('../scheduler/sweep-set.ts');
-  const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/from-config.ts');
+  const { enabledSweeps, gitAccessOf, sweepSettingsOf } = await import('../scheduler/from-config.ts');
   const { summarise, needsAttention } = await import('../scheduler/summary.ts');
   const { approve, definitionHash, pauseOf } = await import('../scheduler/breaker.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
@@ -142,7 +142,16 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       freshCheck: createFreshCheck({ reader, rules: projectRules }),
     });
     const sweeps = createSweepSet(
-      { client, store, rules: projectRules, executor, reader, bot: me, log },
+      {
+        client,
+        store,
+        rules: projectRules,
+        executor,
+        reader,
+        bot: me,
+        log,
+        ...gitAccessOf(config, me.username),
+      },
       sweepSettingsOf(config),
     );
 

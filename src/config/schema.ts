@@ -54,6 +54,10 @@ export const SWEEP_DEFAULTS = {
     every: '1m',
     what: 'Merge watch: re-read the head statuses of watched merge requests and merge when they pass.',
   },
+  merge_queue: {
+    every: '30s',
+    what: 'Merge queue: bring the head of each queue up to its target, wait for its statuses, merge it (docs/merge-queue.md).',
+  },
   retries: { every: '1m', what: 'Retry actions that failed with a retryable error (backoff per action).' },
   reconcile: {
     every: '15m',
@@ -312,6 +316,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       sweeps: section({
         rules: sweep('rules'),
         merge_watch: sweep('merge_watch'),
+        merge_queue: sweep('merge_queue'),
         retries: sweep('retries'),
         reconcile: sweep('reconcile'),
         hook_check: sweep('hook_check'),
