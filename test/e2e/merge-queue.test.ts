@@ -1,0 +1,356 @@
+/**
+ * The merge queue end to end against the sandbox over real HTTP and real git: the bot's parts wired
+ * as in production (client, memory store, rules from a folder, executor with its fresh check, item
+ * processor, the merge_queue sweep with a branch updater pushing over git HTTP), and a simulated CI
+ * that builds every new head and fails a head where a semantic conflict is present.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type Client } from '../../src/api/client.ts';
+import { createBranchUpdater } from '../../src/git/branch-updater.ts';
+import { createExecutor } from '../../src/rules/executor/executor.ts';
+import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
+import { createItemProcessor } from '../../src/rules/item/process-item.ts';
+import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
+import { findDecision } from '../../src/rules/item/find-decision.ts';
+import { createSweepSet, type SweepSet } from '../../src/scheduler/sweep-set.ts';
+import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
+import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
+import type { ProjectRec } from '../../src/sandbox/db.ts';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { createMemoryStore } from '../../src/state/memory-store.ts';
+import type { StateStore } from '../../src/state/store.ts';
+import { startSimulatedCi, type CiMode, type SimulatedCi } from '../helpers/simulated-ci.ts';
+import { waitFor } from '../helpers/wait-for.ts';
+import { loadRulesFrom } from '../scheduler/world.ts';
+
+const RULES = `
+rules:
+  - name: queue automerge
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [automerge] } } ]
+    do:
+      - queue: { statuses: [ci/test], priority_labels: [urgent], status_timeout: 10m, max_updates: 3 }
+`;
+
+interface QueueWorld {
+  project: ProjectRec;
+  path: string;
+  client: Client;
+  admin: Client;
+  store: StateStore;
+  sweeps: SweepSet;
+  processItem: (mrId: number) => Promise<void>;
+  clock: { offset: number };
+  ci: SimulatedCi;
+  /** Runs the queue until `done` holds, the simulated CI building in between. */
+  drive(done: () => boolean, what: string): Promise<MergeQueueReport[]>;
+}
+
+describe('merge queue against the sandbox', () => {
+  let sb: Sandbox;
+  let cacheDir = '';
+  const cleanups: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    sb = await startSandbox({ adminToken: 'mq-root-token', hookTimeoutMs: 2_000 });
+    cacheDir = await mkdtemp(path.join(tmpdir(), 'hookbot-mq-e2e-'));
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  afterAll(async () => {
+    await sb?.close();
+    await rm(cacheDir, { recursive: true, force: true });
+  });
+
+  let n = 0;
+  async function world(modeOf?: (branch: string) => CiMode): Promise<QueueWorld> {
+    n += 1;
+    const db = sb.ctx.db;
+    const bot = addUser(db, {
+      username: `mq${n}-bot`,
+      private_token: `mq${n}-bot-token-0123456789`,
+      password: `mq${n}-bot-password`,
+    });
+    const ciUser = addUser(db, {
+      username: `mq${n}-ci`,
+      private_token: `mq${n}-ci-token-0123456789`,
+      password: `mq${n}-ci-password`,
+    });
+    const group = addGroup(db, {
+      name: `mq${n}`,
+      owner_id: 1,
+      members: [
+        { user_id: bot.id, access_level: 40 },
+        { user_id: ciUser.id, access_level: 30 },
+      ],
+    });
+    const project = await addProject(sb.ctx, {
+      name: 'web',
+      namespace_id: group.id,
+      creator_id: 1,
+      initialFiles: { 'README.md': '# web\n', 'lib.txt': 'def foo\n', 'shared.txt': 'one\ntwo\nthree\n' },
+    });
+    const projectPath = `${group.path}/${project.path}`;
+    const client = createClient({ baseUrl: sb.url, token: bot.private_token, retry: { limit: 0 } });
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
+    const store = createMemoryStore();
+    await store.open();
+    const rulesDir = await mkdtemp(path.join(cacheDir, 'rules-'));
+    const rules = await loadRulesFrom(rulesDir, RULES);
+    const projectRules = { forProject: (p: string) => rules.byProject(p) };
+    const clock = { offset: 0 };
+    const now = () => Date.now() + clock.offset;
+    const me = { id: bot.id, username: bot.username };
+    const reader = createSnapshotReader(client, { bot: me, now });
+    const executor = createExecutor({
+      client,
+      store,
+      bot: me,
+      now,
+      freshCheck: createFreshCheck({ reader, rules: projectRules, now }),
+    });
+    const processor = createItemProcessor({ client, store, rules: projectRules, executor, reader, now });
+    const updater = createBranchUpdater({
+      cacheDir: path.join(cacheDir, `git-${n}`),
+      credentials: { kind: 'https', username: bot.username, password: `mq${n}-bot-password` },
+      identity: { name: 'hookbot', email: 'hookbot@example.com' },
+    });
+    const sweeps = createSweepSet(
+      { client, store, rules: projectRules, executor, reader, bot: me, now, updater, processItem: processor },
+      {
+        projects: [projectPath],
+        budget: 30,
+        breaker: { maxItems: 50, maxShare: 0.5 },
+        reconcileLookbackMs: 60_000,
+        hooks: { url: undefined, manage: false, token: undefined },
+      },
+    );
+    const ci = startSimulatedCi(sb, {
+      token: ciUser.private_token,
+      git: { username: ciUser.username, password: `mq${n}-ci-password` },
+      ...(modeOf ? { modeOf } : {}),
+    });
+    cleanups.push(async () => {
+      await ci.stop();
+      await store.close();
+    });
+    const trigger = { kind: 'merge_request' as const, action: 'update' as const, byBot: false };
+    return {
+      project,
+      path: projectPath,
+      client,
+      admin,
+      store,
+      sweeps,
+      clock,
+      ci,
+      processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
+      async drive(done, what) {
+        const reports: MergeQueueReport[] = [];
+        await waitFor(
+          async () => {
+            await ci.idle();
+            reports.push((await sweeps.run('merge_queue')) as MergeQueueReport);
+            await ci.idle();
+            return done() ? true : undefined;
+          },
+          60_000,
+          what,
+        );
+        return reports;
+      },
+    };
+  }
+
+  /** A merge request from a new branch with `files` committed on it, labelled automerge. */
+  async function mergeRequest(
+    w: QueueWorld,
+    branch: string,
+    files: Record<string, string>,
+    labels = ['automerge'],
+  ) {
+    await w.admin.branches.create(w.project.id, { branch_name: branch, ref: 'master' });
+    for (const [file, content] of Object.entries(files)) {
+      const exists = ['README.md', 'lib.txt', 'shared.txt'].includes(file);
+      const url = `${sb.apiUrl}/projects/${w.project.id}/repository/files`;
+      const response = await fetch(url, {
+        method: exists ? 'PUT' : 'POST',
+        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          file_path: file,
+          branch_name: branch,
+          content,
+          commit_message: `${branch}: ${file}`,
+        }),
+      });
+      expect(response.ok).toBe(true);
+    }
+    return w.admin.mergeRequests.create(w.project.id, {
+      source_branch: branch,
+      target_branch: 'master',
+      title: `Change ${branch}`,
+      labels,
+    });
+  }
+
+  async function botNotes(w: QueueWorld, mrId: number): Promise<string[]> {
+    const bodies: string[] = [];
+    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
+      if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
+    return bodies;
+  }
+
+  /** Every commit of master's first-parent line, oldest first, with whether it passes the CI's check. */
+  async function masterLine(w: QueueWorld): Promise<{ sha: string; passes: boolean }[]> {
+    const commits = await sb.ctx.git.log(w.project.id, 'master', { limit: 1000 });
+    const byId = new Map(commits.map((c) => [c.id, c]));
+    const line: string[] = [];
+    for (let sha: string | undefined = commits[0]?.id; sha; sha = byId.get(sha)?.parent_ids[0])
+      line.push(sha);
+    const out = [];
+    for (const sha of line.reverse()) out.push({ sha, passes: await w.ci.passes(w.project.id, sha) });
+    return out;
+  }
+
+  it('merges merge requests that turned green together one at a time, each tested on the current target; the target is never broken', async () => {
+    const w = await world();
+    const a = await mergeRequest(w, 'feature-a', { 'a.txt': 'calls: foo\n' });
+    const b = await mergeRequest(w, 'feature-b', { 'b.txt': 'calls: foo\n' });
+    // Renames foo to bar: green alone, red on top of a and b (a semantic conflict git cannot see).
+    const rename = await mergeRequest(w, 'rename', { 'lib.txt': 'def bar\n', 'r.txt': 'calls: bar\n' });
+    const c = await mergeRequest(w, 'feature-c', { 'c.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    // All four are green on their own heads.
+    for (const mr of [a, b, rename, c]) {
+      const head = (await w.admin.branches.get(w.project.id, mr.source_branch)).commit.id;
+      expect(await w.ci.passes(w.project.id, head)).toBe(true);
+    }
+    for (const mr of [a, b, rename, c]) await w.processItem(mr.id);
+    expect(w.store.queued()).toHaveLength(4);
+
+    // Explain tells where each one stands.
+    const explained = findDecision(
+      w.store.latestDecisions(),
+      { project: w.path, kind: 'merge_request', number: c.iid },
+      { entries: w.store.queued(), now: Date.now() },
+    );
+    expect(explained.found && explained.note).toMatch(
+      /^merge queue: position 4 of 4 in the default queue for master/,
+    );
+
+    const reports = await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    const merged = reports.flatMap((r) => r.items).filter((i) => i.outcome === 'merged');
+    expect(merged.map((i) => i.itemKey)).toEqual(
+      [a, b, c].map((mr) => `merge_request:${w.project.id}:${mr.id}`),
+    );
+    // One at a time: no run ever had two merge requests of the queue in flight.
+    for (const report of reports)
+      expect(
+        report.items.filter((i) => ['updated', 'waiting', 'merged'].includes(i.outcome)).length,
+      ).toBeLessThanOrEqual(report.items.filter((i) => i.outcome === 'merged').length + 1);
+    for (const mr of [a, b, c])
+      expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('merged');
+    const renamed = await w.admin.mergeRequests.get(w.project.id, rename.id);
+    expect(renamed.state).toBe('opened');
+    const notes = await botNotes(w, rename.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(
+      /^Removed from the default merge queue for `master`: ci\/test failed on [0-9a-f]{7}/,
+    );
+    expect(notes[0]).toContain('enters again');
+    // Every commit the target ever pointed at passes the check.
+    const line = await masterLine(w);
+    expect(line.length).toBe(4);
+    expect(line.filter((commit) => !commit.passes)).toEqual([]);
+    // Each merge brought in a head that already held the target it was merged into: what was tested
+    // is what master became.
+    for (const { sha } of line.slice(1)) {
+      const merge = (await sb.ctx.git.commit(w.project.id, sha))!;
+      const [before, tested] = merge.parent_ids as [string, string];
+      const missing = await sb.ctx.git.compare(w.project.id, tested, w.project.id, before);
+      expect(missing.commits).toEqual([]);
+      expect(merge.tree).toBe((await sb.ctx.git.commit(w.project.id, tested))!.tree);
+    }
+  });
+
+  it('takes a merge request that conflicts with the target out of the queue with one comment', async () => {
+    const w = await world();
+    const first = await mergeRequest(w, 'edit-one', { 'shared.txt': 'one\nTWO by first\nthree\n' });
+    const second = await mergeRequest(w, 'edit-two', { 'shared.txt': 'one\nTWO by second\nthree\n' });
+    await w.ci.idle();
+    await w.processItem(first.id);
+    await w.processItem(second.id);
+    await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    expect((await w.admin.mergeRequests.get(w.project.id, first.id)).state).toBe('merged');
+    expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('opened');
+    const notes = await botNotes(w, second.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/edit-two conflicts with master at [0-9a-f]{7} in `shared\.txt`/);
+  });
+
+  it('a status that never reports holds the queue only until the timeout; then the next one goes', async () => {
+    const w = await world((branch) => (branch === 'stuck' ? 'pending-forever' : 'normal'));
+    const stuck = await mergeRequest(w, 'stuck', { 's.txt': 'calls: foo\n' });
+    const next = await mergeRequest(w, 'after', { 'n.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(stuck.id);
+    await w.processItem(next.id);
+    // The stuck head is tested and waits.
+    await w.drive(
+      () => w.store.queued().find((e) => e.mrId === stuck.id)?.pinnedSha !== undefined,
+      'the stuck merge request to be tested',
+    );
+    const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(report.items).toEqual([
+      expect.objectContaining({ outcome: 'waiting', detail: expect.stringContaining('ci/test') }),
+    ]);
+    // Time passes beyond status_timeout (10m): it is taken out, and the next one is merged.
+    w.clock.offset += 11 * 60_000;
+    await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    expect((await w.admin.mergeRequests.get(w.project.id, next.id)).state).toBe('merged');
+    expect((await w.admin.mergeRequests.get(w.project.id, stuck.id)).state).toBe('opened');
+    const notes = await botNotes(w, stuck.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/ci\/test \(running\) did not succeed on [0-9a-f]{7} within 600 s/);
+  });
+
+  it('a push by someone else, or a removed label, takes the merge request out at once without a comment', async () => {
+    const w = await world((branch) => (branch === 'pushed' ? 'pending-forever' : 'normal'));
+    const pushed = await mergeRequest(w, 'pushed', { 'p.txt': 'calls: foo\n' });
+    const relabelled = await mergeRequest(w, 'relabelled', { 'q.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(pushed.id);
+    await w.processItem(relabelled.id);
+    await w.drive(
+      () => w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha !== undefined,
+      'the first merge request to be tested',
+    );
+    // Someone pushes to the tested branch.
+    const url = `${sb.apiUrl}/projects/${w.project.id}/repository/files`;
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'late.txt',
+        branch_name: 'pushed',
+        content: 'late\n',
+        commit_message: 'late',
+      }),
+    });
+    const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(report.items[0]).toMatchObject({
+      outcome: 'dropped',
+      detail: expect.stringContaining('pushed by someone else'),
+    });
+    // The label goes: the next evaluation takes the other one out.
+    await w.admin.mergeRequests.update(w.project.id, relabelled.id, { labels: [] });
+    await w.processItem(relabelled.id);
+    expect(w.store.queued()).toEqual([]);
+    expect(await botNotes(w, pushed.id)).toEqual([]);
+    expect(await botNotes(w, relabelled.id)).toEqual([]);
+  });
+});
