@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { mergeRequest, rulesFrom, runAction } from '../support.ts';
+
+describe('queue action', () => {
+  it('plans the merge request into its queue with the options of the rule; no statuses condition is needed', () => {
+    expect(
+      runAction(
+        {
+          queue: {
+            statuses: ['ci/test'],
+            name: 'release',
+            priority_labels: ['urgent'],
+            status_timeout: '30m',
+            max_updates: 2,
+            remove_source_branch: true,
+            message: 'Merge !{{ iid }}',
+          },
+        },
+        mergeRequest('mr-green'),
+      ),
+    ).toEqual([
+      {
+        call: {
+          op: 'mergeQueue.enqueue',
+          args: {
+            project: 8,
+            merge_request_id: 7,
+            iid: 1,
+            project_path: 'acme/web',
+            target_branch: 'master',
+            queue: 'release',
+            priority: 0,
+            required: ['ci/test'],
+            status_timeout_ms: 30 * 60_000,
+            max_updates: 2,
+            should_remove_source_branch: true,
+            merge_commit_message: 'Merge !1',
+          },
+        },
+        reason: 'queue for master (release)',
+      },
+    ]);
+  });
+
+  it('gives a merge request with a priority label priority, and defaults the rest', () => {
+    const [planned] = runAction(
+      { queue: { statuses: ['ci/test'], priority_labels: ['automerge'] } },
+      mergeRequest('mr-green'),
+    ) as { call: { args: Record<string, unknown> } }[];
+    expect(planned?.call.args).toMatchObject({
+      queue: 'default',
+      priority: 1,
+      status_timeout_ms: 3_600_000,
+      max_updates: 3,
+    });
+  });
+
+  it.each([
+    { name: 'closed', changes: { state: 'closed' }, why: 'the merge request is closed' },
+    {
+      name: 'work in progress',
+      changes: { work_in_progress: true },
+      why: 'the merge request is work in progress',
+    },
+  ])('plans nothing for a merge request that is $name', ({ changes, why }) => {
+    expect(runAction({ queue: { statuses: ['ci/test'] } }, mergeRequest('mr-green', changes))).toEqual({
+      skipped: why,
+      blocks: true,
+    });
+  });
+
+  it('is refused by check without statuses, with an empty list or a bad queue name', () => {
+    for (const params of ['{}', '{ statuses: [] }', '{ statuses: [ci/test], name: "a b" }'])
+      expect(() =>
+        rulesFrom(`rules:\n  - name: q\n    on: [merge_request.update]\n    do: [ { queue: ${params} } ]\n`),
+      ).toThrow();
+  });
+});
