@@ -8,23 +8,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type Client } from '../../src/api/client.ts';
-import { createBranchUpdater } from '../../src/git/branch-updater.ts';
-import { createExecutor } from '../../src/rules/executor/executor.ts';
-import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
-import { createItemProcessor } from '../../src/rules/item/process-item.ts';
-import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
 import { findDecision } from '../../src/rules/item/find-decision.ts';
-import { createSweepSet, type SweepSet } from '../../src/scheduler/sweep-set.ts';
 import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
-import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
-import type { ProjectRec } from '../../src/sandbox/db.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import { createMemoryStore } from '../../src/state/memory-store.ts';
-import type { StateStore } from '../../src/state/store.ts';
-import { startSimulatedCi, type CiMode, type SimulatedCi } from '../helpers/simulated-ci.ts';
-import { waitFor } from '../helpers/wait-for.ts';
-import { loadRulesFrom } from '../scheduler/world.ts';
+import type { CiMode } from '../helpers/simulated-ci.ts';
+import { makeQueueWorld, masterLine, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
 
 const RULES = `
 rules:
@@ -35,20 +23,6 @@ rules:
     do:
       - queue: { statuses: [ci/test], priority_labels: [urgent], status_timeout: 10m, max_updates: 3 }
 `;
-
-interface QueueWorld {
-  project: ProjectRec;
-  path: string;
-  client: Client;
-  admin: Client;
-  store: StateStore;
-  sweeps: SweepSet;
-  processItem: (mrId: number) => Promise<void>;
-  clock: { offset: number };
-  ci: SimulatedCi;
-  /** Runs the queue until `done` holds, the simulated CI building in between. */
-  drive(done: () => boolean, what: string): Promise<MergeQueueReport[]>;
-}
 
 describe('merge queue against the sandbox', () => {
   let sb: Sandbox;
@@ -69,151 +43,23 @@ describe('merge queue against the sandbox', () => {
   let n = 0;
   async function world(modeOf?: (branch: string) => CiMode): Promise<QueueWorld> {
     n += 1;
-    const db = sb.ctx.db;
-    const bot = addUser(db, {
-      username: `mq${n}-bot`,
-      private_token: `mq${n}-bot-token-0123456789`,
-      password: `mq${n}-bot-password`,
-    });
-    const ciUser = addUser(db, {
-      username: `mq${n}-ci`,
-      private_token: `mq${n}-ci-token-0123456789`,
-      password: `mq${n}-ci-password`,
-    });
-    const group = addGroup(db, {
-      name: `mq${n}`,
-      owner_id: 1,
-      members: [
-        { user_id: bot.id, access_level: 40 },
-        { user_id: ciUser.id, access_level: 30 },
-      ],
-    });
-    const project = await addProject(sb.ctx, {
-      name: 'web',
-      namespace_id: group.id,
-      creator_id: 1,
-      initialFiles: { 'README.md': '# web\n', 'lib.txt': 'def foo\n', 'shared.txt': 'one\ntwo\nthree\n' },
-    });
-    const projectPath = `${group.path}/${project.path}`;
-    const client = createClient({ baseUrl: sb.url, token: bot.private_token, retry: { limit: 0 } });
-    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
-    const store = createMemoryStore();
-    await store.open();
-    const rulesDir = await mkdtemp(path.join(cacheDir, 'rules-'));
-    const rules = await loadRulesFrom(rulesDir, RULES);
-    const projectRules = { forProject: (p: string) => rules.byProject(p) };
-    const clock = { offset: 0 };
-    const now = () => Date.now() + clock.offset;
-    const me = { id: bot.id, username: bot.username };
-    const reader = createSnapshotReader(client, { bot: me, now });
-    const executor = createExecutor({
-      client,
-      store,
-      bot: me,
-      now,
-      freshCheck: createFreshCheck({ reader, rules: projectRules, now }),
-    });
-    const processor = createItemProcessor({ client, store, rules: projectRules, executor, reader, now });
-    const updater = createBranchUpdater({
-      cacheDir: path.join(cacheDir, `git-${n}`),
-      credentials: { kind: 'https', username: bot.username, password: `mq${n}-bot-password` },
-      identity: { name: 'hookbot', email: 'hookbot@example.com' },
-    });
-    const sweeps = createSweepSet(
-      { client, store, rules: projectRules, executor, reader, bot: me, now, updater, processItem: processor },
-      {
-        projects: [projectPath],
-        budget: 30,
-        breaker: { maxItems: 50, maxShare: 0.5 },
-        reconcileLookbackMs: 60_000,
-        hooks: { url: undefined, manage: false, token: undefined },
-      },
-    );
-    const ci = startSimulatedCi(sb, {
-      token: ciUser.private_token,
-      git: { username: ciUser.username, password: `mq${n}-ci-password` },
+    const w = await makeQueueWorld(sb, {
+      prefix: `mq${n}`,
+      rules: RULES,
+      workDir: cacheDir,
       ...(modeOf ? { modeOf } : {}),
     });
-    cleanups.push(async () => {
-      await ci.stop();
-      await store.close();
-    });
-    const trigger = { kind: 'merge_request' as const, action: 'update' as const, byBot: false };
-    return {
-      project,
-      path: projectPath,
-      client,
-      admin,
-      store,
-      sweeps,
-      clock,
-      ci,
-      processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
-      async drive(done, what) {
-        const reports: MergeQueueReport[] = [];
-        await waitFor(
-          async () => {
-            await ci.idle();
-            reports.push((await sweeps.run('merge_queue')) as MergeQueueReport);
-            await ci.idle();
-            return done() ? true : undefined;
-          },
-          60_000,
-          what,
-        );
-        return reports;
-      },
-    };
+    cleanups.push(() => w.close());
+    return w;
   }
 
-  /** A merge request from a new branch with `files` committed on it, labelled automerge. */
-  async function mergeRequest(
-    w: QueueWorld,
-    branch: string,
-    files: Record<string, string>,
-    labels = ['automerge'],
-  ) {
-    await w.admin.branches.create(w.project.id, { branch_name: branch, ref: 'master' });
-    for (const [file, content] of Object.entries(files)) {
-      const exists = ['README.md', 'lib.txt', 'shared.txt'].includes(file);
-      const url = `${sb.apiUrl}/projects/${w.project.id}/repository/files`;
-      const response = await fetch(url, {
-        method: exists ? 'PUT' : 'POST',
-        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          file_path: file,
-          branch_name: branch,
-          content,
-          commit_message: `${branch}: ${file}`,
-        }),
-      });
-      expect(response.ok).toBe(true);
-    }
-    return w.admin.mergeRequests.create(w.project.id, {
-      source_branch: branch,
-      target_branch: 'master',
-      title: `Change ${branch}`,
-      labels,
-    });
-  }
+  const mergeRequest = openMergeRequest;
 
   async function botNotes(w: QueueWorld, mrId: number): Promise<string[]> {
     const bodies: string[] = [];
     for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
       if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
     return bodies;
-  }
-
-  /** Every commit of master's first-parent line, oldest first, with whether it passes the CI's check. */
-  async function masterLine(w: QueueWorld): Promise<{ sha: string; passes: boolean }[]> {
-    const commits = await sb.ctx.git.log(w.project.id, 'master', { limit: 1000 });
-    const byId = new Map(commits.map((c) => [c.id, c]));
-    const line: string[] = [];
-    for (let sha: string | undefined = commits[0]?.id; sha; sha = byId.get(sha)?.parent_ids[0])
-      line.push(sha);
-    const out = [];
-    for (const sha of line.reverse()) out.push({ sha, passes: await w.ci.passes(w.project.id, sha) });
-    return out;
   }
 
   it('merges merge requests that turned green together one at a time, each tested on the current target; the target is never broken', async () => {

@@ -46,7 +46,7 @@ describe('queue action', () => {
     const [planned] = runAction(
       { queue: { statuses: ['ci/test'], priority_labels: ['automerge'] } },
       mergeRequest('mr-green'),
-    ) as { call: { args: Record<string, unknown> } }[];
+    ) as unknown as { call: { args: Record<string, unknown> } }[];
     expect(planned?.call.args).toMatchObject({
       queue: 'default',
       priority: 1,
