@@ -86,6 +86,8 @@ export async function startRuntime(
   if (secret) log.addSecret(secret);
   const signatureSecret = config.webhook.signature.secret;
   if (signatureSecret) log.addSecret(signatureSecret);
+  // The merge queue's git password or token: known to the logger like the others.
+  if (config.git.password) log.addSecret(config.git.password);
 
   const store = createStoreFromConfig(config.state, {
     onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
@@ -197,7 +199,7 @@ export async function startRuntime(
             sweeps: Object.entries(config.scheduler.sweeps)
               .filter(([, sweep]) => sweep.enabled)
               .map(([name]) => name),
-            secrets: [token, secret, signatureSecret, statusAuth.password],
+            secrets: [token, secret, signatureSecret, statusAuth.password, config.git.password],
           }),
         );
       },

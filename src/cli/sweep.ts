@@ -99,7 +99,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     format: config.log.format,
     destination: process.stderr,
     isTty,
-    secrets: [config.api.token, config.webhook.secret],
+    secrets: [config.api.token, config.webhook.secret, config.git.password],
   });
   const dryRun = options.dryRun ?? false;
   // The state file, or the replicas' database (this run takes no delivery over: it sweeps only).
