@@ -269,7 +269,10 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
       ]);
       if (push.code === 0) return { kind: 'updated', sha, previousSha: sourceSha, targetSha };
       const output = `${push.stdout}\n${push.stderr}`;
-      if (/stale info|fetch first|non-fast-forward/i.test(output)) return { kind: 'moved' };
+      // The lease failed: seen by the client against the refs it was shown (`stale info`), or by the
+      // server when the branch moved between that advertisement and the push (`cannot lock ref`).
+      if (/stale info|fetch first|non-fast-forward|cannot lock ref|failed to update ref/i.test(output))
+        return { kind: 'moved' };
       const refused = refusal(output);
       if (refused) return { kind: 'refused', message: refused };
       fail('push', push);

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBranchUpdater, redactor, type GitCredentials } from '../../src/git/branch-updater.ts';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
 import { DEVELOPER } from '../../src/sandbox/permissions.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 
 const PASSWORD = 'bot-secret-password-1234';
@@ -135,6 +136,35 @@ describe('branch updater', () => {
       kind: 'missing',
       branch: 'target',
     });
+  });
+
+  it('reports moved when someone pushes between its fetch and its push: the lease overwrites nothing', async () => {
+    const w = await world();
+    const source = await w.file('feature', 'f.txt', 'f\n');
+    await w.file('master', 'm.txt', 'm\n');
+    const proxy = await startFaultProxy(sb().sb.url);
+    try {
+      let theirs = '';
+      proxy.fail({
+        method: 'POST',
+        path: /git-receive-pack$/,
+        before: async () => {
+          theirs = (await w.file('feature', 'theirs.txt', 'pushed meanwhile\n')).id;
+        },
+      });
+      const outcome = await w
+        .updater({ kind: 'https', username: w.bot.username, password: PASSWORD })
+        .update({
+          targetUrl: w.url.replace(sb().sb.url, proxy.url),
+          sourceBranch: 'feature',
+          targetBranch: 'master',
+          expectedSourceSha: source.id,
+        });
+      expect(outcome).toEqual({ kind: 'moved' });
+      expect((await w.ctx.git.branch(w.project.id, 'feature'))?.id).toBe(theirs);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('is refused with a wrong password or a read-only OAuth token, and says so without the secret', async () => {
