@@ -199,4 +199,35 @@ describe('merge queue against the sandbox', () => {
     expect(await botNotes(w, pushed.id)).toEqual([]);
     expect(await botNotes(w, relabelled.id)).toEqual([]);
   });
+
+  it('the merge is made only while the rule still holds on a fresh read: a label removed unseen takes it out', async () => {
+    const w = await world();
+    const mr = await mergeRequest(w, 'unseen', { 'u.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(mr.id);
+    // Tested and green, but before the merge the label goes, and no hook tells the bot.
+    await w.drive(() => w.store.queued()[0]?.pinnedSha !== undefined, 'the head to be tested');
+    await w.ci.idle();
+    await w.admin.mergeRequests.update(w.project.id, mr.id, { labels: [] });
+    const [report] = await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    expect(report?.items[0]).toMatchObject({
+      outcome: 'dropped',
+      detail: expect.stringContaining('queue automerge no longer matches'),
+    });
+    expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('opened');
+  });
+
+  it('a merge request with a priority label goes first', async () => {
+    const w = await world();
+    const early = await mergeRequest(w, 'early', { 'e.txt': 'calls: foo\n' });
+    const urgent = await mergeRequest(w, 'urgent', { 'x.txt': 'calls: foo\n' }, ['automerge', 'urgent']);
+    await w.ci.idle();
+    await w.processItem(early.id);
+    await w.processItem(urgent.id);
+    const reports = await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    const merged = reports.flatMap((r) => r.items).filter((i) => i.outcome === 'merged');
+    expect(merged.map((i) => i.itemKey)).toEqual(
+      [urgent, early].map((m) => `merge_request:${w.project.id}:${m.id}`),
+    );
+  });
 });
