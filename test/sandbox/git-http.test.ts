@@ -119,6 +119,15 @@ describe('sandbox git over HTTP', () => {
     expect((await git(dir, ['log', '--format=%s'])).stdout.trim()).toBe('Initial commit');
   });
 
+  it('a personal access token opens the API as the private token does; a password does not', async () => {
+    const w = await world();
+    const { call } = sb();
+    const byPat = await call('GET', '/user', { token: `gdev-pat-${n}` });
+    expect(byPat.status).toBe(200);
+    expect(byPat.body.username).toBe(w.developer.username);
+    expect((await call('GET', '/user', { token: `gdev-password-${n}` })).status).toBe(401);
+  });
+
   it('answers 401 with WWW-Authenticate: Basic without credentials, with wrong ones or with the private token', async () => {
     const w = await world();
     const refs = `${w.url()}/info/refs?service=git-upload-pack`;
@@ -184,6 +193,45 @@ describe('sandbox git over HTTP', () => {
     const second = await commit(dir, 'more.txt', 'more\n');
     expect((await git(dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/master'])).code).toBe(0);
     expect(pushes.at(-1)).toMatchObject({ ref: 'refs/heads/master', before, after: second });
+  });
+
+  it('a push fires the Push Hook and the Merge Request Hook update, as a file commit does', async () => {
+    const w = await world();
+    const { call, ctx } = sb();
+    // A hook nobody listens on: deliveries are still attempted and recorded.
+    await call('POST', `/projects/${w.project.id}/hooks`, {
+      body: { url: 'http://127.0.0.1:9/hook', push_events: true, merge_requests_events: true },
+    });
+    const dir = await cloned(w.url(w.developer.username, `gdev-pat-${n}`), w.workdir);
+    await commit(dir, 'one.txt', 'one\n');
+    expect((await git(dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/hooked'])).code).toBe(0);
+    const mr = await call('POST', `/projects/${w.project.id}/merge_requests`, {
+      body: { source_branch: 'hooked', target_branch: 'master', title: 'Hooked' },
+    });
+    const sha = await commit(dir, 'two.txt', 'two\n');
+    expect((await git(dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/hooked'])).code).toBe(0);
+    await ctx.hooks.idle();
+    const delivered = ctx.hooks
+      .recent()
+      .filter(
+        (d) =>
+          d.payload.project_id === w.project.id ||
+          (d.payload.object_attributes as { id?: number } | undefined)?.id === mr.body.id,
+      );
+    expect(delivered).toContainEqual(
+      expect.objectContaining({
+        event: 'Push Hook',
+        payload: expect.objectContaining({ ref: 'refs/heads/hooked', after: sha }),
+      }),
+    );
+    expect(delivered).toContainEqual(
+      expect.objectContaining({
+        event: 'Merge Request Hook',
+        payload: expect.objectContaining({
+          object_attributes: expect.objectContaining({ action: 'update', oldrev: expect.any(String) }),
+        }),
+      }),
+    );
   });
 
   it('a push to a source branch moves the merge request head and disarms merge-when-build-succeeds', async () => {
