@@ -1,4 +1,9 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadRules } from '../../../src/rules/grammar/load.ts';
+import { formatProblem } from '../../../src/rules/grammar/problem.ts';
 import { mergeRequest, rulesFrom, runAction } from '../support.ts';
 
 describe('queue action', () => {
@@ -74,5 +79,30 @@ describe('queue action', () => {
       expect(() =>
         rulesFrom(`rules:\n  - name: q\n    on: [merge_request.update]\n    do: [ { queue: ${params} } ]\n`),
       ).toThrow();
+  });
+});
+
+describe('queue action: rule problems', () => {
+  it('refuses a queue rule that also requires statuses: it would leave the queue at each update', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hookbot-queue-rules-'));
+    try {
+      await writeFile(
+        join(dir, 'default.yml'),
+        [
+          'rules:',
+          '  - name: queue green',
+          '    on: [merge_request.update]',
+          '    if: [ { statuses: { required: [ci/test], state: success } } ]',
+          '    do: [ { queue: { statuses: [ci/test] } } ]',
+          '',
+        ].join('\n'),
+      );
+      const loaded = await loadRules(dir);
+      expect(loaded.problems.map(formatProblem)).toEqual([
+        `${join(dir, 'default.yml')}:5:11: rule "queue green" queues with a statuses condition: each time the queue pushes an updated head its statuses are pending, the rule stops matching and the merge request leaves the queue (drop the statuses condition and name the statuses in the action: queue: { statuses: [ci/test] })`,
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
