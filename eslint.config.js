@@ -37,7 +37,7 @@ export default tseslint.config(
     },
   },
   {
-    // The arrows of docs/architecture.md: cli -> receiver, scheduler -> rules -> api, state; nothing
+    // The arrows of the README's Architecture section: cli -> receiver, scheduler -> rules -> api, state; nothing
     // imports cli; the bot never imports the sandbox and the sandbox imports nothing of the bot;
     // outside code reaches rules/ through its front door, rules/index.ts.
     files: ['src/**/*.ts'],
