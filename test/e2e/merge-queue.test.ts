@@ -230,4 +230,47 @@ describe('merge queue against the sandbox', () => {
       [urgent, early].map((m) => `merge_request:${w.project.id}:${m.id}`),
     );
   });
+
+  it('a target that moves while the head is tested brings the branch up again, at most max_updates times', async () => {
+    const w = await world();
+    const mr = await mergeRequest(w, 'chased', { 'c.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(mr.id);
+    const head = () => w.store.queued().find((e) => e.mrId === mr.id);
+    let moves = 0;
+    /** Someone lands a commit on master directly. */
+    const moveMaster = async () => {
+      moves += 1;
+      const response = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+        method: 'POST',
+        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          file_path: `direct-${moves}.txt`,
+          branch_name: 'master',
+          content: 'x\n',
+          commit_message: `direct ${moves}`,
+        }),
+      });
+      expect(response.ok).toBe(true);
+    };
+    // Updated once when it became the head (master has moved since the branch was made)...
+    await moveMaster();
+    await w.drive(() => head()?.pinnedSha !== undefined, 'the head to be tested');
+    expect(head()?.updates).toBe(1);
+    // ... then each time master moves under its green head, again, up to max_updates (3) in all.
+    for (const updates of [2, 3]) {
+      const before = head()!.pinnedSha;
+      await w.ci.idle();
+      await moveMaster();
+      await w.drive(() => head()?.pinnedSha !== before, `update ${updates}`);
+      expect(head()?.updates).toBe(updates);
+    }
+    await w.ci.idle();
+    await moveMaster();
+    await w.drive(() => head() === undefined, 'the merge request to leave');
+    expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('opened');
+    const notes = await botNotes(w, mr.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('master moved again after 3 updates of the branch (max_updates)');
+  });
 });
