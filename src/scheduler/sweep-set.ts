@@ -1,5 +1,5 @@
 /**
- * The five sweeps over one set of parts (client, store, rules, executor): what both the
+ * The six sweeps over one set of parts (client, store, rules, executor): what both the
  * scheduler's timers and `hookbot sweep --once` run. Each sweep is a plain async function in
  * sweeps/; this wires their dependencies once and resolves the projects they walk.
  */
