@@ -130,7 +130,7 @@ async function viaQueue(sb: Sandbox, dir: string, n: number): Promise<Outcome> {
     const mergeMs: number[] = [];
     // The sweep back to back (the scheduler would run it every 30 s): each merge is timed when the
     // run that made it returns.
-    while (w.store.queued().length > 0) {
+    while (w.active() > 0) {
       if (performance.now() - started > 300_000) throw new Error('the queue did not empty in 5 minutes');
       await w.ci.idle();
       const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
@@ -172,9 +172,12 @@ async function stuckHold(sb: Sandbox, dir: string): Promise<{ holdMs: number; ne
     const started = performance.now();
     await w.drive(() => w.store.queued().find((e) => e.mrId === stuck.id)?.pinnedSha !== undefined, 'pinned');
     const pinnedAt = performance.now();
-    await w.drive(() => !w.store.queued().some((e) => e.mrId === stuck.id), 'the stuck one to leave');
+    await w.drive(
+      () => !w.store.queued().some((e) => e.mrId === stuck.id && !e.left),
+      'the stuck one to leave',
+    );
     const holdMs = performance.now() - pinnedAt;
-    await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    await w.drive(() => w.active() === 0, 'the queue to empty');
     return { holdMs, nextMergedMs: performance.now() - started };
   } finally {
     await w.close();

@@ -89,6 +89,7 @@ export const queueEntrySchema = z.object({
   targetSha: z.string().optional(),
   testingSince: time.optional(),
   updates: z.number().int().nonnegative(),
+  left: z.object({ at: time, sha: z.string(), reason: z.string() }).optional(),
 }) satisfies z.ZodType<QueueEntry>;
 
 export const pausedRuleSchema = z.object({ rule: z.string(), reason: z.string(), at: time });

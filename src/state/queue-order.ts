@@ -17,6 +17,8 @@ function queueOrder(entries: readonly QueueEntry[]): QueueEntry[] {
 export function queuesOf(entries: readonly QueueEntry[]): Map<string, QueueEntry[]> {
   const groups = new Map<string, QueueEntry[]>();
   for (const entry of entries) {
+    // A merge request taken out with a comment is remembered, but in no queue.
+    if (entry.left) continue;
     const key = `${entry.project.toLowerCase()}|${entry.targetBranch}|${entry.queue}`;
     groups.set(key, [...(groups.get(key) ?? []), entry]);
   }
@@ -30,6 +32,9 @@ export function queuePosition(
   itemKey: string,
   now: number,
 ): string | undefined {
+  const removed = entries.find((entry) => entry.itemKey === itemKey && entry.left);
+  if (removed?.left)
+    return `left the ${removed.queue} queue for ${removed.targetBranch} at ${short(removed.left.sha)}: ${removed.left.reason}; it enters again after a push, or once its rule stops matching and matches again`;
   for (const group of queuesOf(entries).values()) {
     const index = group.findIndex((entry) => entry.itemKey === itemKey);
     if (index < 0) continue;

@@ -136,6 +136,12 @@ export interface QueueEntry {
   /** When the statuses of `pinnedSha` started to be awaited. */
   testingSince?: number;
   updates: number;
+  /**
+   * Set when the queue took it out with a comment (a conflict, a failed or silent status...): the
+   * entry stays as a memory, outside every queue, so the same head does not enter again at once and
+   * loop; a new head (a push) or the rule matching anew (it stopped matching, then matched) lets it in.
+   */
+  left?: { at: number; sha: string; reason: string };
 }
 
 export interface PausedRule {

@@ -88,7 +88,7 @@ describe('merge queue against the sandbox', () => {
       /^merge queue: position 4 of 4 in the default queue for master/,
     );
 
-    const reports = await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    const reports = await w.drive(() => w.active() === 0, 'the queue to empty');
     const merged = reports.flatMap((r) => r.items).filter((i) => i.outcome === 'merged');
     expect(merged.map((i) => i.itemKey)).toEqual(
       [a, b, c].map((mr) => `merge_request:${w.project.id}:${mr.id}`),
@@ -108,6 +108,18 @@ describe('merge queue against the sandbox', () => {
       /^Removed from the default merge queue for `master`: ci\/test failed on [0-9a-f]{7}/,
     );
     expect(notes[0]).toContain('enters again');
+    // Evaluated again on the same head (a hook, a sweep), it does not enter again: no loop of
+    // test, fail, enter. Explain says why and how to come back.
+    await w.processItem(rename.id);
+    expect(w.active()).toBe(0);
+    const gone = findDecision(
+      w.store.latestDecisions(),
+      { project: w.path, kind: 'merge_request', number: rename.iid },
+      { entries: w.store.queued(), now: Date.now() },
+    );
+    expect(gone.found && gone.note).toMatch(
+      /^merge queue: left the default queue for master at [0-9a-f]{7}: ci\/test failed on .*; it enters again after a push/,
+    );
     // Every commit the target ever pointed at passes the check.
     const line = await masterLine(w);
     expect(line.length).toBe(4);
@@ -130,12 +142,29 @@ describe('merge queue against the sandbox', () => {
     await w.ci.idle();
     await w.processItem(first.id);
     await w.processItem(second.id);
-    await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    await w.drive(() => w.active() === 0, 'the queue to empty');
     expect((await w.admin.mergeRequests.get(w.project.id, first.id)).state).toBe('merged');
     expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('opened');
     const notes = await botNotes(w, second.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatch(/edit-two conflicts with master at [0-9a-f]{7} in `shared\.txt`/);
+    // A push (the conflict resolved) lets it in again, at the end, and it is merged.
+    await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+      method: 'PUT',
+      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'shared.txt',
+        branch_name: 'edit-two',
+        content: 'one\nTWO by first\nthree\n',
+        commit_message: 'resolve',
+      }),
+    });
+    await w.ci.idle();
+    await w.processItem(second.id);
+    expect(w.active()).toBe(1);
+    await w.drive(() => w.active() === 0, 'the queue to empty again');
+    expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('merged');
+    expect(await botNotes(w, second.id)).toHaveLength(1);
   });
 
   it('a status that never reports holds the queue only until the timeout; then the next one goes', async () => {
@@ -156,7 +185,7 @@ describe('merge queue against the sandbox', () => {
     ]);
     // Time passes beyond status_timeout (10m): it is taken out, and the next one is merged.
     w.clock.offset += 11 * 60_000;
-    await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    await w.drive(() => w.active() === 0, 'the queue to empty');
     expect((await w.admin.mergeRequests.get(w.project.id, next.id)).state).toBe('merged');
     expect((await w.admin.mergeRequests.get(w.project.id, stuck.id)).state).toBe('opened');
     const notes = await botNotes(w, stuck.id);
@@ -209,7 +238,7 @@ describe('merge queue against the sandbox', () => {
     await w.drive(() => w.store.queued()[0]?.pinnedSha !== undefined, 'the head to be tested');
     await w.ci.idle();
     await w.admin.mergeRequests.update(w.project.id, mr.id, { labels: [] });
-    const [report] = await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    const [report] = await w.drive(() => w.active() === 0, 'the queue to empty');
     expect(report?.items[0]).toMatchObject({
       outcome: 'dropped',
       detail: expect.stringContaining('queue automerge no longer matches'),
@@ -224,7 +253,7 @@ describe('merge queue against the sandbox', () => {
     await w.ci.idle();
     await w.processItem(early.id);
     await w.processItem(urgent.id);
-    const reports = await w.drive(() => w.store.queued().length === 0, 'the queue to empty');
+    const reports = await w.drive(() => w.active() === 0, 'the queue to empty');
     const merged = reports.flatMap((r) => r.items).filter((i) => i.outcome === 'merged');
     expect(merged.map((i) => i.itemKey)).toEqual(
       [urgent, early].map((m) => `merge_request:${w.project.id}:${m.id}`),
@@ -267,7 +296,7 @@ describe('merge queue against the sandbox', () => {
     }
     await w.ci.idle();
     await moveMaster();
-    await w.drive(() => head() === undefined, 'the merge request to leave');
+    await w.drive(() => head()?.left !== undefined, 'the merge request to leave');
     expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('opened');
     const notes = await botNotes(w, mr.id);
     expect(notes).toHaveLength(1);

@@ -39,6 +39,8 @@ export interface QueueWorld {
   /** Added to the bot's clock (the status timeout's). */
   clock: { offset: number };
   ci: SimulatedCi;
+  /** Merge requests in a queue (not those only remembered as taken out). */
+  active(): number;
   /** Pushes made by the bot's branch updater. */
   pushes: () => number;
   /** Runs the queue until `done` holds, letting the simulated CI build in between. */
@@ -154,6 +156,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     clock,
     ci,
     pushes: () => pushes,
+    active: () => store.queued().filter((entry) => !entry.left).length,
     processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
     async drive(done, what, timeoutMs = 60_000) {
       const reports: MergeQueueReport[] = [];

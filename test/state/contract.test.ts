@@ -490,6 +490,12 @@ const cases: Case[] = [
       ]);
       await store.dequeue('merge_request:3:70');
       expect(store.queued().map((q) => q.itemKey)).toEqual(['merge_request:3:80']);
+      // One taken out with a comment is kept as a memory of the head it left at.
+      const left = { ...entry, left: { at: clock.now, sha: 'c'.repeat(40), reason: 'ci/test failed' } };
+      await store.enqueue(left);
+      await store.close();
+      await store.open();
+      expect(store.queued().find((q) => q.itemKey === entry.itemKey)).toEqual(left);
     },
   ],
   [

@@ -66,6 +66,7 @@ export const queue = defineAction({
           args: {
             ...mergeRequestTarget(mr),
             iid: mr.iid,
+            sha: mr.sha!,
             project_path: mr.project.path_with_namespace,
             target_branch: mr.target_branch,
             queue: queueName,

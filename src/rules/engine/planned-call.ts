@@ -64,6 +64,8 @@ export interface CallArgs {
   /** Not an API call: the merge request goes into a merge queue of the store (docs/merge-queue.md). */
   'mergeQueue.enqueue': MergeRequestTarget & {
     iid: number;
+    /** The head evaluated: a merge request the queue took out at this head does not enter again. */
+    sha: string;
     project_path: string;
     target_branch: string;
     queue: string;

@@ -222,8 +222,10 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     if (evaluation.plan.some((planned) => planned.call.op === 'mergeQueue.enqueue')) return undefined;
     const record = evaluation.rules.find((one) => one.rule === held.rule);
     if (record && !record.applies) return undefined;
-    const why = `left the ${held.queue} queue for ${held.targetBranch}: ${withdrawalReason(evaluation, held.rule, 'queue')}`;
     await store.dequeue(itemKey);
+    // Taken out earlier with a comment: the memory of it goes, so the rule matching anew lets it in.
+    if (held.left) return undefined;
+    const why = `left the ${held.queue} queue for ${held.targetBranch}: ${withdrawalReason(evaluation, held.rule, 'queue')}`;
     log.info({ itemKey, queue: held.queue }, why);
     return why;
   }

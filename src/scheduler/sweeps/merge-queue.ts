@@ -165,14 +165,20 @@ export async function runMergeQueue(
   }
 
   /** Out with one comment saying why and how to come back. */
+  /**
+   * Out with one comment. The entry stays as a memory of `at`, the head it left at (queue-order.ts
+   * keeps it out of every queue): the rule, evaluated again on that head, does not put it back.
+   */
   async function remove(
     entry: QueueEntry,
     mr: MergeRequest,
     why: string,
+    at: string,
     statuses?: Record<string, StatusBucket>,
   ): Promise<QueueItemReport> {
     if (dryRun) return { ...base(entry), outcome: 'removed', detail: `would remove: ${why}` };
-    await store.dequeue(entry.itemKey);
+    const { pinnedSha: _pinned, targetSha: _target, testingSince: _since, ...kept } = entry;
+    await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });
     const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\`: ${why}. ${REENTER}`;
     const planned: PlannedCall = {
       action: 'comment',
@@ -267,6 +273,7 @@ export async function runMergeQueue(
         entry,
         mr,
         `${failed.map(([name]) => name).join(', ')} failed on ${short(entry.pinnedSha)} (the source branch merged with ${entry.targetBranch} at ${short(entry.targetSha)})`,
+        entry.pinnedSha!,
         statuses,
       );
     const waiting = Object.entries(statuses).filter(([, bucket]) => bucket !== 'passed');
@@ -277,6 +284,7 @@ export async function runMergeQueue(
           entry,
           mr,
           `${waiting.map(([name, bucket]) => `${name} (${bucket})`).join(', ')} did not succeed on ${short(entry.pinnedSha)} within ${Math.round(entry.statusTimeoutMs / 1000)} s`,
+          entry.pinnedSha!,
           statuses,
         );
       return {
@@ -294,6 +302,7 @@ export async function runMergeQueue(
           entry,
           mr,
           `${entry.targetBranch} moved again after ${entry.updates} update${entry.updates === 1 ? '' : 's'} of the branch (max_updates)`,
+          entry.pinnedSha!,
           statuses,
         );
       return update(entry, mr, head);
@@ -320,6 +329,7 @@ export async function runMergeQueue(
         entry,
         mr,
         `${entry.targetBranch} moved ${entry.updates} times while it was tested (max_updates)`,
+        head,
       );
     const targetUrl = await cloneUrl(entry.projectId);
     const sourceUrl =
@@ -355,6 +365,7 @@ export async function runMergeQueue(
           entry,
           mr,
           `${mr.source_branch} conflicts with ${entry.targetBranch} at ${short(outcome.targetSha)} in ${outcome.files.map((f) => `\`${f}\``).join(', ')}`,
+          head,
         );
       case 'moved':
         return drop(
@@ -368,7 +379,7 @@ export async function runMergeQueue(
           { sweep: 'merge_queue', itemKey: entry.itemKey, err: outcome.message },
           'merge queue: git refused the bot',
         );
-        return remove(entry, mr, `the bot could not update the branch (${outcome.message})`);
+        return remove(entry, mr, `the bot could not update the branch (${outcome.message})`, head);
     }
   }
 
@@ -428,7 +439,7 @@ export async function runMergeQueue(
       return { ...base(entry), outcome: 'dropped', statuses, call, detail: call.detail };
     }
     if (call.status === 'failed' && !call.retryable)
-      return remove(entry, mr, `the server refused the merge: ${call.detail}`, statuses);
+      return remove(entry, mr, `the server refused the merge: ${call.detail}`, entry.pinnedSha!, statuses);
     return {
       ...base(entry),
       outcome: 'waiting',

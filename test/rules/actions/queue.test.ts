@@ -31,6 +31,7 @@ describe('queue action', () => {
             project: 8,
             merge_request_id: 7,
             iid: 1,
+            sha: '1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c',
             project_path: 'acme/web',
             target_branch: 'master',
             queue: 'release',

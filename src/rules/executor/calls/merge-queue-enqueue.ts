@@ -2,7 +2,9 @@
  * `mergeQueue.enqueue`: Puts the merge request in its merge queue (docs/merge-queue.md). No API call:
  * the queue lives in the store, and the merge queue driver (scheduler) takes it from there. Made again
  * on every evaluation that plans it: a merge request already in that queue keeps its place (and its
- * progress), a changed priority or option is taken over; one in another queue moves.
+ * progress), a changed priority or option is taken over; one in another queue moves. One the queue
+ * took out with a comment does not enter again at the head it left at (it would loop: test, fail,
+ * enter, test...), only after a push or once the rule stopped matching and matches again.
  */
 import type { QueueEntry } from '../../../state/store.ts';
 import type { CallHandler } from '../types.ts';
@@ -14,7 +16,13 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
   freshCheck: false,
   perform: async (ctx, call) => {
     const a = call.args;
-    const held = ctx.store.queued().find((entry) => entry.itemKey === ctx.itemKey);
+    const found = ctx.store.queued().find((entry) => entry.itemKey === ctx.itemKey);
+    if (found?.left && found.left.sha === a.sha)
+      return skipped(
+        `not queued again: it left the ${found.queue} queue at ${a.sha.slice(0, 7)} (${found.left.reason}); a push, or the rule matching anew, lets it in`,
+      );
+    // Taken out at another head: a push came since, it enters at the end as new.
+    const held = found?.left ? undefined : found;
     const same =
       held !== undefined &&
       held.project === a.project_path &&
