@@ -53,6 +53,8 @@ export interface RuntimeOverrides {
   api?: { url: string; token: string };
   /** The hook secret to use instead of the config's (generated for the embedded sandbox). */
   webhookSecret?: string;
+  /** Git credentials to use instead of the config's (the embedded sandbox's demo token). */
+  git?: { username: string; password: string };
   /** How long a /readyz result is reused (tests count the API calls it makes). */
   readinessTtlMs?: number;
 }
@@ -231,7 +233,11 @@ export async function startRuntime(
       ...(reader ? { reader } : {}),
       ...(identity ? { bot: identity } : {}),
       log: log.child({ part: 'sweep' }),
-      ...gitAccessOf(config, identity?.username, (line) => gitLog.debug(line)),
+      ...gitAccessOf(
+        overrides.git ? { ...config, git: { ...config.git, ...overrides.git } } : config,
+        identity?.username,
+        (line) => gitLog.debug(line),
+      ),
     },
     sweepSettingsOf(config),
   );
