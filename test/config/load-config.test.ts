@@ -354,6 +354,7 @@ describe('loadConfig: values and where they come from', () => {
     expect(sweeps).toEqual({
       rules: { enabled: true, cron: '0 3 * * *' },
       merge_watch: { enabled: true, every: '1m' },
+      merge_queue: { enabled: true, every: '30s' },
       retries: { enabled: true, every: '1m' },
       reconcile: { enabled: false, every: '15m' },
       hook_check: { enabled: true, every: '1h' },
