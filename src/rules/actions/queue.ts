@@ -55,7 +55,9 @@ export const queue = defineAction({
   plan: (c, input) => {
     const mr = input.snapshot;
     if (mr.kind !== 'merge_request') return [];
-    const blocker = mergeBlocker(mr);
+    // A conflict with the target does not keep it out: the queue finds it when it brings the branch
+    // up, and takes it out with a comment naming the files (a silent refusal here would not).
+    const blocker = mergeBlocker({ ...mr, merge_status: 'can_be_merged' });
     if (blocker !== undefined) return blocked(blocker);
     const priority = (c.priority_labels ?? []).some((label) => mr.labels.includes(label)) ? 1 : 0;
     const queueName = c.name ?? 'default';

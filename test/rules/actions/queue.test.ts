@@ -75,6 +75,14 @@ describe('queue action', () => {
     });
   });
 
+  it('queues a merge request that conflicts with its target: the queue finds the conflict and says which files', () => {
+    const planned = runAction(
+      { queue: { statuses: ['ci/test'] } },
+      mergeRequest('mr-green', { merge_status: 'cannot_be_merged' }),
+    );
+    expect(Array.isArray(planned) && planned.length).toBe(1);
+  });
+
   it('is refused by check without statuses, with an empty list or a bad queue name', () => {
     for (const params of ['{}', '{ statuses: [] }', '{ statuses: [ci/test], name: "a b" }'])
       expect(() =>
