@@ -9,6 +9,7 @@ const FOLDERS = [
   'cli',
   'config',
   'events',
+  'git',
   'ops',
   'receiver',
   'rules',
@@ -79,6 +80,11 @@ export default tseslint.config(
               target: './src/api',
               from: others('api'),
               message: 'the API client imports nothing of the bot',
+            },
+            {
+              target: './src/git',
+              from: others('git'),
+              message: 'the git branch updater imports nothing of the bot',
             },
             {
               target: './src/state',

@@ -68,6 +68,12 @@ export function summarise(name: string, f: Figures): Summary {
         target: 'none (reported)',
         met: '',
       };
+    case 'merge-queue':
+      return {
+        result: `20 MRs green at once: at once ${f.once_20_broken} broken commits on the target, ${f.once_20_merged} merged in ${n(f.once_20_total_ms)} ms; queue ${f.queue_20_broken} broken, ${f.queue_20_merged} merged in ${n(f.queue_20_total_ms)} ms (p50 ${n(f.queue_20_p50_ms)} ms, ${f.queue_20_calls_per_merge} API calls/merge); a silent status holds it ${n(f.stuck_hold_ms)} ms (timeout ${n(f.stuck_timeout_ms)} ms)`,
+        target: 'queue: 0 broken commits; at once: > 0',
+        met: yes(Number(f.queue_20_broken) === 0 && Number(f.once_20_broken) > 0),
+      };
     default:
       return { result: f.ratio === undefined ? '' : `${f.ratio}x baseline`, target: 'none', met: '' };
   }

@@ -15,6 +15,7 @@ import {
   createSweepSet,
   scheduledSweepsOf,
   sweepSettingsOf,
+  gitAccessOf,
   type SweepSet,
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
@@ -52,6 +53,8 @@ export interface RuntimeOverrides {
   api?: { url: string; token: string };
   /** The hook secret to use instead of the config's (generated for the embedded sandbox). */
   webhookSecret?: string;
+  /** Git credentials to use instead of the config's (the embedded sandbox's demo token). */
+  git?: { username: string; password: string };
   /** How long a /readyz result is reused (tests count the API calls it makes). */
   readinessTtlMs?: number;
 }
@@ -85,6 +88,8 @@ export async function startRuntime(
   if (secret) log.addSecret(secret);
   const signatureSecret = config.webhook.signature.secret;
   if (signatureSecret) log.addSecret(signatureSecret);
+  // The merge queue's git password or token: known to the logger like the others.
+  if (config.git.password) log.addSecret(config.git.password);
 
   const store = createStoreFromConfig(config.state, {
     onCommit: ({ ms }) => metrics.stateCommit(ms / 1000),
@@ -178,7 +183,8 @@ export async function startRuntime(
         });
       },
       // From what the store recorded only: a caller never makes the bot call the API.
-      explain: (query) => findDecision(store.latestDecisions(), query),
+      explain: (query) =>
+        findDecision(store.latestDecisions(), query, { entries: store.queued(), now: Date.now() }),
       // The status page, /metrics and /explain: the Host check, then the optional basic auth.
       protect: [hostCheck(config.server.allowed_hosts), ...(auth ? [basicAuth(auth)] : [])],
       readinessTtlMs: overrides.readinessTtlMs,
@@ -195,7 +201,7 @@ export async function startRuntime(
             sweeps: Object.entries(config.scheduler.sweeps)
               .filter(([, sweep]) => sweep.enabled)
               .map(([name]) => name),
-            secrets: [token, secret, signatureSecret, statusAuth.password],
+            secrets: [token, secret, signatureSecret, statusAuth.password, config.git.password],
           }),
         );
       },
@@ -215,6 +221,8 @@ export async function startRuntime(
     throw error;
   }
 
+  // The merge queue's git commands, at debug level (redacted by the updater and again by the logger).
+  const gitLog = log.child({ part: 'git' });
   // The scheduler: sweeps reconcile what hooks missed, on the same client, rules and executor.
   const sweeps = createSweepSet(
     {
@@ -225,6 +233,11 @@ export async function startRuntime(
       ...(reader ? { reader } : {}),
       ...(identity ? { bot: identity } : {}),
       log: log.child({ part: 'sweep' }),
+      ...gitAccessOf(
+        overrides.git ? { ...config, git: { ...config.git, ...overrides.git } } : config,
+        identity?.username,
+        (line) => gitLog.debug(line),
+      ),
     },
     sweepSettingsOf(config),
   );

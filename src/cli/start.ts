@@ -67,7 +67,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     } else {
       // The embedded default. The sandbox keeps its state in data/ so the demo survives restarts.
       const { startSandbox } = await import('../sandbox/index.ts');
-      const { DEMO_TOKENS } = await import('../sandbox/index.ts');
+      const { DEMO_GIT_TOKEN, DEMO_TOKENS } = await import('../sandbox/index.ts');
       sandbox = await startSandbox({
         port: config.sandbox.port,
         host: '127.0.0.1',
@@ -81,6 +81,8 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
         {
           api: { url: sandbox.url, token: DEMO_TOKENS.hookbot },
           webhookSecret: secret,
+          // The merge queue pushes as the bot, with its personal access token.
+          git: { username: 'hookbot', password: DEMO_GIT_TOKEN },
         },
       );
       const { createClient } = await import('../api/index.ts');

@@ -94,7 +94,7 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
         );
       const counts = await transferState(from, to, clock, Object.keys(SWEEP_DEFAULTS));
       io.out(
-        `moved ${fromName} to ${toName}: ${counts.deliveries} pending deliveries, ${counts.actions} actions, ${counts.parked} parked, ${counts.watches} watches, ${counts.pausedRules} paused rules, ${counts.decisions} decisions, ${counts.schedules} sweep schedules.\n` +
+        `moved ${fromName} to ${toName}: ${counts.deliveries} pending deliveries, ${counts.actions} actions, ${counts.parked} parked, ${counts.watches} watches, ${counts.queued} queued merge requests, ${counts.pausedRules} paused rules, ${counts.decisions} decisions, ${counts.schedules} sweep schedules.\n` +
           `${fromName} is left as it was: start the bot on the new state, then remove it.\n`,
       );
       return 0;

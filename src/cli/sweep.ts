@@ -64,7 +64,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/index.ts');
   const { createSweepSet } = await import('../scheduler/index.ts');
-  const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/index.ts');
+  const { enabledSweeps, gitAccessOf, sweepSettingsOf } = await import('../scheduler/index.ts');
   const { summarise, needsAttention } = await import('../scheduler/index.ts');
   const { approve, definitionHash, pauseOf } = await import('../scheduler/index.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
@@ -99,7 +99,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     format: config.log.format,
     destination: process.stderr,
     isTty,
-    secrets: [config.api.token, config.webhook.secret],
+    secrets: [config.api.token, config.webhook.secret, config.git.password],
   });
   const dryRun = options.dryRun ?? false;
   // The state file, or the replicas' database (this run takes no delivery over: it sweeps only).
@@ -142,7 +142,16 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       freshCheck: createFreshCheck({ reader, rules: projectRules }),
     });
     const sweeps = createSweepSet(
-      { client, store, rules: projectRules, executor, reader, bot: me, log },
+      {
+        client,
+        store,
+        rules: projectRules,
+        executor,
+        reader,
+        bot: me,
+        log,
+        ...gitAccessOf(config, me.username),
+      },
       sweepSettingsOf(config),
     );
 

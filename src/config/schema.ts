@@ -54,6 +54,10 @@ export const SWEEP_DEFAULTS = {
     every: '1m',
     what: 'Merge watch: re-read the head statuses of watched merge requests and merge when they pass.',
   },
+  merge_queue: {
+    every: '30s',
+    what: 'Merge queue: bring the head of each queue up to its target, wait for its statuses, merge it (docs/merge-queue.md).',
+  },
   retries: { every: '1m', what: 'Retry actions that failed with a retryable error (backoff per action).' },
   reconcile: {
     every: '15m',
@@ -138,6 +142,38 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe("The bot user's username. Empty: read from GET /user at start.")
         .meta(meta({ example: 'hookbot' })),
     }).describe('The server hookbot automates, through its REST API v3.'),
+
+    git: section({
+      username: optionalText()
+        .describe(
+          "The git user for HTTPS (the bot user's username). Empty: the bot's username (api.bot_username or GET /user).",
+        )
+        .meta(meta({ env: 'HOOKBOT_GIT_USERNAME', example: 'hookbot' })),
+      password: optionalText()
+        .describe(
+          "The bot user's password or a personal access token, for git over HTTPS (servers of the era never take the API's private token for git; an OAuth token only fetches). Needed by the merge queue, unless ssh_key_file is set.",
+        )
+        .meta(meta({ env: 'HOOKBOT_GIT_PASSWORD', secret: true })),
+      password_file: optionalText()
+        .describe('A file holding the git password or token (a trailing newline is dropped).')
+        .meta(meta({ env: 'HOOKBOT_GIT_PASSWORD_FILE' })),
+      ssh_key_file: optionalText()
+        .describe(
+          "A private key file for git over SSH (the projects' ssh_url_to_repo) instead of HTTPS. Keep it readable by hookbot only.",
+        )
+        .meta(meta({ env: 'HOOKBOT_GIT_SSH_KEY_FILE' })),
+      ssh_known_hosts_file: optionalText()
+        .describe('A known_hosts file the server key must be in. Empty: the key is trusted on first use.')
+        .meta(meta({ env: 'HOOKBOT_GIT_SSH_KNOWN_HOSTS_FILE' })),
+      cache_dir: nonEmptyText()
+        .default('data/git-cache')
+        .describe(
+          'Bare repositories the merge queue fetches into and makes merge commits in (no working tree). A cache: safe to delete while hookbot is stopped.',
+        ),
+      timeout_ms: integer(1).default(120_000).describe('How long one git command may take.'),
+    }).describe(
+      "Git access for the merge queue (docs/merge-queue.md), which brings a source branch up to its target's head with a push.",
+    ),
 
     server: section({
       host: nonEmptyText()
@@ -280,6 +316,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       sweeps: section({
         rules: sweep('rules'),
         merge_watch: sweep('merge_watch'),
+        merge_queue: sweep('merge_queue'),
         retries: sweep('retries'),
         reconcile: sweep('reconcile'),
         hook_check: sweep('hook_check'),

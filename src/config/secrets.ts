@@ -21,6 +21,7 @@ export const SECRET_KEYS: readonly SecretKey[] = [
   { value: ['webhook', 'secret'], file: ['webhook', 'secret_file'] },
   { value: ['webhook', 'signature', 'secret'], file: ['webhook', 'signature', 'secret_file'] },
   { value: ['server', 'status_auth', 'password'], file: ['server', 'status_auth', 'password_file'] },
+  { value: ['git', 'password'], file: ['git', 'password_file'] },
 ];
 
 export interface ReadSecretsOptions {

@@ -60,6 +60,8 @@ export const REDACT_PATHS: readonly string[] = [
   'webhook.secret',
   'webhook.signature.secret',
   'server.status_auth.password',
+  'git.password',
+  'config.git.password',
   'config.api.token',
   'config.webhook.secret',
 ];

@@ -39,7 +39,11 @@ export function userOfToken(
   const given = digest(token.value);
   let found: UserRec | undefined;
   for (const user of db.data.users) {
-    const candidates = token.kind === 'private' ? [user.private_token] : user.oauth_tokens;
+    // A personal access token opens the API wherever the private token does (8.8 and later).
+    const candidates =
+      token.kind === 'private'
+        ? [user.private_token, ...(user.personal_access_tokens ?? [])]
+        : user.oauth_tokens;
     for (const candidate of candidates)
       if (timingSafeEqual(digest(candidate), given) && found === undefined) found = user;
   }

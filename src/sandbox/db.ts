@@ -21,6 +21,11 @@ export interface UserRec {
   private_token: string;
   /** OAuth access tokens: `access_token` or `Authorization: Bearer`. */
   oauth_tokens: string[];
+  /**
+   * Personal access tokens (8.8 and later): they open the API as the private token does, and git over
+   * HTTP as the password does (git-http.ts). Absent on records made before they existed.
+   */
+  personal_access_tokens?: string[];
   bio: string | null;
   location: string | null;
   messenger: string;

@@ -17,6 +17,7 @@ export interface NewUser {
   password?: string;
   is_admin?: boolean;
   private_token?: string;
+  personal_access_tokens?: string[];
   projects_limit?: number;
   can_create_group?: boolean;
   external?: boolean;
@@ -45,6 +46,7 @@ export function addUser(db: Db, input: NewUser): UserRec {
     is_admin: input.is_admin ?? false,
     private_token: input.private_token ?? newToken(),
     oauth_tokens: [],
+    ...(input.personal_access_tokens ? { personal_access_tokens: [...input.personal_access_tokens] } : {}),
     bio: input.bio ?? null,
     location: input.location ?? null,
     messenger: input.messenger ?? '',

@@ -29,6 +29,9 @@ export const DEMO_TOKENS = {
 
 export type DemoUserName = keyof typeof DEMO_TOKENS;
 
+/** The bot's personal access token in the demo: git over HTTP for the merge queue (docs/merge-queue.md). */
+export const DEMO_GIT_TOKEN = 'hookbot-demo-git-token';
+
 export interface DemoSeed {
   users: Record<DemoUserName, { id: number; username: string; token: string }>;
   projects: Record<'web' | 'helpdesk', { id: number; path_with_namespace: string }>;
@@ -213,6 +216,7 @@ export async function seedDemo(ctx: SandboxContext): Promise<DemoSeed> {
     username: 'hookbot',
     name: 'Hook Bot',
     private_token: DEMO_TOKENS.hookbot,
+    personal_access_tokens: [DEMO_GIT_TOKEN],
     bio: 'Automation: labels, merges and reminders.',
   });
   const owner = root ?? alice;

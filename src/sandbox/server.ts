@@ -14,6 +14,7 @@ import { authenticate } from './auth.ts';
 import type { SandboxContext } from './context.ts';
 import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
 import { createGitRepos } from './git.ts';
+import { registerGitHttp } from './git-http.ts';
 import { createHookDispatcher } from './hook-dispatcher.ts';
 import { HttpError } from './http.ts';
 import { routeFamilies } from './routes/index.ts';
@@ -43,7 +44,7 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-export function createSandboxApp(ctx: SandboxContext) {
+export function createSandboxApp(ctx: SandboxContext, beforeApi?: (app: express.Express) => void) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -58,6 +59,7 @@ export function createSandboxApp(ctx: SandboxContext) {
       req.url = `${pathname.slice(0, -5)}${query === undefined ? '' : `?${query}`}`;
     next();
   });
+  beforeApi?.(app);
   api.use(authenticate(ctx.db));
   for (const register of routeFamilies) register(api, ctx);
   app.use('/api/v3', api);
@@ -179,7 +181,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
   db.changed();
 
-  const app = createSandboxApp(ctx);
+  const gitWork = await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-git-'));
+  const app = createSandboxApp(ctx, (root) => registerGitHttp(root, ctx, { reposDir, workDir: gitWork }));
   // Not app.listen: express 5 calls its callback on failure too (with the error as argument), so a
   // taken port would look like a started server. The plain server rejects with Node's own error
   // (code EADDRINUSE, address, port), which the CLI turns into a message naming the port's setting.
@@ -194,6 +197,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     await ctx.hooks.close();
     await writing;
     if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
+    await rm(gitWork, { recursive: true, force: true });
     throw error;
   });
   const address = server.address() as AddressInfo;
@@ -213,6 +217,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       await ctx.hooks.close();
       await writing;
       if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
+      await rm(gitWork, { recursive: true, force: true });
     },
   };
 }

@@ -7,6 +7,7 @@
  *   await scheduler.start(); // ... await scheduler.stop();
  */
 import type { Config } from '../config/index.ts';
+import { createBranchUpdater, type GitCredentials } from '../git/index.ts';
 import type { ScheduledSweep } from './scheduler.ts';
 import { SWEEP_NAMES, type SweepSet, type SweepSettings } from './sweep-set.ts';
 import { nextRunAfter, timingOfSweep } from './timing.ts';
@@ -34,4 +35,38 @@ export function scheduledSweepsOf(config: Config, sweeps: SweepSet): ScheduledSw
     timing: timingOfSweep(config.scheduler.sweeps[name]),
     run: (options) => sweeps.run(name, options),
   }));
+}
+
+/**
+ * The merge queue's git access from `git:` (docs/configuration.md): an SSH key, or HTTPS with the
+ * username (the bot's own unless `git.username`) and a password or personal access token. Without
+ * either, no updater: queued merge requests wait and the merge queue sweep reports why.
+ */
+export function gitAccessOf(
+  config: Config,
+  botUsername: string | undefined,
+  log?: (line: string) => void,
+): { updater?: ReturnType<typeof createBranchUpdater>; gitSsh: boolean } {
+  const git = config.git;
+  let credentials: GitCredentials | undefined;
+  if (git.ssh_key_file)
+    credentials = {
+      kind: 'ssh',
+      keyFile: git.ssh_key_file,
+      ...(git.ssh_known_hosts_file ? { knownHostsFile: git.ssh_known_hosts_file } : {}),
+    };
+  else if (git.password && (git.username ?? botUsername))
+    credentials = { kind: 'https', username: (git.username ?? botUsername)!, password: git.password };
+  if (!credentials) return { gitSsh: false };
+  const username = git.username ?? botUsername ?? 'hookbot';
+  return {
+    gitSsh: credentials.kind === 'ssh',
+    updater: createBranchUpdater({
+      cacheDir: git.cache_dir,
+      credentials,
+      identity: { name: username, email: `${username}@hookbot.invalid` },
+      timeoutMs: git.timeout_ms,
+      ...(log ? { log } : {}),
+    }),
+  };
 }

@@ -4,6 +4,7 @@
  */
 import type { SweepReport } from './sweep-set.ts';
 import type { HookCheckReport } from './sweeps/hook-check.ts';
+import type { MergeQueueReport } from './sweeps/merge-queue.ts';
 import type { MergeWatchReport } from './sweeps/merge-watch.ts';
 import type { ReconcileReport } from './sweeps/reconcile.ts';
 import type { RetryReport } from './sweeps/retries.ts';
@@ -66,6 +67,14 @@ function mergeWatch(report: MergeWatchReport): string[] {
   );
 }
 
+function mergeQueue(report: MergeQueueReport): string[] {
+  if (report.items.length === 0) return ['  no merge request queued'];
+  return report.items.map(
+    (item) =>
+      `  ${item.project} ${item.queue}/${item.targetBranch} ${item.itemKey}: ${item.outcome}: ${item.detail}`,
+  );
+}
+
 function retries(report: RetryReport): string[] {
   const lines = [
     `  ${plural(report.due, 'due action')}, ${report.calls.length} tried; ${plural(report.parked, 'parked action')} in all`,
@@ -107,6 +116,9 @@ export function summarise(report: SweepReport): string {
     case 'merge_watch':
       body = mergeWatch(report);
       break;
+    case 'merge_queue':
+      body = mergeQueue(report);
+      break;
     case 'retries':
       body = retries(report);
       break;
@@ -126,6 +138,7 @@ export function needsAttention(report: SweepReport): boolean {
     case 'rules':
       return report.tripped.length > 0 || report.projects.some((project) => project.error !== undefined);
     case 'merge_watch':
+    case 'merge_queue':
       return report.counts.error > 0;
     case 'retries':
       return report.parkedNow.length > 0;

@@ -1,5 +1,5 @@
 /**
- * The five sweeps over one set of parts (client, store, rules, executor): what both the
+ * The six sweeps over one set of parts (client, store, rules, executor): what both the
  * scheduler's timers and `hookbot sweep --once` run. Each sweep is a plain async function in
  * sweeps/; this wires their dependencies once and resolves the projects they walk.
  */
@@ -10,6 +10,7 @@ import type { BreakerLimits } from './breaker.ts';
 import { sweepJobId } from './job-id.ts';
 import { runHookCheck, type HookCheckReport } from './sweeps/hook-check.ts';
 import { createListedSnapshots } from './sweeps/listed-snapshot.ts';
+import { runMergeQueue, type MergeQueueReport } from './sweeps/merge-queue.ts';
 import { runMergeWatch, type MergeWatchReport } from './sweeps/merge-watch.ts';
 import { runReconcile, type ReconcileReport } from './sweeps/reconcile.ts';
 import { runRetries, type RetryReport } from './sweeps/retries.ts';
@@ -26,6 +27,7 @@ import {
   type SnapshotReader,
 } from '../rules/index.ts';
 import type { Client } from '../api/index.ts';
+import type { BranchUpdater } from '../git/index.ts';
 
 export type { SweepName };
 
@@ -33,13 +35,14 @@ export type { SweepName };
 export const SWEEP_NAMES: readonly SweepName[] = [
   'retries',
   'merge_watch',
+  'merge_queue',
   'rules',
   'reconcile',
   'hook_check',
 ];
 
 export type SweepReport =
-  RuleSweepReport | MergeWatchReport | RetryReport | ReconcileReport | HookCheckReport;
+  RuleSweepReport | MergeWatchReport | MergeQueueReport | RetryReport | ReconcileReport | HookCheckReport;
 
 export interface SweepSetDeps {
   client: Client;
@@ -55,6 +58,10 @@ export interface SweepSetDeps {
   processItem?: ItemProcessorFn;
   now?: () => number;
   log?: SweepLog;
+  /** The merge queue's branch updater; absent: no git credentials, queued merge requests wait. */
+  updater?: BranchUpdater;
+  /** The merge queue clones over SSH (`ssh_url_to_repo`). */
+  gitSsh?: boolean;
 }
 
 export interface SweepSettings {
@@ -164,6 +171,11 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
       case 'merge_watch':
         return runMergeWatch(
           { client, store, executor, processItem, now, log },
+          { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
+        );
+      case 'merge_queue':
+        return runMergeQueue(
+          { client, store, executor, updater: deps.updater, ssh: deps.gitSsh ?? false, now, log },
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );
       case 'retries':

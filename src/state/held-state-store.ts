@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { StateError } from './errors.ts';
 import { HeldEntry } from './held-entry.ts';
-import { mutationSchema, type Mutation } from './mutations.ts';
+import { mutationSchema, queueEntrySchema, type Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import { HeldState } from './held-state.ts';
 import type {
@@ -28,6 +28,7 @@ import type {
   OutboxAction,
   PausedRule,
   PendingDelivery,
+  QueueEntry,
   StateStats,
   StateStore,
   WatchEntry,
@@ -264,6 +265,25 @@ export abstract class HeldStateStore implements StateStore {
   watched(): WatchEntry[] {
     this.assertOpen();
     return [...this.model.watches.values()];
+  }
+
+  // Merge queues
+
+  async enqueue(entry: QueueEntry): Promise<void> {
+    this.assertOpen();
+    // A copy of the known fields only, as the journal and the database will hold it.
+    await this.commit({ op: 'enqueue', entry: queueEntrySchema.parse(entry) });
+  }
+
+  async dequeue(itemKey: string): Promise<void> {
+    this.assertOpen();
+    if (this.model.queue.has(itemKey)) await this.commit({ op: 'dequeue', itemKey });
+    else await this.settled();
+  }
+
+  queued(): QueueEntry[] {
+    this.assertOpen();
+    return [...this.model.queue.values()];
   }
 
   // Schedules and approvals

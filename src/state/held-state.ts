@@ -12,7 +12,7 @@ import { HeldEntry } from './held-entry.ts';
 import type { Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import type { RawJson } from './file/sliced-json.ts';
-import type { DecisionRecord, OutboxAction, PausedRule, WatchEntry } from './store.ts';
+import type { DecisionRecord, OutboxAction, PausedRule, QueueEntry, WatchEntry } from './store.ts';
 
 export type ModelBounds = Pick<
   ResolvedStateOptions,
@@ -53,6 +53,7 @@ export class HeldState {
   /** Insertion order is parking order, so the oldest parked goes first past the bound. */
   readonly parked = new Map<string, OutboxAction>();
   readonly watches = new Map<string, WatchEntry>();
+  readonly queue = new Map<string, QueueEntry>();
   readonly nextRuns = new Map<string, ScheduleEntry>();
   readonly lastSuccess = new Map<string, number>();
   readonly paused = new Map<string, PausedRule>();
@@ -85,6 +86,7 @@ export class HeldState {
     for (const action of doc.outbox) model.outbox.set(action.id, action);
     for (const action of doc.parked) model.parked.set(action.id, action);
     for (const entry of doc.watches) model.watches.set(entry.itemKey, entry);
+    for (const entry of doc.queue) model.queue.set(entry.itemKey, entry);
     for (const entry of doc.schedules.nextRuns)
       model.nextRuns.set(scheduleKey(entry.sweep, entry.project), entry);
     for (const { sweep, at } of doc.schedules.lastSuccess) model.lastSuccess.set(sweep, at);
@@ -110,6 +112,7 @@ export class HeldState {
       outbox: [...this.outbox.values()],
       parked: [...this.parked.values()],
       watches: [...this.watches.values()],
+      queue: [...this.queue.values()],
       schedules: {
         nextRuns: [...this.nextRuns.values()],
         lastSuccess: [...this.lastSuccess].map(([sweep, at]) => ({ sweep, at })),
@@ -204,6 +207,12 @@ export class HeldState {
         break;
       case 'unwatch':
         this.watches.delete(m.itemKey);
+        break;
+      case 'enqueue':
+        this.queue.set(m.entry.itemKey, m.entry);
+        break;
+      case 'dequeue':
+        this.queue.delete(m.itemKey);
         break;
       case 'next_run':
         this.nextRuns.set(scheduleKey(m.sweep, m.project), { sweep: m.sweep, project: m.project, at: m.at });

@@ -8,3 +8,4 @@ export { createPostgresStore, describeDatabase, type PostgresStateStore } from '
 export { readLatestDecisions } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
 export { holdsAnything, transferClock, transferState } from './transfer.ts';
+export { queuePosition, queuesOf } from './queue-order.ts';

@@ -7,7 +7,14 @@
  * a new `op`; so a journal written by an older schema version replays as it is.
  */
 import { z } from 'zod';
-import type { DecisionRecord, InboxEntry, OutboxAction, PausedRule, WatchEntry } from './store.ts';
+import type {
+  DecisionRecord,
+  InboxEntry,
+  OutboxAction,
+  PausedRule,
+  QueueEntry,
+  WatchEntry,
+} from './store.ts';
 
 export type Mutation =
   | { op: 'accept'; entry: InboxEntry; expiresAt: number }
@@ -19,6 +26,8 @@ export type Mutation =
   | { op: 'park_action'; id: string; reason: string; at: number }
   | { op: 'watch'; entry: WatchEntry }
   | { op: 'unwatch'; itemKey: string }
+  | { op: 'enqueue'; entry: QueueEntry }
+  | { op: 'dequeue'; itemKey: string }
   /** `project` is '' for the sweep as a whole. */
   | { op: 'next_run'; sweep: string; project: string; at: number }
   | { op: 'last_success'; sweep: string; at: number }
@@ -60,6 +69,29 @@ export const watchEntrySchema = z.object({
   since: time,
 });
 
+export const queueEntrySchema = z.object({
+  itemKey: z.string(),
+  project: z.string(),
+  projectId: z.number().int(),
+  mrId: z.number().int(),
+  iid: z.number().int(),
+  targetBranch: z.string(),
+  queue: z.string(),
+  rule: z.string(),
+  priority: z.number(),
+  enqueuedAt: time,
+  required: z.array(z.string()),
+  statusTimeoutMs: z.number().nonnegative(),
+  maxUpdates: z.number().int().nonnegative(),
+  removeSourceBranch: z.boolean().optional(),
+  mergeCommitMessage: z.string().optional(),
+  pinnedSha: z.string().optional(),
+  targetSha: z.string().optional(),
+  testingSince: time.optional(),
+  updates: z.number().int().nonnegative(),
+  left: z.object({ at: time, sha: z.string(), reason: z.string() }).optional(),
+}) satisfies z.ZodType<QueueEntry>;
+
 export const pausedRuleSchema = z.object({ rule: z.string(), reason: z.string(), at: time });
 
 export const decisionRecordSchema = z.object({ itemKey: z.string(), at: time, decision: z.unknown() });
@@ -79,6 +111,8 @@ export const mutationSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('park_action'), id: z.string(), reason: z.string(), at: time }),
   z.object({ op: z.literal('watch'), entry: watchEntrySchema }),
   z.object({ op: z.literal('unwatch'), itemKey: z.string() }),
+  z.object({ op: z.literal('enqueue'), entry: queueEntrySchema }),
+  z.object({ op: z.literal('dequeue'), itemKey: z.string() }),
   z.object({ op: z.literal('next_run'), sweep: z.string(), project: z.string(), at: time }),
   z.object({ op: z.literal('last_success'), sweep: z.string(), at: time }),
   z.object({ op: z.literal('pause_rule'), paused: pausedRuleSchema }),

@@ -103,6 +103,47 @@ export interface WatchEntry {
   since: number;
 }
 
+/**
+ * A merge request in a merge queue (docs/merge-queue.md): one queue per project, target branch and
+ * name; ordered by `priority` (higher first), then `enqueuedAt`, then `itemKey`. The head of a queue
+ * carries its progress: the head it pushed or found up to date (`pinnedSha`), the target head that
+ * was merged in (`targetSha`), since when its statuses are awaited, and how many updates it took.
+ */
+export interface QueueEntry {
+  itemKey: string;
+  /** `namespace/project` of the target project. */
+  project: string;
+  projectId: number;
+  mrId: number;
+  iid: number;
+  targetBranch: string;
+  /** The queue's name (`default` unless the rule names one). */
+  queue: string;
+  rule: string;
+  priority: number;
+  enqueuedAt: number;
+  /** Status names that must succeed on the pinned head. */
+  required: string[];
+  statusTimeoutMs: number;
+  /** Updates of the source branch (target moved) before the merge request is taken out. */
+  maxUpdates: number;
+  removeSourceBranch?: boolean;
+  mergeCommitMessage?: string;
+  /** The tested head: pushed by the queue, or found up to date. Absent until the head is updated. */
+  pinnedSha?: string;
+  /** The target's head merged into `pinnedSha`. */
+  targetSha?: string;
+  /** When the statuses of `pinnedSha` started to be awaited. */
+  testingSince?: number;
+  updates: number;
+  /**
+   * Set when the queue took it out with a comment (a conflict, a failed or silent status...): the
+   * entry stays as a memory, outside every queue, so the same head does not enter again at once and
+   * loop; a new head (a push) or the rule matching anew (it stopped matching, then matched) lets it in.
+   */
+  left?: { at: number; sha: string; reason: string };
+}
+
 export interface PausedRule {
   rule: string;
   reason: string;
@@ -240,6 +281,13 @@ export interface StateStore {
   watch(entry: WatchEntry): Promise<void>;
   unwatch(itemKey: string): Promise<void>;
   watched(): WatchEntry[];
+
+  // Merge queues
+  /** Adds or replaces the queue entry of `entry.itemKey` (a merge request is in one queue at most). */
+  enqueue(entry: QueueEntry): Promise<void>;
+  dequeue(itemKey: string): Promise<void>;
+  /** Every queue entry, in no particular order (`queueOrder` sorts a queue). */
+  queued(): QueueEntry[];
 
   // Schedules and approvals
   /** The next run of a sweep, per project or (project undefined) for the whole sweep. */

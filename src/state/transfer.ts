@@ -16,6 +16,7 @@ export interface TransferCounts {
   actions: number;
   parked: number;
   watches: number;
+  queued: number;
   pausedRules: number;
   decisions: number;
   schedules: number;
@@ -58,6 +59,7 @@ export async function transferState(
     actions: 0,
     parked: 0,
     watches: 0,
+    queued: 0,
     pausedRules: 0,
     decisions: 0,
     schedules: 0,
@@ -100,6 +102,10 @@ export async function transferState(
     for (const entry of from.watched()) {
       await to.watch(entry);
       counts.watches++;
+    }
+    for (const entry of from.queued()) {
+      await to.enqueue(entry);
+      counts.queued++;
     }
     for (const paused of from.pausedRules()) {
       clock.at = paused.at;

@@ -5,7 +5,7 @@
 import type { DecisionView, ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import { markup, trusted, type Html, type HtmlValue } from './html.ts';
-import type { StatusData, SweepView, WatchView } from './status-data.ts';
+import type { QueueView, StatusData, SweepView, WatchView } from './status-data.ts';
 import { STATUS_CSS } from './status-style.ts';
 import { relativeText, utcText } from './time-text.ts';
 
@@ -174,6 +174,23 @@ function watchSection(data: StatusData): Html {
   return section('merge-watch', 'Merge watch', data.mergeWatch.length, rows);
 }
 
+function queueSection(data: StatusData): Html {
+  const rows = table<QueueView>(
+    data.mergeQueue,
+    [
+      { label: 'Queue', cell: (q) => markup`${q.project} <code>${q.targetBranch}</code> ${q.queue}` },
+      { label: 'Position', cell: (q) => String(q.position) },
+      {
+        label: 'Merge request',
+        cell: (q) => markup`!${q.iid}<br><small class="mono">${q.itemKey}</small>`,
+      },
+      { label: 'State', cell: (q) => q.state },
+    ],
+    'No merge request is queued.',
+  );
+  return section('merge-queue', 'Merge queue', data.mergeQueue.length, rows);
+}
+
 function parkedSection(data: StatusData): Html {
   const intro = data.parked.length
     ? markup`<p class="muted">Given up after failures that retrying cannot fix; they wait for an operator.</p>\n`
@@ -325,6 +342,7 @@ function navigation(data: StatusData): Html {
     ['deliveries', 'Deliveries'],
     ['decisions', 'Decisions'],
     ['merge-watch', `Merge watch (${data.mergeWatch.length})`],
+    ['merge-queue', `Merge queue (${data.mergeQueue.length})`],
     ['parked', `Parked (${data.parked.length})`],
     ['paused', `Paused rules (${data.pausedRules.length})`],
     ['sweeps', 'Sweeps'],
@@ -350,7 +368,7 @@ export function renderStatusPage(data: StatusData): string {
 <p class="muted">Read at ${when(data.now, data.now)} · <a href="status.json">JSON</a> · reload the page to update</p>
 ${navigation(data)}${alerts(data)}</header>
 <main>
-${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${parkedSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
+${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${queueSection(data)}${parkedSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
 </body>
 </html>
 `.toString();

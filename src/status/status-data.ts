@@ -5,6 +5,7 @@
  * one by forgetting a field; and no configuration value is read at all.
  */
 import { redactValue, secretMatcher } from '../ops/index.ts';
+import { queuePosition, queuesOf } from '../state/index.ts';
 import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
@@ -20,7 +21,8 @@ export type StatusStore = Pick<
   | 'nextRun'
   | 'lastSuccess'
   | 'stats'
->;
+> &
+  Partial<Pick<StateStore, 'queued'>>;
 
 export interface StatusSources {
   store: StatusStore;
@@ -49,6 +51,19 @@ export interface WatchView {
   since: number;
 }
 
+/** A merge request in a merge queue (docs/merge-queue.md), in queue order. */
+export interface QueueView {
+  itemKey: string;
+  project: string;
+  iid: number;
+  targetBranch: string;
+  queue: string;
+  /** 1 for the head of its queue. */
+  position: number;
+  /** `position 2 of 4 ...; waiting for ci/test on 3f2a1c9`. */
+  state: string;
+}
+
 export interface SweepView {
   name: string;
   nextRun?: number;
@@ -66,6 +81,7 @@ export interface StatusData {
   };
   decisions: DecisionView[];
   mergeWatch: WatchView[];
+  mergeQueue: QueueView[];
   parked: ParkedView[];
   pausedRules: { rule: string; reason: string; at: number }[];
   sweeps: SweepView[];
@@ -122,6 +138,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
         since,
       }))
       .sort((a, b) => a.since - b.since),
+    mergeQueue: queueViews(store.queued?.() ?? [], now),
     parked: store.listParked().map(parkedView),
     pausedRules: store.pausedRules().map(({ rule, reason, at }) => ({ rule, reason, at })),
     sweeps: sources.sweeps.map((name) => {
@@ -140,4 +157,18 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
   // redactValue copies (the store's own objects, read-only per state/store.ts, are never changed) and
   // keeps the shape: strings stay strings, and no key of StatusData is secret-named, so the cast holds.
   return redactValue(data, secretMatcher(secrets)) as StatusData;
+}
+
+function queueViews(entries: ReturnType<StateStore['queued']>, now: number): QueueView[] {
+  return [...queuesOf(entries).values()].flatMap((group) =>
+    group.map((entry, index) => ({
+      itemKey: entry.itemKey,
+      project: entry.project,
+      iid: entry.iid,
+      targetBranch: entry.targetBranch,
+      queue: entry.queue,
+      position: index + 1,
+      state: queuePosition(entries, entry.itemKey, now) ?? '',
+    })),
+  );
 }

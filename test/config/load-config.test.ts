@@ -354,6 +354,7 @@ describe('loadConfig: values and where they come from', () => {
     expect(sweeps).toEqual({
       rules: { enabled: true, cron: '0 3 * * *' },
       merge_watch: { enabled: true, every: '1m' },
+      merge_queue: { enabled: true, every: '30s' },
       retries: { enabled: true, every: '1m' },
       reconcile: { enabled: false, every: '15m' },
       hook_check: { enabled: true, every: '1h' },
@@ -432,6 +433,34 @@ describe('loadConfig: secrets from files', () => {
       path: join(dir, 'secret'),
       setBy: { from: 'env', name: 'HOOKBOT_WEBHOOK_SECRET_FILE' },
     });
+  });
+
+  it("the merge queue's git password: HOOKBOT_GIT_PASSWORD, or HOOKBOT_GIT_PASSWORD_FILE; the other git keys from their variables", () => {
+    const dir = tempDir();
+    const fromFile = expectOk(
+      loadIn(dir, {
+        yaml: SERVER,
+        files: { 'git-password': 'git-pat-0001\n' },
+        env: {
+          ...SECRETS,
+          HOOKBOT_GIT_PASSWORD_FILE: 'git-password',
+          HOOKBOT_GIT_USERNAME: 'hookbot',
+          HOOKBOT_GIT_SSH_KNOWN_HOSTS_FILE: '/etc/ssh/known',
+        },
+      }),
+    );
+    expect(fromFile.config.git).toMatchObject({
+      username: 'hookbot',
+      password: 'git-pat-0001',
+      ssh_known_hosts_file: '/etc/ssh/known',
+      cache_dir: 'data/git-cache',
+      timeout_ms: 120_000,
+    });
+    expect(fromFile.sources['git.password']).toMatchObject({ from: 'secret_file' });
+    const fromEnv = expectOk(
+      loadIn(dir, { yaml: SERVER, env: { ...SECRETS, HOOKBOT_GIT_PASSWORD: 'git-pw-2' } }),
+    );
+    expect(fromEnv.config.git.password).toBe('git-pw-2');
   });
 
   it('the signature secret and the status page password', () => {

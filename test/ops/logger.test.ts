@@ -19,6 +19,8 @@ const UNREGISTERED = [
   'hdr-nested-4',
   'binding-secret-5',
   'binding-secret-6',
+  'git-password-7',
+  'git-password-8',
 ];
 
 /** A destination that keeps every line written to it. */
@@ -93,6 +95,13 @@ describe('createLogger: redaction', () => {
           .child({ token: 'binding-secret-5', note: `with ${API_TOKEN}` })
           .child({ ctx: { auth: { password: 'binding-secret-6' } } })
           .info('bound'),
+    },
+    {
+      name: "the merge queue's git password: the config key, and git's output carrying it in a URL",
+      write: (log) => {
+        log.info({ config: { git: { password: 'git-password-7' } } }, 'configured');
+        log.warn({ err: 'fatal: unable to access https://bot:git-password-8@git.test/acme/web.git/' }, 'git');
+      },
     },
     {
       name: 'a secret added after a child was made',

@@ -47,6 +47,7 @@ export const DELIVERY_ONLY_CONFIG = [
   '    reconcile: { enabled: false }',
   '    rules: { enabled: false }',
   '    merge_watch: { enabled: false }',
+  '    merge_queue: { enabled: false }',
   '    hook_check: { enabled: false }',
   '',
 ].join('\n');

@@ -86,6 +86,7 @@ export async function secretsScenario(sizes: Sizes): Promise<ScenarioResult> {
         '    reconcile: { enabled: false }',
         '    rules: { enabled: false }',
         '    merge_watch: { enabled: false }',
+        '    merge_queue: { enabled: false }',
         '    hook_check: { enabled: false }',
         '',
       ].join('\n'),

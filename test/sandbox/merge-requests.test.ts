@@ -629,7 +629,10 @@ describe('sandbox merge requests', () => {
       await status(old, 'mwbs-4', 'pending');
       await w.developer.as('PUT', `${mrs()}/${mr.id}/merge`, { body: { merge_when_build_succeeds: true } });
       const current = (await commit('mwbs-4', 'more.txt', 'more\n', 'More')).id;
+      // A push to the source branch disarms it (8.3 on); it must be accepted again for the new head.
+      expect(await get(mr.id)).toMatchObject({ state: 'opened', merge_when_build_succeeds: false });
       await status(current, 'mwbs-4', 'pending');
+      await w.developer.as('PUT', `${mrs()}/${mr.id}/merge`, { body: { merge_when_build_succeeds: true } });
       await status(old, 'mwbs-4', 'success');
       expect(await get(mr.id)).toMatchObject({ state: 'opened', merge_when_build_succeeds: true });
       await status(current, 'mwbs-4', 'success');

@@ -444,6 +444,61 @@ const cases: Case[] = [
     },
   ],
   [
+    'enqueue adds or replaces the queue entry of an item; dequeue removes it; both outlive a reopen',
+    {},
+    async ({ store, clock }) => {
+      const entry = {
+        itemKey: 'merge_request:3:70',
+        project: 'acme/web',
+        projectId: 3,
+        mrId: 70,
+        iid: 7,
+        targetBranch: 'master',
+        queue: 'default',
+        rule: 'queue-green',
+        priority: 0,
+        enqueuedAt: clock.now,
+        required: ['ci/test'],
+        statusTimeoutMs: 60_000,
+        maxUpdates: 3,
+        updates: 0,
+      };
+      await store.enqueue(entry);
+      await store.enqueue({ ...entry, itemKey: 'merge_request:3:80', mrId: 80, iid: 8, priority: 1 });
+      const head = {
+        ...entry,
+        pinnedSha: 'a'.repeat(40),
+        targetSha: 'b'.repeat(40),
+        testingSince: clock.now,
+        updates: 1,
+      };
+      await store.enqueue(head);
+      // Fields the entry does not know are not kept.
+      await store.enqueue({ ...entry, itemKey: 'merge_request:3:90', mrId: 90, extra: 'x' } as typeof entry);
+      await store.dequeue('merge_request:3:90');
+      await store.dequeue('merge_request:3:404');
+      const sorted = () => store.queued().sort((a, b) => a.itemKey.localeCompare(b.itemKey));
+      expect(sorted()).toEqual([
+        head,
+        { ...entry, itemKey: 'merge_request:3:80', mrId: 80, iid: 8, priority: 1 },
+      ]);
+      await store.close();
+      await store.open();
+      expect(sorted()).toEqual([
+        head,
+        { ...entry, itemKey: 'merge_request:3:80', mrId: 80, iid: 8, priority: 1 },
+      ]);
+      await store.dequeue('merge_request:3:70');
+      expect(store.queued().map((q) => q.itemKey)).toEqual(['merge_request:3:80']);
+      // One taken out with a comment is kept as a memory of the head it left at.
+      const left = { ...entry, left: { at: clock.now, sha: 'c'.repeat(40), reason: 'ci/test failed' } };
+      await store.enqueue(left);
+      await store.close();
+      await store.open();
+      expect(store.queued().find((q) => q.itemKey === entry.itemKey)).toEqual(left);
+    },
+  ],
+  [
     'nextRun is kept per sweep and project, apart from the sweep-wide time',
     {},
     async ({ store }) => {

@@ -140,6 +140,37 @@ export async function filledStore(): Promise<StateStore> {
     required: ['ci/build', 'ci/test'],
     since: NOW - 20 * MINUTE,
   });
+  // A merge queue of two: the head tested at HEAD_SHA for 5 minutes, the other behind it.
+  const queued = {
+    project: 'acme/web',
+    projectId: 5,
+    targetBranch: 'master',
+    queue: 'default',
+    rule: 'queue-green',
+    priority: 0,
+    required: ['ci/test'],
+    statusTimeoutMs: 30 * MINUTE,
+    maxUpdates: 3,
+    updates: 1,
+  };
+  await store.enqueue({
+    ...queued,
+    itemKey: 'merge_request:5:50',
+    mrId: 50,
+    iid: 9,
+    enqueuedAt: NOW - 10 * MINUTE,
+    pinnedSha: HEAD_SHA,
+    targetSha: 'b'.repeat(40),
+    testingSince: NOW - 5 * MINUTE,
+  });
+  await store.enqueue({
+    ...queued,
+    itemKey: 'merge_request:5:51',
+    mrId: 51,
+    iid: 10,
+    enqueuedAt: NOW - 9 * MINUTE,
+    updates: 0,
+  });
   await store.putAction({
     id: 'act-2',
     itemKey: 'merge_request:5:43',

@@ -93,6 +93,17 @@ describe('GET /status: every section shows what the store holds', () => {
       ],
     },
     {
+      name: 'merge queue: each queue in order, with where each merge request stands',
+      id: 'merge-queue',
+      shows: [
+        '!9',
+        '!10',
+        'merge_request:5:50',
+        'position 1 of 2 in the default queue for master; waiting for ci/test on 4f2e9c1 (timeout in 1500 s)',
+        'position 2 of 2 in the default queue for master; waiting for acme/web!9 ahead',
+      ],
+    },
+    {
       name: 'parked actions with their reason',
       id: 'parked',
       shows: [

@@ -8,6 +8,7 @@ import { label } from './label.ts';
 import { merge } from './merge.ts';
 import { mergeWhenBuildSucceeds } from './merge-when-build-succeeds.ts';
 import { move } from './move.ts';
+import { queue } from './queue.ts';
 import { reopen } from './reopen.ts';
 import { status } from './status.ts';
 import { subscribe } from './subscribe.ts';
@@ -25,6 +26,7 @@ export const actionDefinitions: readonly AnyActionDefinition[] = [
   status,
   merge,
   mergeWhenBuildSucceeds,
+  queue,
   cancelMerge,
   subscribe,
   unsubscribe,

@@ -61,6 +61,22 @@ export interface CallArgs {
     should_remove_source_branch?: boolean;
   };
   'mergeRequests.cancelMergeWhenBuildSucceeds': MergeRequestTarget;
+  /** Not an API call: the merge request goes into a merge queue of the store (docs/merge-queue.md). */
+  'mergeQueue.enqueue': MergeRequestTarget & {
+    iid: number;
+    /** The head evaluated: a merge request the queue took out at this head does not enter again. */
+    sha: string;
+    project_path: string;
+    target_branch: string;
+    queue: string;
+    /** Higher goes first. */
+    priority: number;
+    required: string[];
+    status_timeout_ms: number;
+    max_updates: number;
+    should_remove_source_branch?: boolean;
+    merge_commit_message?: string;
+  };
 }
 
 export type Op = keyof CallArgs;

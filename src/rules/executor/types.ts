@@ -31,6 +31,8 @@ export type ExecutorStore = Pick<
   | 'parkAction'
   | 'watch'
   | 'unwatch'
+  | 'enqueue'
+  | 'queued'
 >;
 
 export interface ExecutorLog {
@@ -80,8 +82,11 @@ export interface StoredCall {
    * Absent in records of older versions: every event rule applies then.
    */
   trigger?: Trigger;
-  /** A merge the merge watch makes for an armed merge request (no rule plans it as such). */
-  origin?: 'merge_watch';
+  /**
+   * A merge the merge watch makes for an armed merge request, or the merge queue for the tested head
+   * of a queue (no rule plans either as such).
+   */
+  origin?: 'merge_watch' | 'merge_queue';
 }
 
 /** What a handler needs besides the call. */

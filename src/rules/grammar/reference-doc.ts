@@ -198,6 +198,7 @@ export function renderRulesDoc(): string {
     '- A retry re-evaluates first: the item is read afresh and evaluated with the rules in force now, under the event that planned the action; the action is sent again only if that fresh plan still holds it (the same call: same rule, same pinned head, same arguments), otherwise it is withdrawn.',
     '- `merge`, `move`, `merge_when_build_succeeds` and `cancel_merge_when_build_succeeds` are re-evaluated on a fresh read immediately before the call, besides pinning the head commit. A merge the merge watch makes (the rule armed merge-when-build-succeeds while its statuses were pending) goes ahead only while every condition of the rule but those pending statuses still holds, the head is the pinned one and every required status has passed.',
     '- Rules reloaded without a rule: its pending actions are withdrawn.',
+    "- A merge request in a merge queue leaves it at once when its rule applies to an event and no longer plans `queue`; the queue's merge goes ahead only while the rule still holds on a fresh read (its `statuses` conditions aside), the head is the one the queue tested and every required status passed on it. See [merge-queue.md](merge-queue.md).",
     '',
     '## Conditions',
     '',

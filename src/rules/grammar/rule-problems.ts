@@ -212,6 +212,15 @@ function unsafeMerges(placed: PlacedRule): Problem[] {
           'add - statuses: { required: [ci/build], state: pending }',
         ),
       );
+    if (name === 'queue' && guarantees.some((g) => g.kind === 'statuses'))
+      problems.push(
+        problemAt(
+          placed,
+          ['do', index],
+          `rule "${placed.spec.name}" queues with a statuses condition: each time the queue pushes an updated head its statuses are pending, the rule stops matching and the merge request leaves the queue`,
+          'drop the statuses condition and name the statuses in the action: queue: { statuses: [ci/test] }',
+        ),
+      );
   });
   return problems;
 }

@@ -8,7 +8,8 @@
  * paths use). When it is both (`#4` is one item, id 4 another), the iid wins and the answer says
  * which other item the global id is.
  */
-import type { DecisionRecord } from '../../state/index.ts';
+import { queuePosition } from '../../state/index.ts';
+import type { DecisionRecord, QueueEntry } from '../../state/index.ts';
 
 export type ExplainKind = 'issue' | 'merge_request';
 
@@ -75,8 +76,25 @@ export function itemName(query: ExplainQuery): string {
   return `${kindName(query.kind)} ${query.number} of ${project}`;
 }
 
-/** `records`: the latest decision of each item the store keeps. */
-export function findDecision(records: readonly DecisionRecord[], query: ExplainQuery): ExplainAnswer {
+/**
+ * `records`: the latest decision of each item the store keeps. `queue`: the store's merge queue
+ * entries; a queued merge request's answer starts with where it stands (`merge queue: position 2 of
+ * 4 ...; waiting for ci/test on 3f2a1c9`).
+ */
+export function findDecision(
+  records: readonly DecisionRecord[],
+  query: ExplainQuery,
+  queue?: { entries: readonly QueueEntry[]; now: number },
+): ExplainAnswer {
+  const answer = findRecorded(records, query);
+  if (!answer.found || !queue) return answer;
+  const position = queuePosition(queue.entries, answer.record.itemKey, queue.now);
+  if (!position) return answer;
+  const note = `merge queue: ${position}`;
+  return { ...answer, note: answer.note ? `${note}\n${answer.note}` : note };
+}
+
+function findRecorded(records: readonly DecisionRecord[], query: ExplainQuery): ExplainAnswer {
   const byProjectId = /^\d+$/.test(query.project);
   const wantedPath = query.project.toLowerCase();
   const candidates = records

@@ -6,6 +6,10 @@
  * head, same arguments). Otherwise the action is withdrawn, with the reason in words
  * ("withdrawn: automerge no longer matches (labels include automerge seen [bug])").
  *
+ * A merge the merge queue makes (docs/merge-queue.md) is judged the same way, every `statuses`
+ * condition waived: the rule that queued it must still apply and hold, the head be the one the queue
+ * pinned, and every required status of the queue passed on it.
+ *
  * A merge the merge watch makes is planned by no rule as such: the rule armed
  * merge-when-build-succeeds while its statuses were pending, and the watch merges once they have
  * passed. For it, the rule must still apply and every one of its conditions must still hold on the
@@ -92,14 +96,18 @@ export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
     if (!snapshot) return { planned: false, reason: 'the item is gone (404)' };
     const evaluation = evaluate(set, snapshot, { now: now() });
 
-    if (stored.origin === 'merge_watch') {
+    if (stored.origin === 'merge_watch' || stored.origin === 'merge_queue') {
+      // The watch waited for pending statuses to pass; the queue tests a head of its own making, so
+      // no `statuses` condition of the rule is judged (the queue checks its required statuses below).
+      const waivedState = stored.origin === 'merge_watch' ? 'pending' : undefined;
       const record = evaluation.rules.find((one) => one.rule === rule);
       if (!record?.applies) return { planned: false, reason: withdrawalReason(evaluation, rule, call.op) };
       const blocking = record.conditions.findIndex(
         (result, index) =>
           !result.ok &&
           !(compiled.conditions[index]?.guarantees ?? []).some(
-            (guarantee) => guarantee.kind === 'statuses' && guarantee.state === 'pending',
+            (guarantee) =>
+              guarantee.kind === 'statuses' && (waivedState === undefined || guarantee.state === waivedState),
           ),
       );
       if (blocking >= 0)

@@ -16,7 +16,7 @@ import { evaluate, type Evaluation } from '../engine/engine.ts';
 import { itemKeyOf } from '../executor/ids.ts';
 import type { ExecutorLog } from '../executor/types.ts';
 import type { CallReport, ExecutionReport, Executor, StoredCall } from '../executor/executor.ts';
-import { ANY_EVENT, itemAddressOf } from './fresh-check.ts';
+import { ANY_EVENT, itemAddressOf, withdrawalReason } from './fresh-check.ts';
 import { canonicalJson } from '../executor/ids.ts';
 import { withdrawUnplanned } from './withdraw.ts';
 import { explainText } from '../engine/explain.ts';
@@ -38,7 +38,8 @@ export interface ItemProcessorOptions {
   /** Reads items (used to build the default reader). */
   client: SnapshotClient;
   /** Decisions are recorded; the outbox is read to withdraw what the latest evaluation no longer plans. */
-  store: Pick<StateStore, 'recordDecision'> & Partial<Pick<StateStore, 'dueActions' | 'listParked'>>;
+  store: Pick<StateStore, 'recordDecision'> &
+    Partial<Pick<StateStore, 'dueActions' | 'listParked' | 'queued' | 'dequeue'>>;
   rules: ProjectRules;
   executor: Executor;
   reader?: SnapshotReader;
@@ -57,6 +58,8 @@ export interface Decision {
   execution: ExecutionReport;
   /** The first round, when a merge found the head moved and the item was evaluated again. */
   superseded?: { reason: string; item: Evaluation['item']; at: string; execution: ExecutionReport };
+  /** Set when this evaluation took the item out of its merge queue: why (docs/merge-queue.md). */
+  leftQueue?: string;
   /** The whole decision in words: conditions, verdicts, plan, and each call's outcome. */
   text: string;
 }
@@ -90,6 +93,7 @@ const shortHead = (sha: string | null | undefined): string => sha?.slice(0, 8) ?
 
 export function decisionText(decision: Omit<Decision, 'text'>): string {
   const lines = [explainText(decision.evaluation), '', ...executionLines(decision.execution)];
+  if (decision.leftQueue) lines.push('', `merge queue: ${decision.leftQueue}`);
   if (decision.superseded) {
     const first = decision.superseded;
     lines.push(
@@ -184,6 +188,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
         execution.counts = { ...execution.counts, withdrawn: execution.counts.withdrawn + withdrawn.length };
       }
     }
+    const leftQueue = executor.dryRun ? undefined : await leaveQueue(itemKey, evaluation);
     const decision: Omit<Decision, 'text'> = {
       itemKey,
       at: new Date(now()).toISOString(),
@@ -191,6 +196,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       evaluation,
       execution,
       ...(superseded ? { superseded } : {}),
+      ...(leftQueue ? { leftQueue } : {}),
     };
     await store.recordDecision(itemKey, { ...decision, text: decisionText(decision) });
     log.info(
@@ -203,6 +209,25 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       'item evaluated',
     );
     return execution;
+  }
+
+  /**
+   * A queued merge request leaves its queue at once when the rule that queued it applied to this
+   * event and no longer plans the queue (it stopped matching: relabelled, closed, work in progress),
+   * or is gone from the rules. An event the rule does not listen to says nothing.
+   */
+  async function leaveQueue(itemKey: string, evaluation: Evaluation): Promise<string | undefined> {
+    const held = store.queued?.().find((entry) => entry.itemKey === itemKey);
+    if (!held || !store.dequeue) return undefined;
+    if (evaluation.plan.some((planned) => planned.call.op === 'mergeQueue.enqueue')) return undefined;
+    const record = evaluation.rules.find((one) => one.rule === held.rule);
+    if (record && !record.applies) return undefined;
+    await store.dequeue(itemKey);
+    // Taken out earlier with a comment: the memory of it goes, so the rule matching anew lets it in.
+    if (held.left) return undefined;
+    const why = `left the ${held.queue} queue for ${held.targetBranch}: ${withdrawalReason(evaluation, held.rule, 'queue')}`;
+    log.info({ itemKey, queue: held.queue }, why);
+    return why;
   }
 
   const processItem: ItemProcessorFn & { retry: ItemRetryFn } = Object.assign(

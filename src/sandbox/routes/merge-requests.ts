@@ -334,6 +334,13 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       if (!fromIt && !intoIt) continue;
       await refreshMergeStatus(mr);
       if (!fromIt || push.after === NULL_SHA) continue;
+      // Real servers (8.3 on, `RefreshService#reset_merge_when_build_succeeds`): a push to the source
+      // branch disarms merge-when-build-succeeds, quietly; whoever wants it must accept again.
+      if (mr.merge_when_build_succeeds) {
+        mr.merge_when_build_succeeds = false;
+        mr.merge_user_id = null;
+        mr.merge_params = {};
+      }
       const project = projectById(mr.project_id)!;
       const { commits } =
         push.before === NULL_SHA

@@ -9,6 +9,7 @@ import {
   inboxEntrySchema,
   outboxActionSchema,
   pausedRuleSchema,
+  queueEntrySchema,
   watchEntrySchema,
 } from '../mutations.ts';
 
@@ -49,6 +50,8 @@ export const stateDocumentSchema = z.object({
   /** Actions given up on, oldest parked first. */
   parked: z.array(outboxActionSchema),
   watches: z.array(watchEntrySchema),
+  /** Merge queue entries. Absent in documents written before merge queues existed: none. */
+  queue: z.array(queueEntrySchema).default([]),
   schedules: z.object({
     /** `project` '' stands for the sweep as a whole. */
     nextRuns: z.array(z.object({ sweep: z.string(), project: z.string(), at: z.number() })),
@@ -78,6 +81,7 @@ export function emptyDocument(): StateDocument {
     outbox: [],
     parked: [],
     watches: [],
+    queue: [],
     schedules: { nextRuns: [], lastSuccess: [] },
     pausedRules: [],
     decisions: { latest: [], recent: [] },

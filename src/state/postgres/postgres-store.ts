@@ -42,6 +42,7 @@ import type {
   ReplicaView,
   StateStats,
   StateStore,
+  QueueEntry,
   WatchEntry,
 } from '../store.ts';
 import { SCHEMA_VERSION as DOCUMENT_VERSION } from '../file/document.ts';
@@ -489,6 +490,16 @@ class PostgresStore extends HeldStateStore implements Fleet {
       case 'unwatch':
         this.#touch('watches', m.itemKey);
         return () => q('DELETE FROM hookbot_watches WHERE item_key = $1', [m.itemKey]);
+      case 'enqueue':
+        this.#touch('queue', m.entry.itemKey);
+        return () =>
+          q(
+            'INSERT INTO hookbot_queue (item_key, entry) VALUES ($1, $2) ON CONFLICT (item_key) DO UPDATE SET entry = excluded.entry',
+            [m.entry.itemKey, JSON.stringify(m.entry)],
+          );
+      case 'dequeue':
+        this.#touch('queue', m.itemKey);
+        return () => q('DELETE FROM hookbot_queue WHERE item_key = $1', [m.itemKey]);
       case 'next_run':
         this.#touch('nextRuns', JSON.stringify([m.sweep, m.project]));
         return () =>
@@ -726,7 +737,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
     const touched = new Set<string>();
     this.#touched = touched;
     try {
-      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent] = await Promise.all([
+      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue] = await Promise.all([
         this.#query<{ action: string; parked_seq: string | null }>(
           'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
         ),
@@ -744,6 +755,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
           'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
           [this.options.recentDecisions],
         ),
+        this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
       ]);
       const actions = outbox.rows.map((r) => ({
         action: JSON.parse(r.action) as OutboxAction,
@@ -761,6 +773,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
             .sort((a, b) => (a.parkedSeq ?? 0) - (b.parkedSeq ?? 0))
             .map((a) => a.action),
           watches: watches.rows.map((r) => JSON.parse(r.entry) as WatchEntry),
+          queue: queue.rows.map((r) => JSON.parse(r.entry) as QueueEntry),
           schedules: {
             nextRuns: nextRuns.rows.map((r) => ({ sweep: r.sweep, project: r.project, at: Number(r.at) })),
             lastSuccess: lastSuccess.rows.map((r) => ({ sweep: r.sweep, at: Number(r.at) })),
@@ -810,6 +823,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
       if (parked !== undefined) view.parked.set(id, parked);
     }
     merge('watches', view.watches, loaded.watches);
+    merge('queue', view.queue, loaded.queue);
     merge('nextRuns', view.nextRuns, loaded.nextRuns);
     merge('lastSuccess', view.lastSuccess, loaded.lastSuccess);
     merge('paused', view.paused, loaded.paused);

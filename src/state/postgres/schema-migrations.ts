@@ -14,7 +14,7 @@ import type { PoolClient } from 'pg';
 import { StateError } from '../errors.ts';
 
 /** Bump with a new step at the end of `steps`. */
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 
 /** `steps[i]` brings the schema from version i to i + 1. Never change a released step. */
 const steps: readonly string[] = [
@@ -96,6 +96,14 @@ const steps: readonly string[] = [
     started_at timestamptz NOT NULL,
     seen_at timestamptz NOT NULL,
     stopped_at timestamptz
+  );
+  `,
+  // 2: merge queues (docs/merge-queue.md), one row per merge request in a queue.
+  `
+  CREATE TABLE hookbot_queue (
+    item_key text PRIMARY KEY,
+    seq bigserial NOT NULL,
+    entry text NOT NULL
   );
   `,
 ];

@@ -128,6 +128,37 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, several replicas', () => 
     await a.refresh();
     expect(a.pausedRules()).toEqual([]);
   });
+
+  it("a merge queue entry one replica writes, with the head's progress, another sees and can take out", async () => {
+    const shared = schema();
+    const a = await replica('a', shared);
+    const b = await replica('b', shared);
+    const entry = {
+      itemKey: 'merge_request:3:70',
+      project: 'acme/web',
+      projectId: 3,
+      mrId: 70,
+      iid: 7,
+      targetBranch: 'master',
+      queue: 'default',
+      rule: 'q',
+      priority: 0,
+      enqueuedAt: 5,
+      required: ['ci/test'],
+      statusTimeoutMs: 60_000,
+      maxUpdates: 3,
+      pinnedSha: 'a'.repeat(40),
+      targetSha: 'b'.repeat(40),
+      testingSince: 6,
+      updates: 1,
+    };
+    await a.enqueue(entry);
+    await b.refresh();
+    expect(b.queued()).toEqual([entry]);
+    await b.dequeue(entry.itemKey);
+    await a.refresh();
+    expect(a.queued()).toEqual([]);
+  });
 });
 
 describe.skipIf(!postgresAvailable)('PostgreSQL store, schema versions', () => {

@@ -22,6 +22,7 @@ import { statusesCreate } from './statuses-create.ts';
 import { mergeRequestsMerge } from './merge-requests-merge.ts';
 import { mergeRequestsMergeWhenBuildSucceeds } from './merge-requests-merge-when-build-succeeds.ts';
 import { mergeRequestsCancelMergeWhenBuildSucceeds } from './merge-requests-cancel-merge-when-build-succeeds.ts';
+import { mergeQueueEnqueue } from './merge-queue-enqueue.ts';
 
 const HANDLERS: { [K in Op]: CallHandler<K> } = {
   'issues.update': issuesUpdate,
@@ -39,6 +40,7 @@ const HANDLERS: { [K in Op]: CallHandler<K> } = {
   'mergeRequests.merge': mergeRequestsMerge,
   'mergeRequests.mergeWhenBuildSucceeds': mergeRequestsMergeWhenBuildSucceeds,
   'mergeRequests.cancelMergeWhenBuildSucceeds': mergeRequestsCancelMergeWhenBuildSucceeds,
+  'mergeQueue.enqueue': mergeQueueEnqueue,
 };
 
 /** The handler of a call's kind (typed for that kind). */

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { parseDuration } from '../../time/index.ts';
+import { defineAction } from '../engine/define-action.ts';
+import { durationSchema, labelListSchema, templateSchema } from '../engine/param-schemas.ts';
+import { blocked, mergeRequestTarget } from '../engine/planned-call.ts';
+import { compileTemplate } from '../engine/template.ts';
+import { mergeBlocker } from './merge-safety.ts';
+
+/** What a queue waits for a status unless the rule says: long enough for most CI, never forever. */
+export const DEFAULT_STATUS_TIMEOUT = '1h';
+export const DEFAULT_MAX_UPDATES = 3;
+
+export const queue = defineAction({
+  name: 'queue',
+  summary:
+    "Puts the merge request in a merge queue for its target branch instead of merging it at once ([merge-queue.md](merge-queue.md)): one at a time, the head of the queue has its source branch brought up to the target's head (a merge commit pushed with git), its required statuses awaited on that very commit, and is merged pinned to it. Taken out, with one comment, on a conflict, a failed status or a status that never reports; at once when someone pushes, it is closed, or this rule no longer matches.",
+  example: { statuses: ['ci/test'], priority_labels: ['urgent'], status_timeout: '30m' },
+  params: z.strictObject({
+    statuses: z.array(z.string().min(1)).min(1).meta({
+      description: 'status names that must succeed on the tested head (the merged-up source branch)',
+    }),
+    name: z
+      .string()
+      .regex(/^[\w.-]+$/, { message: 'a queue name is letters, digits, ".", "_" and "-"' })
+      .optional()
+      .meta({ description: 'the queue, per target branch; default `default`' }),
+    priority_labels: labelListSchema
+      .optional()
+      .meta({ description: 'merge requests carrying any of these labels go before the others' }),
+    status_timeout: durationSchema.optional().meta({
+      description: `how long the tested head may wait for its statuses; default ${DEFAULT_STATUS_TIMEOUT}`,
+    }),
+    max_updates: z
+      .number()
+      .int()
+      .min(1)
+      .max(20)
+      .optional()
+      .meta({
+        description: `how many times the source branch is brought up to a target that moved before the merge request is taken out; default ${DEFAULT_MAX_UPDATES}`,
+      }),
+    remove_source_branch: z.boolean().optional(),
+    message: templateSchema
+      .optional()
+      .meta({ description: 'the merge commit message (placeholders allowed)' }),
+  }),
+  itemKinds: ['merge_request'],
+  describe: (p) =>
+    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}`,
+  compile: (p) => ({
+    ...p,
+    timeoutMs: parseDuration(p.status_timeout ?? DEFAULT_STATUS_TIMEOUT),
+    template: p.message === undefined ? undefined : compileTemplate(p.message),
+  }),
+  plan: (c, input) => {
+    const mr = input.snapshot;
+    if (mr.kind !== 'merge_request') return [];
+    // A conflict with the target does not keep it out: the queue finds it when it brings the branch
+    // up, and takes it out with a comment naming the files (a silent refusal here would not).
+    const blocker = mergeBlocker({ ...mr, merge_status: 'can_be_merged' });
+    if (blocker !== undefined) return blocked(blocker);
+    const priority = (c.priority_labels ?? []).some((label) => mr.labels.includes(label)) ? 1 : 0;
+    const queueName = c.name ?? 'default';
+    return [
+      {
+        call: {
+          op: 'mergeQueue.enqueue',
+          args: {
+            ...mergeRequestTarget(mr),
+            iid: mr.iid,
+            sha: mr.sha!,
+            project_path: mr.project.path_with_namespace,
+            target_branch: mr.target_branch,
+            queue: queueName,
+            priority,
+            required: [...c.statuses],
+            status_timeout_ms: c.timeoutMs,
+            max_updates: c.max_updates ?? DEFAULT_MAX_UPDATES,
+            ...(c.remove_source_branch !== undefined
+              ? { should_remove_source_branch: c.remove_source_branch }
+              : {}),
+            ...(c.template ? { merge_commit_message: c.template(input) } : {}),
+          },
+        },
+        reason: `queue for ${mr.target_branch} (${queueName}${priority > 0 ? ', priority' : ''})`,
+      },
+    ];
+  },
+});

@@ -1,0 +1,64 @@
+/**
+ * `mergeQueue.enqueue`: Puts the merge request in its merge queue (docs/merge-queue.md). No API call:
+ * the queue lives in the store, and the merge queue driver (scheduler) takes it from there. Made again
+ * on every evaluation that plans it: a merge request already in that queue keeps its place (and its
+ * progress), a changed priority or option is taken over; one in another queue moves. One the queue
+ * took out with a comment does not enter again at the head it left at (it would loop: test, fail,
+ * enter, test...), only after a push or once the rule stopped matching and matches again.
+ */
+import type { QueueEntry } from '../../../state/index.ts';
+import type { CallHandler } from '../types.ts';
+import { done, skipped } from '../types.ts';
+import { argsKey } from './keys.ts';
+
+export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
+  key: (call) => argsKey(call),
+  freshCheck: false,
+  perform: async (ctx, call) => {
+    const a = call.args;
+    const found = ctx.store.queued().find((entry) => entry.itemKey === ctx.itemKey);
+    if (found?.left && found.left.sha === a.sha)
+      return skipped(
+        `not queued again: it left the ${found.queue} queue at ${a.sha.slice(0, 7)} (${found.left.reason}); a push, or the rule matching anew, lets it in`,
+      );
+    // Taken out at another head: a push came since, it enters at the end as new.
+    const held = found?.left ? undefined : found;
+    const same =
+      held !== undefined &&
+      held.project === a.project_path &&
+      held.targetBranch === a.target_branch &&
+      held.queue === a.queue;
+    const wanted: QueueEntry = {
+      itemKey: ctx.itemKey,
+      project: a.project_path,
+      projectId: a.project,
+      mrId: a.merge_request_id,
+      iid: a.iid,
+      targetBranch: a.target_branch,
+      queue: a.queue,
+      rule: ctx.stored.planned.rule,
+      priority: a.priority,
+      enqueuedAt: same ? held.enqueuedAt : ctx.now(),
+      required: a.required,
+      statusTimeoutMs: a.status_timeout_ms,
+      maxUpdates: a.max_updates,
+      ...(a.should_remove_source_branch !== undefined
+        ? { removeSourceBranch: a.should_remove_source_branch }
+        : {}),
+      ...(a.merge_commit_message !== undefined ? { mergeCommitMessage: a.merge_commit_message } : {}),
+      // The head's progress stays: the evaluation that follows the queue's own push plans this again.
+      ...(same && held.pinnedSha !== undefined ? { pinnedSha: held.pinnedSha } : {}),
+      ...(same && held.targetSha !== undefined ? { targetSha: held.targetSha } : {}),
+      ...(same && held.testingSince !== undefined ? { testingSince: held.testingSince } : {}),
+      updates: same ? held.updates : 0,
+    };
+    if (same && JSON.stringify(held) === JSON.stringify({ ...held, ...wanted }))
+      return skipped(`already in the ${a.queue} queue for ${a.target_branch}`);
+    await ctx.store.enqueue(wanted);
+    return done(
+      same
+        ? `queue entry updated (${a.queue} for ${a.target_branch})`
+        : `queued in ${a.queue} for ${a.target_branch}`,
+    );
+  },
+};

@@ -1,0 +1,451 @@
+/**
+ * The merge queue driver (docs/merge-queue.md): one merge request at a time per project, target
+ * branch and queue name, each tested on top of the target's current head before it is merged.
+ *
+ * For the head of each queue, every run:
+ *   1. re-reads the merge request (gone, closed or merged: out at once);
+ *   2. not started yet: brings its source branch up to the target's head with the branch updater
+ *      (src/git: a merge commit made without a working tree, pushed with a lease) and pins the
+ *      pushed head, or the head as it is when it already holds the target;
+ *   3. started: the source head must still be the pinned one (a push by someone else: out at
+ *      once); the required statuses of the pinned head are read: a failure, or a wait past the
+ *      status timeout, takes it out with one comment; when all passed and the target has not moved,
+ *      the merge is made through the executor pinned to that head (with its fresh re-evaluation: the
+ *      rule must still hold); when the target moved, the branch is brought up again, at most
+ *      `max_updates` times in all.
+ * A merge request that leaves the queue lets the next one start in the same run.
+ *
+ * Comments and the merge are planned calls carried out by the executor (the only writer of the
+ * API); the push is the updater's. merge-when-build-succeeds is never used: servers cancel it on
+ * every push to the source branch.
+ */
+import type { QueueEntry, StateStore } from '../../state/index.ts';
+import { queuesOf } from '../../state/index.ts';
+import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
+import {
+  actionIdOf,
+  type CallReport,
+  classifyStatus,
+  type Executor,
+  type PlannedCall,
+  type StatusBucket,
+  type StoredCall,
+} from '../../rules/index.ts';
+import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
+import type { BranchUpdater } from '../../git/index.ts';
+
+export interface MergeQueueDeps {
+  client: {
+    mergeRequests: Pick<Client['mergeRequests'], 'get'>;
+    branches: Pick<Client['branches'], 'get'>;
+    statuses: Pick<Client['statuses'], 'list'>;
+    projects: Pick<Client['projects'], 'get'>;
+  };
+  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction'>;
+  executor: Executor;
+  /** Absent: no git credentials are configured, and the queue cannot update branches. */
+  updater: BranchUpdater | undefined;
+  /** Clone over SSH (`ssh_url_to_repo`) rather than HTTP(S). */
+  ssh?: boolean;
+  now: () => number;
+  log: SweepLog;
+}
+
+export interface MergeQueueOptions extends SweepRunOptions {
+  projects?: readonly string[];
+}
+
+export type QueueOutcome =
+  | 'waiting'
+  | 'updated'
+  | 'merged'
+  /** Out at once: gone, closed, pushed by someone else, rule no longer holding. */
+  | 'dropped'
+  /** Out with a comment: conflict, failed status, timeout, target moving too often. */
+  | 'removed'
+  | 'would-update'
+  | 'would-merge'
+  | 'error';
+
+export interface QueueItemReport {
+  itemKey: string;
+  project: string;
+  queue: string;
+  targetBranch: string;
+  outcome: QueueOutcome;
+  detail: string;
+  statuses?: Record<string, StatusBucket>;
+  call?: CallReport;
+}
+
+export interface MergeQueueReport {
+  sweep: 'merge_queue';
+  dryRun: boolean;
+  queues: number;
+  items: QueueItemReport[];
+  counts: Record<QueueOutcome, number>;
+  aborted: boolean;
+}
+
+const LEASE_MS = 60_000;
+const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
+const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
+
+function emptyCounts(): Record<QueueOutcome, number> {
+  return {
+    waiting: 0,
+    updated: 0,
+    merged: 0,
+    dropped: 0,
+    removed: 0,
+    'would-update': 0,
+    'would-merge': 0,
+    error: 0,
+  };
+}
+
+const REENTER =
+  'It leaves the merge queue; it enters again at the end once the rule matches it again (push a fix, or remove and add the label again).';
+
+export async function runMergeQueue(
+  deps: MergeQueueDeps,
+  options: MergeQueueOptions = {},
+): Promise<MergeQueueReport> {
+  const { client, store, executor, log } = deps;
+  const dryRun = executor.dryRun;
+  const wanted = options.projects && new Set(options.projects.map((p) => p.toLowerCase()));
+  const groups = queuesOf(store.queued().filter((e) => !wanted || wanted.has(e.project.toLowerCase())));
+  const report: MergeQueueReport = {
+    sweep: 'merge_queue',
+    dryRun,
+    queues: groups.size,
+    items: [],
+    counts: emptyCounts(),
+    aborted: false,
+  };
+  const urls = new Map<number, string>();
+
+  for (const group of groups.values()) {
+    for (const entry of group) {
+      if (options.signal?.aborted) {
+        report.aborted = true;
+        break;
+      }
+      const item = await step(entry).catch((error: unknown): QueueItemReport => ({
+        ...base(entry),
+        outcome: 'error',
+        detail: messageOf(error),
+      }));
+      report.items.push(item);
+      report.counts[item.outcome]++;
+      if (item.outcome === 'error')
+        log.warn(
+          { sweep: 'merge_queue', itemKey: item.itemKey, err: item.detail },
+          'merge queue: step failed',
+        );
+      else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
+      // The next merge request starts only when this one left the queue.
+      if (!['merged', 'dropped', 'removed'].includes(item.outcome)) break;
+    }
+  }
+  return report;
+
+  function base(entry: QueueEntry): Pick<QueueItemReport, 'itemKey' | 'project' | 'queue' | 'targetBranch'> {
+    return {
+      itemKey: entry.itemKey,
+      project: entry.project,
+      queue: entry.queue,
+      targetBranch: entry.targetBranch,
+    };
+  }
+
+  async function drop(entry: QueueEntry, why: string): Promise<QueueItemReport> {
+    if (!dryRun) await store.dequeue(entry.itemKey);
+    return { ...base(entry), outcome: 'dropped', detail: why };
+  }
+
+  /** Out with one comment saying why and how to come back. */
+  /**
+   * Out with one comment. The entry stays as a memory of `at`, the head it left at (queue-order.ts
+   * keeps it out of every queue): the rule, evaluated again on that head, does not put it back.
+   */
+  async function remove(
+    entry: QueueEntry,
+    mr: MergeRequest,
+    why: string,
+    at: string,
+    statuses?: Record<string, StatusBucket>,
+  ): Promise<QueueItemReport> {
+    if (dryRun) return { ...base(entry), outcome: 'removed', detail: `would remove: ${why}` };
+    const { pinnedSha: _pinned, targetSha: _target, testingSince: _since, ...kept } = entry;
+    await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });
+    const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\`: ${why}. ${REENTER}`;
+    const planned: PlannedCall = {
+      action: 'comment',
+      rule: entry.rule,
+      reason: `merge queue: ${why}`,
+      call: {
+        op: 'notes.createMergeRequestNote',
+        args: { project: mr.project_id, merge_request_id: mr.id, body },
+      },
+    };
+    const call = await viaExecutor(entry, planned, { origin: 'merge_queue' });
+    return {
+      ...base(entry),
+      outcome: 'removed',
+      detail: why,
+      call,
+      ...(statuses ? { statuses } : {}),
+    };
+  }
+
+  /** A planned call carried out by the executor under its outbox id (a crash leaves it to the retry sweep). */
+  async function viaExecutor(
+    entry: QueueEntry,
+    planned: PlannedCall,
+    extra: Partial<StoredCall>,
+  ): Promise<CallReport> {
+    const id = actionIdOf(entry.itemKey, entry.rule, planned.call);
+    const stored: StoredCall = {
+      v: 1,
+      planned,
+      project: entry.project,
+      trigger: { kind: 'merge_request', action: 'update', byBot: false },
+      ...extra,
+    };
+    await store.putAction({
+      id,
+      itemKey: entry.itemKey,
+      rule: entry.rule,
+      call: stored,
+      nextTryAt: deps.now() + LEASE_MS,
+    });
+    const action = store.getAction(id);
+    if (!action) throw new Error(`outbox lost action ${id}`);
+    return executor.retryAction(action);
+  }
+
+  async function cloneUrl(projectId: number): Promise<string> {
+    const known = urls.get(projectId);
+    if (known) return known;
+    const project = (await client.projects.get(projectId)) as Record<string, unknown>;
+    const url = project[deps.ssh ? 'ssh_url_to_repo' : 'http_url_to_repo'];
+    if (typeof url !== 'string' || url === '') throw new Error(`project ${projectId} has no clone URL`);
+    urls.set(projectId, url);
+    return url;
+  }
+
+  async function headOf(mr: MergeRequest): Promise<string | null> {
+    if (mr.sha) return mr.sha;
+    try {
+      return (await client.branches.get(mr.source_project_id, mr.source_branch)).commit.id;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
+  async function step(entry: QueueEntry): Promise<QueueItemReport> {
+    let mr: MergeRequest;
+    try {
+      mr = await client.mergeRequests.get(entry.projectId, entry.mrId);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404)
+        return drop(entry, 'the merge request is gone (404)');
+      throw error;
+    }
+    if (!isOpen(mr.state)) return drop(entry, `the merge request is ${mr.state}`);
+    if (mr.target_branch !== entry.targetBranch)
+      return drop(entry, `its target branch is ${mr.target_branch} now`);
+    const head = await headOf(mr);
+    if (head === null) return drop(entry, 'its source branch is gone');
+    if (entry.pinnedSha === undefined) return update(entry, mr, head);
+    if (head !== entry.pinnedSha)
+      return drop(
+        entry,
+        `pushed by someone else: the queue tested ${short(entry.pinnedSha)}, the branch is at ${short(head)}`,
+      );
+
+    const statuses = await requiredBuckets(mr, entry.pinnedSha, entry.required);
+    const failed = Object.entries(statuses).filter(([, bucket]) => bucket === 'failed');
+    if (failed.length > 0)
+      return remove(
+        entry,
+        mr,
+        `${failed.map(([name]) => name).join(', ')} failed on ${short(entry.pinnedSha)} (the source branch merged with ${entry.targetBranch} at ${short(entry.targetSha)})`,
+        entry.pinnedSha!,
+        statuses,
+      );
+    const waiting = Object.entries(statuses).filter(([, bucket]) => bucket !== 'passed');
+    if (waiting.length > 0) {
+      const since = entry.testingSince ?? deps.now();
+      if (deps.now() - since >= entry.statusTimeoutMs)
+        return remove(
+          entry,
+          mr,
+          `${waiting.map(([name, bucket]) => `${name} (${bucket})`).join(', ')} did not succeed on ${short(entry.pinnedSha)} within ${Math.round(entry.statusTimeoutMs / 1000)} s`,
+          entry.pinnedSha!,
+          statuses,
+        );
+      return {
+        ...base(entry),
+        outcome: 'waiting',
+        statuses,
+        detail: `waiting for ${waiting.map(([name, bucket]) => `${name} ${bucket}`).join(', ')} on ${short(entry.pinnedSha)}`,
+      };
+    }
+    // Green on the pinned head. The target must still be what was merged into it.
+    const target = (await client.branches.get(entry.projectId, entry.targetBranch)).commit.id;
+    if (target !== entry.targetSha) {
+      if (entry.updates >= entry.maxUpdates)
+        return remove(
+          entry,
+          mr,
+          `${entry.targetBranch} moved again after ${entry.updates} update${entry.updates === 1 ? '' : 's'} of the branch (max_updates)`,
+          entry.pinnedSha!,
+          statuses,
+        );
+      return update(entry, mr, head);
+    }
+    return merge(entry, mr, statuses);
+  }
+
+  async function update(entry: QueueEntry, mr: MergeRequest, head: string): Promise<QueueItemReport> {
+    if (dryRun)
+      return {
+        ...base(entry),
+        outcome: 'would-update',
+        detail: `would bring ${mr.source_branch} up to ${entry.targetBranch}`,
+      };
+    if (!deps.updater)
+      return {
+        ...base(entry),
+        outcome: 'error',
+        detail:
+          'no git credentials are configured (git.password or git.ssh_key_file): the queue cannot update branches',
+      };
+    if (entry.updates >= entry.maxUpdates)
+      return remove(
+        entry,
+        mr,
+        `${entry.targetBranch} moved ${entry.updates} times while it was tested (max_updates)`,
+        head,
+      );
+    const targetUrl = await cloneUrl(entry.projectId);
+    const sourceUrl =
+      mr.source_project_id === entry.projectId ? targetUrl : await cloneUrl(mr.source_project_id);
+    const outcome = await deps.updater.update({
+      targetUrl,
+      sourceUrl,
+      sourceBranch: mr.source_branch,
+      targetBranch: entry.targetBranch,
+      expectedSourceSha: head,
+    });
+    switch (outcome.kind) {
+      case 'up-to-date':
+      case 'updated': {
+        const pushed = outcome.kind === 'updated';
+        await store.enqueue({
+          ...entry,
+          pinnedSha: outcome.sha,
+          targetSha: outcome.targetSha,
+          testingSince: deps.now(),
+          updates: entry.updates + (pushed ? 1 : 0),
+        });
+        return {
+          ...base(entry),
+          outcome: pushed ? 'updated' : 'waiting',
+          detail: pushed
+            ? `pushed ${short(outcome.sha)} (${mr.source_branch} merged with ${entry.targetBranch} at ${short(outcome.targetSha)}); waiting for ${entry.required.join(', ')}`
+            : `${mr.source_branch} already holds ${entry.targetBranch} at ${short(outcome.targetSha)}; waiting for ${entry.required.join(', ')} on ${short(outcome.sha)}`,
+        };
+      }
+      case 'conflict':
+        return remove(
+          entry,
+          mr,
+          `${mr.source_branch} conflicts with ${entry.targetBranch} at ${short(outcome.targetSha)} in ${outcome.files.map((f) => `\`${f}\``).join(', ')}`,
+          head,
+        );
+      case 'moved':
+        return drop(
+          entry,
+          `pushed by someone else while the queue updated it${outcome.sha ? ` (now ${short(outcome.sha)})` : ''}`,
+        );
+      case 'missing':
+        return drop(entry, `the ${outcome.branch} branch is gone`);
+      case 'refused':
+        log.error(
+          { sweep: 'merge_queue', itemKey: entry.itemKey, err: outcome.message },
+          'merge queue: git refused the bot',
+        );
+        return remove(entry, mr, `the bot could not update the branch (${outcome.message})`, head);
+    }
+  }
+
+  async function requiredBuckets(
+    mr: MergeRequest,
+    sha: string,
+    required: readonly string[],
+  ): Promise<Record<string, StatusBucket>> {
+    const all = [];
+    for await (const status of client.statuses.list(mr.source_project_id, sha)) all.push(status);
+    const latest = latestByName(all);
+    const buckets: Record<string, StatusBucket> = {};
+    for (const name of required) {
+      const status = latest.find((s) => s.name === name);
+      buckets[name] = classifyStatus(
+        status && { name: status.name, status: status.status, allow_failure: status.allow_failure },
+      );
+    }
+    return buckets;
+  }
+
+  async function merge(
+    entry: QueueEntry,
+    mr: MergeRequest,
+    statuses: Record<string, StatusBucket>,
+  ): Promise<QueueItemReport> {
+    const sha = entry.pinnedSha!;
+    if (dryRun)
+      return { ...base(entry), outcome: 'would-merge', statuses, detail: `would merge at ${short(sha)}` };
+    const planned: PlannedCall = {
+      action: 'queue',
+      rule: entry.rule,
+      reason: `merge queue: ${entry.required.join(', ')} passed at ${short(sha)} on top of ${entry.targetBranch} at ${short(entry.targetSha)}`,
+      call: {
+        op: 'mergeRequests.merge',
+        args: {
+          project: mr.project_id,
+          merge_request_id: mr.id,
+          sha,
+          ...(entry.removeSourceBranch !== undefined
+            ? { should_remove_source_branch: entry.removeSourceBranch }
+            : {}),
+          ...(entry.mergeCommitMessage !== undefined
+            ? { merge_commit_message: entry.mergeCommitMessage }
+            : {}),
+        },
+      },
+    };
+    const call = await viaExecutor(entry, planned, { required: entry.required, origin: 'merge_queue' });
+    if (call.status === 'done') {
+      await store.dequeue(entry.itemKey);
+      return { ...base(entry), outcome: 'merged', statuses, call, detail: call.detail };
+    }
+    if (call.status === 'withdrawn' || call.status === 'skipped') {
+      // The rule no longer holds, the head moved, or it was merged or closed by another hand.
+      await store.dequeue(entry.itemKey);
+      return { ...base(entry), outcome: 'dropped', statuses, call, detail: call.detail };
+    }
+    if (call.status === 'failed' && !call.retryable)
+      return remove(entry, mr, `the server refused the merge: ${call.detail}`, entry.pinnedSha!, statuses);
+    return {
+      ...base(entry),
+      outcome: 'waiting',
+      statuses,
+      call,
+      detail: `merge not done: ${call.detail}; tried again next run`,
+    };
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * The merge queue end to end against the sandbox over real HTTP and real git: the bot's parts wired
+ * as in production (client, memory store, rules from a folder, executor with its fresh check, item
+ * processor, the merge_queue sweep with a branch updater pushing over git HTTP), and a simulated CI
+ * that builds every new head and fails a head where a semantic conflict is present.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findDecision } from '../../src/rules/item/find-decision.ts';
+import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import type { CiMode } from '../helpers/simulated-ci.ts';
+import { makeQueueWorld, masterLine, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+
+const RULES = `
+rules:
+  - name: queue automerge
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [automerge] } } ]
+    do:
+      - queue: { statuses: [ci/test], priority_labels: [urgent], status_timeout: 10m, max_updates: 3 }
+`;
+
+describe('merge queue against the sandbox', () => {
+  let sb: Sandbox;
+  let cacheDir = '';
+  const cleanups: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    sb = await startSandbox({ adminToken: 'mq-root-token', hookTimeoutMs: 2_000 });
+    cacheDir = await mkdtemp(path.join(tmpdir(), 'hookbot-mq-e2e-'));
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  afterAll(async () => {
+    await sb?.close();
+    await rm(cacheDir, { recursive: true, force: true });
+  });
+
+  let n = 0;
+  async function world(modeOf?: (branch: string) => CiMode): Promise<QueueWorld> {
+    n += 1;
+    const w = await makeQueueWorld(sb, {
+      prefix: `mq${n}`,
+      rules: RULES,
+      workDir: cacheDir,
+      ...(modeOf ? { modeOf } : {}),
+    });
+    cleanups.push(() => w.close());
+    return w;
+  }
+
+  const mergeRequest = openMergeRequest;
+
+  async function botNotes(w: QueueWorld, mrId: number): Promise<string[]> {
+    const bodies: string[] = [];
+    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
+      if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
+    return bodies;
+  }
+
+  it('merges merge requests that turned green together one at a time, each tested on the current target; the target is never broken', async () => {
+    const w = await world();
+    const a = await mergeRequest(w, 'feature-a', { 'a.txt': 'calls: foo\n' });
+    const b = await mergeRequest(w, 'feature-b', { 'b.txt': 'calls: foo\n' });
+    // Renames foo to bar: green alone, red on top of a and b (a semantic conflict git cannot see).
+    const rename = await mergeRequest(w, 'rename', { 'lib.txt': 'def bar\n', 'r.txt': 'calls: bar\n' });
+    const c = await mergeRequest(w, 'feature-c', { 'c.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    // All four are green on their own heads.
+    for (const mr of [a, b, rename, c]) {
+      const head = (await w.admin.branches.get(w.project.id, mr.source_branch)).commit.id;
+      expect(await w.ci.passes(w.project.id, head)).toBe(true);
+    }
+    for (const mr of [a, b, rename, c]) await w.processItem(mr.id);
+    expect(w.store.queued()).toHaveLength(4);
+
+    // Explain tells where each one stands.
+    const explained = findDecision(
+      w.store.latestDecisions(),
+      { project: w.path, kind: 'merge_request', number: c.iid },
+      { entries: w.store.queued(), now: Date.now() },
+    );
+    expect(explained.found && explained.note).toMatch(
+      /^merge queue: position 4 of 4 in the default queue for master/,
+    );
+
+    const reports = await w.drive(() => w.active() === 0, 'the queue to empty');
+    const merged = reports.flatMap((r) => r.items).filter((i) => i.outcome === 'merged');
+    expect(merged.map((i) => i.itemKey)).toEqual(
+      [a, b, c].map((mr) => `merge_request:${w.project.id}:${mr.id}`),
+    );
+    // One at a time: no run ever had two merge requests of the queue in flight.
+    for (const report of reports)
+      expect(
+        report.items.filter((i) => ['updated', 'waiting', 'merged'].includes(i.outcome)).length,
+      ).toBeLessThanOrEqual(report.items.filter((i) => i.outcome === 'merged').length + 1);
+    for (const mr of [a, b, c])
+      expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('merged');
+    const renamed = await w.admin.mergeRequests.get(w.project.id, rename.id);
+    expect(renamed.state).toBe('opened');
+    const notes = await botNotes(w, rename.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(
+      /^Removed from the default merge queue for `master`: ci\/test failed on [0-9a-f]{7}/,
+    );
+    expect(notes[0]).toContain('enters again');
+    // Evaluated again on the same head (a hook, a sweep), it does not enter again: no loop of
+    // test, fail, enter. Explain says why and how to come back.
+    await w.processItem(rename.id);
+    expect(w.active()).toBe(0);
+    const gone = findDecision(
+      w.store.latestDecisions(),
+      { project: w.path, kind: 'merge_request', number: rename.iid },
+      { entries: w.store.queued(), now: Date.now() },
+    );
+    expect(gone.found && gone.note).toMatch(
+      /^merge queue: left the default queue for master at [0-9a-f]{7}: ci\/test failed on .*; it enters again after a push/,
+    );
+    // Every commit the target ever pointed at passes the check.
+    const line = await masterLine(w);
+    expect(line.length).toBe(4);
+    expect(line.filter((commit) => !commit.passes)).toEqual([]);
+    // Each merge brought in a head that already held the target it was merged into: what was tested
+    // is what master became.
+    for (const { sha } of line.slice(1)) {
+      const merge = (await sb.ctx.git.commit(w.project.id, sha))!;
+      const [before, tested] = merge.parent_ids as [string, string];
+      const missing = await sb.ctx.git.compare(w.project.id, tested, w.project.id, before);
+      expect(missing.commits).toEqual([]);
+      expect(merge.tree).toBe((await sb.ctx.git.commit(w.project.id, tested))!.tree);
+    }
+  });
+
+  it('takes a merge request that conflicts with the target out of the queue with one comment', async () => {
+    const w = await world();
+    const first = await mergeRequest(w, 'edit-one', { 'shared.txt': 'one\nTWO by first\nthree\n' });
+    const second = await mergeRequest(w, 'edit-two', { 'shared.txt': 'one\nTWO by second\nthree\n' });
+    await w.ci.idle();
+    await w.processItem(first.id);
+    await w.processItem(second.id);
+    await w.drive(() => w.active() === 0, 'the queue to empty');
+    expect((await w.admin.mergeRequests.get(w.project.id, first.id)).state).toBe('merged');
+    expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('opened');
+    const notes = await botNotes(w, second.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/edit-two conflicts with master at [0-9a-f]{7} in `shared\.txt`/);
+    // A push (the conflict resolved) lets it in again, at the end, and it is merged.
+    await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+      method: 'PUT',
+      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'shared.txt',
+        branch_name: 'edit-two',
+        content: 'one\nTWO by first\nthree\n',
+        commit_message: 'resolve',
+      }),
+    });
+    await w.ci.idle();
+    await w.processItem(second.id);
+    expect(w.active()).toBe(1);
+    await w.drive(() => w.active() === 0, 'the queue to empty again');
+    expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('merged');
+    expect(await botNotes(w, second.id)).toHaveLength(1);
+  });
+
+  it('a status that never reports holds the queue only until the timeout; then the next one goes', async () => {
+    const w = await world((branch) => (branch === 'stuck' ? 'pending-forever' : 'normal'));
+    const stuck = await mergeRequest(w, 'stuck', { 's.txt': 'calls: foo\n' });
+    const next = await mergeRequest(w, 'after', { 'n.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(stuck.id);
+    await w.processItem(next.id);
+    // The stuck head is tested and waits.
+    await w.drive(
+      () => w.store.queued().find((e) => e.mrId === stuck.id)?.pinnedSha !== undefined,
+      'the stuck merge request to be tested',
+    );
+    const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(report.items).toEqual([
+      expect.objectContaining({ outcome: 'waiting', detail: expect.stringContaining('ci/test') }),
+    ]);
+    // Time passes beyond status_timeout (10m): it is taken out, and the next one is merged.
+    w.clock.offset += 11 * 60_000;
+    await w.drive(() => w.active() === 0, 'the queue to empty');
+    expect((await w.admin.mergeRequests.get(w.project.id, next.id)).state).toBe('merged');
+    expect((await w.admin.mergeRequests.get(w.project.id, stuck.id)).state).toBe('opened');
+    const notes = await botNotes(w, stuck.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/ci\/test \(running\) did not succeed on [0-9a-f]{7} within 600 s/);
+  });
+
+  it('a push by someone else, or a removed label, takes the merge request out at once without a comment', async () => {
+    const w = await world((branch) => (branch === 'pushed' ? 'pending-forever' : 'normal'));
+    const pushed = await mergeRequest(w, 'pushed', { 'p.txt': 'calls: foo\n' });
+    const relabelled = await mergeRequest(w, 'relabelled', { 'q.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(pushed.id);
+    await w.processItem(relabelled.id);
+    await w.drive(
+      () => w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha !== undefined,
+      'the first merge request to be tested',
+    );
+    // Someone pushes to the tested branch.
+    const url = `${sb.apiUrl}/projects/${w.project.id}/repository/files`;
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'late.txt',
+        branch_name: 'pushed',
+        content: 'late\n',
+        commit_message: 'late',
+      }),
+    });
+    const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(report.items[0]).toMatchObject({
+      outcome: 'dropped',
+      detail: expect.stringContaining('pushed by someone else'),
+    });
+    // The label goes: the next evaluation takes the other one out.
+    await w.admin.mergeRequests.update(w.project.id, relabelled.id, { labels: [] });
+    await w.processItem(relabelled.id);
+    expect(w.store.queued()).toEqual([]);
+    expect(await botNotes(w, pushed.id)).toEqual([]);
+    expect(await botNotes(w, relabelled.id)).toEqual([]);
+  });
+
+  it('the merge is made only while the rule still holds on a fresh read: a label removed unseen takes it out', async () => {
+    const w = await world();
+    const mr = await mergeRequest(w, 'unseen', { 'u.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(mr.id);
+    // Tested and green, but before the merge the label goes, and no hook tells the bot.
+    await w.drive(() => w.store.queued()[0]?.pinnedSha !== undefined, 'the head to be tested');
+    await w.ci.idle();
+    await w.admin.mergeRequests.update(w.project.id, mr.id, { labels: [] });
+    const [report] = await w.drive(() => w.active() === 0, 'the queue to empty');
+    expect(report?.items[0]).toMatchObject({
+      outcome: 'dropped',
+      detail: expect.stringContaining('queue automerge no longer matches'),
+    });
+    expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('opened');
+  });
+
+  it('a merge request with a priority label goes first', async () => {
+    const w = await world();
+    const early = await mergeRequest(w, 'early', { 'e.txt': 'calls: foo\n' });
+    const urgent = await mergeRequest(w, 'urgent', { 'x.txt': 'calls: foo\n' }, ['automerge', 'urgent']);
+    await w.ci.idle();
+    await w.processItem(early.id);
+    await w.processItem(urgent.id);
+    const reports = await w.drive(() => w.active() === 0, 'the queue to empty');
+    const merged = reports.flatMap((r) => r.items).filter((i) => i.outcome === 'merged');
+    expect(merged.map((i) => i.itemKey)).toEqual(
+      [urgent, early].map((m) => `merge_request:${w.project.id}:${m.id}`),
+    );
+  });
+
+  it('a target that moves while the head is tested brings the branch up again, at most max_updates times', async () => {
+    const w = await world();
+    const mr = await mergeRequest(w, 'chased', { 'c.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(mr.id);
+    const head = () => w.store.queued().find((e) => e.mrId === mr.id);
+    let moves = 0;
+    /** Someone lands a commit on master directly. */
+    const moveMaster = async () => {
+      moves += 1;
+      const response = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+        method: 'POST',
+        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          file_path: `direct-${moves}.txt`,
+          branch_name: 'master',
+          content: 'x\n',
+          commit_message: `direct ${moves}`,
+        }),
+      });
+      expect(response.ok).toBe(true);
+    };
+    // Updated once when it became the head (master has moved since the branch was made)...
+    await moveMaster();
+    await w.drive(() => head()?.pinnedSha !== undefined, 'the head to be tested');
+    expect(head()?.updates).toBe(1);
+    // ... then each time master moves under its green head, again, up to max_updates (3) in all.
+    for (const updates of [2, 3]) {
+      const before = head()!.pinnedSha;
+      await w.ci.idle();
+      await moveMaster();
+      await w.drive(() => head()?.pinnedSha !== before, `update ${updates}`);
+      expect(head()?.updates).toBe(updates);
+    }
+    await w.ci.idle();
+    await moveMaster();
+    await w.drive(() => head()?.left !== undefined, 'the merge request to leave');
+    expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('opened');
+    const notes = await botNotes(w, mr.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('master moved again after 3 updates of the branch (max_updates)');
+  });
+});

@@ -1,0 +1,221 @@
+/**
+ * A project in the sandbox served by the bot's parts wired as in production, for the merge queue's
+ * end-to-end tests and benchmark: API client over HTTP, memory store, rules from a folder, executor
+ * with its fresh check, item processor, the sweeps with a branch updater pushing over git HTTP, and
+ * the simulated CI (simulated-ci.ts) building every new head.
+ */
+import { mkdtemp } from 'node:fs/promises';
+import path from 'node:path';
+import { createClient, type Client } from '../../src/api/client.ts';
+import { createBranchUpdater } from '../../src/git/branch-updater.ts';
+import { createExecutor } from '../../src/rules/executor/executor.ts';
+import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
+import { createItemProcessor } from '../../src/rules/item/process-item.ts';
+import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
+import { loadRules } from '../../src/rules/grammar/load.ts';
+import { formatProblem } from '../../src/rules/grammar/problem.ts';
+import { createSweepSet, type SweepSet } from '../../src/scheduler/sweep-set.ts';
+import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
+import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
+import type { ProjectRec } from '../../src/sandbox/db.ts';
+import type { Sandbox } from '../../src/sandbox/server.ts';
+import { createMemoryStore } from '../../src/state/memory-store.ts';
+import type { StateStore } from '../../src/state/store.ts';
+import { startSimulatedCi, type CiMode, type SimulatedCi } from './simulated-ci.ts';
+import { waitFor } from './wait-for.ts';
+import { writeFile } from 'node:fs/promises';
+
+export interface QueueWorld {
+  sb: Sandbox;
+  project: ProjectRec;
+  path: string;
+  /** The bot's client (`client.http.stats.calls` counts its API calls). */
+  client: Client;
+  admin: Client;
+  store: StateStore;
+  sweeps: SweepSet;
+  /** Evaluates a merge request as a hook delivery would have it evaluated. */
+  processItem: (mrId: number) => Promise<void>;
+  /** Added to the bot's clock (the status timeout's). */
+  clock: { offset: number };
+  ci: SimulatedCi;
+  /** Merge requests in a queue (not those only remembered as taken out). */
+  active(): number;
+  /** Pushes made by the bot's branch updater. */
+  pushes: () => number;
+  /** Runs the queue until `done` holds, letting the simulated CI build in between. */
+  drive(done: () => boolean, what: string, timeoutMs?: number): Promise<MergeQueueReport[]>;
+  close(): Promise<void>;
+}
+
+export interface QueueWorldOptions {
+  /** Unique per world. */
+  prefix: string;
+  rules: string;
+  /** A folder of the caller's for rules and git caches. */
+  workDir: string;
+  modeOf?: (branch: string) => CiMode;
+  buildMs?: number;
+}
+
+/** Files every project starts with: a definition the CI's check knows, and a file to conflict on. */
+export const INITIAL_FILES = {
+  'README.md': '# web\n',
+  'lib.txt': 'def foo\n',
+  'shared.txt': 'one\ntwo\nthree\n',
+};
+
+export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): Promise<QueueWorld> {
+  const { prefix } = options;
+  const db = sb.ctx.db;
+  const password = `${prefix}-bot-password`;
+  const bot = addUser(db, {
+    username: `${prefix}-bot`,
+    private_token: `${prefix}-bot-token-0123456789`,
+    password,
+  });
+  const ciUser = addUser(db, {
+    username: `${prefix}-ci`,
+    private_token: `${prefix}-ci-token-0123456789`,
+    password: `${prefix}-ci-password`,
+  });
+  const group = addGroup(db, {
+    name: prefix,
+    owner_id: 1,
+    members: [
+      { user_id: bot.id, access_level: 40 },
+      { user_id: ciUser.id, access_level: 30 },
+    ],
+  });
+  const project = await addProject(sb.ctx, {
+    name: 'web',
+    namespace_id: group.id,
+    creator_id: 1,
+    initialFiles: INITIAL_FILES,
+  });
+  const projectPath = `${group.path}/${project.path}`;
+  const client = createClient({ baseUrl: sb.url, token: bot.private_token, retry: { limit: 0 } });
+  const admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
+  const store = createMemoryStore();
+  await store.open();
+  const rulesDir = await mkdtemp(path.join(options.workDir, `${prefix}-rules-`));
+  await writeFile(path.join(rulesDir, 'default.yml'), options.rules);
+  const rules = await loadRules(rulesDir);
+  if (rules.problems.length > 0) throw new Error(rules.problems.map(formatProblem).join('\n'));
+  const projectRules = { forProject: (p: string) => rules.byProject(p) };
+  const clock = { offset: 0 };
+  const now = () => Date.now() + clock.offset;
+  const me = { id: bot.id, username: bot.username };
+  const reader = createSnapshotReader(client, { bot: me, now });
+  const executor = createExecutor({
+    client,
+    store,
+    bot: me,
+    now,
+    freshCheck: createFreshCheck({ reader, rules: projectRules, now }),
+  });
+  const processor = createItemProcessor({ client, store, rules: projectRules, executor, reader, now });
+  let pushes = 0;
+  const base = createBranchUpdater({
+    cacheDir: path.join(options.workDir, `${prefix}-git`),
+    credentials: { kind: 'https', username: bot.username, password },
+    identity: { name: 'hookbot', email: 'hookbot@example.com' },
+  });
+  const updater = {
+    async update(request: Parameters<typeof base.update>[0]) {
+      const outcome = await base.update(request);
+      if (outcome.kind === 'updated') pushes++;
+      return outcome;
+    },
+  };
+  const sweeps = createSweepSet(
+    { client, store, rules: projectRules, executor, reader, bot: me, now, updater, processItem: processor },
+    {
+      projects: [projectPath],
+      budget: 30,
+      breaker: { maxItems: 50, maxShare: 0.5 },
+      reconcileLookbackMs: 60_000,
+      hooks: { url: undefined, manage: false, token: undefined },
+    },
+  );
+  const ci = startSimulatedCi(sb, {
+    token: ciUser.private_token,
+    git: { username: ciUser.username, password: `${prefix}-ci-password` },
+    ...(options.modeOf ? { modeOf: options.modeOf } : {}),
+    ...(options.buildMs !== undefined ? { buildMs: options.buildMs } : {}),
+  });
+  const trigger = { kind: 'merge_request' as const, action: 'update' as const, byBot: false };
+  return {
+    sb,
+    project,
+    path: projectPath,
+    client,
+    admin,
+    store,
+    sweeps,
+    clock,
+    ci,
+    pushes: () => pushes,
+    active: () => store.queued().filter((entry) => !entry.left).length,
+    processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
+    async drive(done, what, timeoutMs = 60_000) {
+      const reports: MergeQueueReport[] = [];
+      await waitFor(
+        async () => {
+          await ci.idle();
+          reports.push((await sweeps.run('merge_queue')) as MergeQueueReport);
+          await ci.idle();
+          return done() ? true : undefined;
+        },
+        timeoutMs,
+        what,
+      );
+      return reports;
+    },
+    async close() {
+      await ci.stop();
+      await store.close();
+    },
+  };
+}
+
+/** A merge request from a new branch off master with `files` committed on it (through the files API). */
+export async function openMergeRequest(
+  w: QueueWorld,
+  branch: string,
+  files: Record<string, string>,
+  labels = ['automerge'],
+) {
+  await w.admin.branches.create(w.project.id, { branch_name: branch, ref: 'master' });
+  for (const [file, content] of Object.entries(files)) {
+    const exists = Object.hasOwn(INITIAL_FILES, file);
+    const response = await fetch(`${w.sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+      method: exists ? 'PUT' : 'POST',
+      headers: { 'private-token': w.sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: file,
+        branch_name: branch,
+        content,
+        commit_message: `${branch}: ${file}`,
+      }),
+    });
+    if (!response.ok) throw new Error(`could not commit ${file} on ${branch}: ${response.status}`);
+  }
+  return w.admin.mergeRequests.create(w.project.id, {
+    source_branch: branch,
+    target_branch: 'master',
+    title: `Change ${branch}`,
+    labels,
+  });
+}
+
+/** Every commit of master's first-parent line, oldest first, with whether it passes the CI's check. */
+export async function masterLine(w: QueueWorld): Promise<{ sha: string; passes: boolean }[]> {
+  const commits = await w.sb.ctx.git.log(w.project.id, 'master', { limit: 1000 });
+  const byId = new Map(commits.map((c) => [c.id, c]));
+  const line: string[] = [];
+  for (let sha: string | undefined = commits[0]?.id; sha; sha = byId.get(sha)?.parent_ids[0]) line.push(sha);
+  const out = [];
+  for (const sha of line.reverse()) out.push({ sha, passes: await w.ci.passes(w.project.id, sha) });
+  return out;
+}

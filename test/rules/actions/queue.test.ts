@@ -1,0 +1,117 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadRules } from '../../../src/rules/grammar/load.ts';
+import { formatProblem } from '../../../src/rules/grammar/problem.ts';
+import { mergeRequest, rulesFrom, runAction } from '../support.ts';
+
+describe('queue action', () => {
+  it('plans the merge request into its queue with the options of the rule; no statuses condition is needed', () => {
+    expect(
+      runAction(
+        {
+          queue: {
+            statuses: ['ci/test'],
+            name: 'release',
+            priority_labels: ['urgent'],
+            status_timeout: '30m',
+            max_updates: 2,
+            remove_source_branch: true,
+            message: 'Merge !{{ iid }}',
+          },
+        },
+        mergeRequest('mr-green'),
+      ),
+    ).toEqual([
+      {
+        call: {
+          op: 'mergeQueue.enqueue',
+          args: {
+            project: 8,
+            merge_request_id: 7,
+            iid: 1,
+            sha: '1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c',
+            project_path: 'acme/web',
+            target_branch: 'master',
+            queue: 'release',
+            priority: 0,
+            required: ['ci/test'],
+            status_timeout_ms: 30 * 60_000,
+            max_updates: 2,
+            should_remove_source_branch: true,
+            merge_commit_message: 'Merge !1',
+          },
+        },
+        reason: 'queue for master (release)',
+      },
+    ]);
+  });
+
+  it('gives a merge request with a priority label priority, and defaults the rest', () => {
+    const [planned] = runAction(
+      { queue: { statuses: ['ci/test'], priority_labels: ['automerge'] } },
+      mergeRequest('mr-green'),
+    ) as unknown as { call: { args: Record<string, unknown> } }[];
+    expect(planned?.call.args).toMatchObject({
+      queue: 'default',
+      priority: 1,
+      status_timeout_ms: 3_600_000,
+      max_updates: 3,
+    });
+  });
+
+  it.each([
+    { name: 'closed', changes: { state: 'closed' }, why: 'the merge request is closed' },
+    {
+      name: 'work in progress',
+      changes: { work_in_progress: true },
+      why: 'the merge request is work in progress',
+    },
+  ])('plans nothing for a merge request that is $name', ({ changes, why }) => {
+    expect(runAction({ queue: { statuses: ['ci/test'] } }, mergeRequest('mr-green', changes))).toEqual({
+      skipped: why,
+      blocks: true,
+    });
+  });
+
+  it('queues a merge request that conflicts with its target: the queue finds the conflict and says which files', () => {
+    const planned = runAction(
+      { queue: { statuses: ['ci/test'] } },
+      mergeRequest('mr-green', { merge_status: 'cannot_be_merged' }),
+    );
+    expect(Array.isArray(planned) && planned.length).toBe(1);
+  });
+
+  it('is refused by check without statuses, with an empty list or a bad queue name', () => {
+    for (const params of ['{}', '{ statuses: [] }', '{ statuses: [ci/test], name: "a b" }'])
+      expect(() =>
+        rulesFrom(`rules:\n  - name: q\n    on: [merge_request.update]\n    do: [ { queue: ${params} } ]\n`),
+      ).toThrow();
+  });
+});
+
+describe('queue action: rule problems', () => {
+  it('refuses a queue rule that also requires statuses: it would leave the queue at each update', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hookbot-queue-rules-'));
+    try {
+      await writeFile(
+        join(dir, 'default.yml'),
+        [
+          'rules:',
+          '  - name: queue green',
+          '    on: [merge_request.update]',
+          '    if: [ { statuses: { required: [ci/test], state: success } } ]',
+          '    do: [ { queue: { statuses: [ci/test] } } ]',
+          '',
+        ].join('\n'),
+      );
+      const loaded = await loadRules(dir);
+      expect(loaded.problems.map(formatProblem)).toEqual([
+        `${join(dir, 'default.yml')}:5:11: rule "queue green" queues with a statuses condition: each time the queue pushes an updated head its statuses are pending, the rule stops matching and the merge request leaves the queue (drop the statuses condition and name the statuses in the action: queue: { statuses: [ci/test] })`,
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
