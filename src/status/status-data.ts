@@ -8,7 +8,7 @@ import { redactValue, secretMatcher } from '../ops/redact.ts';
 import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/store.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
-import type { RulesState } from '../rules/index.ts';
+import type { RepositoryRulesState, RulesState } from '../rules/index.ts';
 
 export type StatusStore = Pick<
   StateStore,
@@ -27,6 +27,8 @@ export interface StatusSources {
   /** Several replicas sharing the state (PostgreSQL): the page shows the whole fleet. */
   fleet?: Pick<Fleet, 'replicaId' | 'replicas' | 'fleetInbox'>;
   rules: { state(): RulesState };
+  /** Repository rules (each project's .hookbot.yml), when they are on. */
+  repositoryRules?: () => RepositoryRulesState[];
   recentDeliveries?: () => DeliveryInfo[];
   /** Sweep names whose next run the store keeps (`rules`, `merge_watch`, `retries`...). */
   sweeps: readonly string[];
@@ -70,6 +72,8 @@ export interface StatusData {
   pausedRules: { rule: string; reason: string; at: number }[];
   sweeps: SweepView[];
   rules: RulesState;
+  /** Projects with a .hookbot.yml, when repository rules are on. */
+  repositoryRules?: RepositoryRulesState[];
   stats: StateStats;
   /**
    * With PostgreSQL: this replica's name, the deliveries pending in the whole fleet (`deliveries`
@@ -133,6 +137,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       return sweep;
     }),
     rules: sources.rules.state(),
+    ...(sources.repositoryRules ? { repositoryRules: sources.repositoryRules() } : {}),
     stats: store.stats(),
     ...(fleet === undefined ? {} : { fleet }),
   };
