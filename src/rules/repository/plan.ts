@@ -5,8 +5,8 @@
  * add [bug]): #1". Read-only: the client given refuses every write (plan-client.ts), and nothing is
  * recorded.
  *
- * Each item is read once (the needs of both sets) and evaluated twice, as if it had just changed
- * (the `manual` trigger: every rule that runs on events applies). "Would" lines are the calls the
+ * Each item is read once (the needs of both sets) and evaluated twice, as if it had just been opened
+ * or changed (TRIGGERS below). "Would" lines are the calls the
  * proposed rules plan that the rules in force do not; "would stop" lines name the rules in force
  * that match an item and that the proposed rules no longer have or no longer match. Bounded by a
  * budget of items and API calls: when it is reached the plan says so, and covers what it read.
@@ -29,7 +29,10 @@ export const DEFAULT_PLAN_BUDGET: PlanBudget = { items: 200, apiCalls: 1000 };
 
 /** One change: what would happen (or stop), and to which items. */
 export interface PlanChange {
-  /** `would close`, `would add label bug`, `would stop applying rule "triage" (close)`. */
+  /**
+   * `would close {items}`, `would add label bug to {items}`, `would stop applying rule "triage"
+   * (close) to {items}`, then `|` and the kind of item; `{items}` becomes the count and the list.
+   */
   what: string;
   /** `now` changes are calls the proposed rules would make; `stop` ones, rules in force that would no longer act. */
   kind: 'now' | 'stop';
@@ -53,7 +56,32 @@ export type PlanClient = Pick<
   'http' | 'projects' | 'issues' | 'mergeRequests' | 'branches' | 'statuses' | 'notes'
 >;
 
-const MANUAL: Trigger = { kind: 'manual', byBot: false };
+/**
+ * Each item as if it had just been opened or changed: the rules that listen to those events (and,
+ * for merge requests, to pushes and status changes) run; rules on notes, closes and merges, and
+ * rules that only run on a schedule, do not.
+ */
+const event = (name: string) => ({ name, byBot: false });
+const TRIGGERS: Record<ItemKind, Trigger> = {
+  issue: {
+    kind: 'issue',
+    action: 'update',
+    byBot: false,
+    events: [event('issue.open'), event('issue.update'), event('issue.reopen')],
+  },
+  merge_request: {
+    kind: 'merge_request',
+    action: 'update',
+    byBot: false,
+    events: [
+      event('merge_request.open'),
+      event('merge_request.update'),
+      event('merge_request.reopen'),
+      event('push'),
+      event('status.changed'),
+    ],
+  },
+};
 const KIND_WORDS: Record<ItemKind, [string, string]> = {
   issue: ['issue', 'issues'],
   merge_request: ['merge request', 'merge requests'],
@@ -68,40 +96,43 @@ function effectsOf(call: PlannedCall): string[] {
     case 'issues.update':
     case 'mergeRequests.update': {
       const effects: string[] = [];
-      for (const name of call.call.labels?.add ?? []) effects.push(`would add label ${name}`);
-      for (const name of call.call.labels?.remove ?? []) effects.push(`would remove label ${name}`);
+      for (const name of call.call.labels?.add ?? []) effects.push(`would add label ${name} to {items}`);
+      for (const name of call.call.labels?.remove ?? [])
+        effects.push(`would remove label ${name} from {items}`);
       if (!call.call.labels && args.edit.labels)
-        effects.push(`would set labels ${args.edit.labels.join(', ')}`);
-      if (args.edit.state_event) effects.push(`would ${args.edit.state_event}`);
+        effects.push(`would set labels ${args.edit.labels.join(', ')} on {items}`);
+      if (args.edit.state_event) effects.push(`would ${args.edit.state_event} {items}`);
       return effects;
     }
     case 'issues.assign':
     case 'mergeRequests.assign':
-      return [args.username === null ? 'would unassign' : `would assign @${args.username}`];
+      return [
+        args.username === null ? 'would unassign {items}' : `would assign @${args.username} to {items}`,
+      ];
     case 'notes.createIssueNote':
     case 'notes.createMergeRequestNote': {
       const text = args.body
         .replace(/<!-- hookbot:[^>]*-->/g, '')
         .trim()
         .replace(/\s+/g, ' ');
-      return [`would comment "${text.length > 60 ? `${text.slice(0, 59)}…` : text}"`];
+      return [`would comment "${text.length > 60 ? `${text.slice(0, 59)}…` : text}" on {items}`];
     }
     case 'issues.move':
-      return [`would move to ${args.to_project}`];
+      return [`would move {items} to ${args.to_project}`];
     case 'statuses.create':
-      return [`would set status ${args.name} to ${args.state}`];
+      return [`would set status ${args.name} to ${args.state} on {items}`];
     case 'mergeRequests.merge':
       return ['would merge now'];
     case 'mergeRequests.mergeWhenBuildSucceeds':
-      return ['would arm merge when build succeeds'];
+      return ['would arm merge when build succeeds on {items}'];
     case 'mergeRequests.cancelMergeWhenBuildSucceeds':
-      return ['would cancel merge when build succeeds'];
+      return ['would cancel merge when build succeeds on {items}'];
     case 'issues.subscribe':
     case 'mergeRequests.subscribe':
-      return ['would subscribe'];
+      return ['would subscribe to {items}'];
     case 'issues.unsubscribe':
     case 'mergeRequests.unsubscribe':
-      return ['would unsubscribe'];
+      return ['would unsubscribe from {items}'];
   }
 }
 
@@ -126,7 +157,7 @@ export function compareEvaluations(
   const still = matchedRules(proposed);
   const stop = [...matchedRules(current)]
     .filter(([name]) => !still.has(name))
-    .map(([name, actions]) => `would stop applying rule "${name}" (${actions})`);
+    .map(([name, actions]) => `would stop applying rule "${name}" (${actions}) to {items}`);
   return { now, stop };
 }
 
@@ -183,10 +214,10 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
       }
       const snapshot =
         kind === 'issue'
-          ? await reader.fromIssue(item as Parameters<typeof reader.fromIssue>[0], MANUAL, needs)
+          ? await reader.fromIssue(item as Parameters<typeof reader.fromIssue>[0], TRIGGERS.issue, needs)
           : await reader.fromMergeRequest(
               item as Parameters<typeof reader.fromMergeRequest>[0],
-              MANUAL,
+              TRIGGERS.merge_request,
               needs,
             );
       const name = itemName(kind, item.iid);
@@ -211,13 +242,14 @@ function itemsText(items: readonly string[]): string {
   return items.length > LIST_LIMIT ? `${shown}, … (${items.length - LIST_LIMIT} more)` : shown;
 }
 
-/** `would close 2 issues: #3, #7`; `would merge !4 now`. */
+/** `would close 2 issues: #3, #7`; `would add label bug to 1 issue: #4`; `would merge !4 now`. */
 export function changeLine(change: PlanChange): string {
   const [what, kind = 'issue'] = change.what.split('|') as [string, ItemKind | undefined];
   const [one, many] = KIND_WORDS[kind];
-  if (what === 'would merge now') return `would merge ${itemsText(change.items)} now`;
+  if (what === 'would merge now' && change.items.length === 1) return `would merge ${change.items[0]} now`;
   const count = `${change.items.length} ${change.items.length === 1 ? one : many}`;
-  return `${what}: ${count}: ${itemsText(change.items)}`;
+  if (what === 'would merge now') return `would merge ${count} now: ${itemsText(change.items)}`;
+  return what.replace('{items}', `${count}: ${itemsText(change.items)}`);
 }
 
 /** The budget, in words, when it was reached. */
