@@ -56,12 +56,7 @@ export { formatProblem } from './grammar/problem.ts';
 export { checkRules } from './grammar/check.ts';
 export { ruleFileSchema } from './grammar/schema.ts';
 export { explainJson } from './engine/explain.ts';
-export {
-  createRepositoryRules,
-  CONFIG_STATUS,
-  type RepositoryRules,
-  type RepositoryRulesState,
-} from './repository/repository-rules.ts';
-export { repositoryPolicy, DEFAULT_REPOSITORY_ACTIONS, OPERATOR_ACTIONS } from './repository/allow-list.ts';
-export { checkRepositoryFile, REPOSITORY_FILE } from './repository/repository-file.ts';
-export { planChange, planLines, type PlanReport, type PlanBudget } from './repository/plan.ts';
+export { createRepositoryRules, type RepositoryRulesState } from './repository/repository-rules.ts';
+export { repositoryPolicy } from './repository/allow-list.ts';
+export { checkRepositoryFile } from './repository/repository-file.ts';
+export { planChange, planLines, type PlanReport } from './repository/plan.ts';
