@@ -21,6 +21,12 @@ import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
+}
+
 const SECRET = 'repository-rules-secret';
 const FILE = '.hookbot.yml';
 
@@ -99,16 +105,18 @@ describe('rules in the repository: .hookbot.yml (over HTTP, the bot as it runs)'
     admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
     web = (await admin.projects.get('acme/web')).id;
     helpdesk = (await admin.projects.get('acme/helpdesk')).id;
-    for (const project of [web, helpdesk])
-      await admin.hooks.create(project, {
-        url: runtime.bot.hookUrl,
-        token: SECRET,
-        issues_events: true,
-        merge_requests_events: true,
-        note_events: true,
-        push_events: true,
-      });
+    for (const project of [web, helpdesk]) await addHook(project);
   });
+
+  const addHook = (project: number) =>
+    admin.hooks.create(project, {
+      url: runtime.bot.hookUrl,
+      token: SECRET,
+      issues_events: true,
+      merge_requests_events: true,
+      note_events: true,
+      push_events: true,
+    });
 
   afterAll(async () => {
     await runtime?.close();
@@ -212,6 +220,17 @@ describe('rules in the repository: .hookbot.yml (over HTTP, the bot as it runs)'
       'acme/web without repository rules',
     );
     expect(await openIssue('After the removal')).toEqual(['seen']);
+  });
+
+  it('a push the bot never heard of: the reconcile sweep reads the file again', async () => {
+    const hook = (await collect(admin.hooks.list(web))).find((one) => one.url === runtime.bot.hookUrl)!;
+    await admin.hooks.remove(web, hook.id);
+    const sha = await commitFile(web, 'master', TRIAGE_V1, 'Add .hookbot.yml again, unheard');
+    await sb.ctx.hooks.idle();
+    await addHook(web);
+    await runtime.sweeps.run('reconcile');
+    expect((await configStatus(web, sha)).status).toBe('success');
+    expect((await openIssue('After the sweep')).sort()).toEqual(['needs-triage', 'seen']);
   });
 
   describe('a merge request that changes .hookbot.yml', () => {
