@@ -152,7 +152,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     });
   }
 
-  /** Posts the config status unless the commit already has this very one. */
+  /**
+   * Posts the config status unless the commit already has this very one. A status that cannot be
+   * posted is logged: it reports the rules, it does not decide them.
+   */
   async function postStatus(
     project: number,
     sha: string,
@@ -160,23 +163,31 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     description: string,
   ): Promise<void> {
     const client = parts!.client;
-    for await (const status of client.statuses.list(project, sha))
-      if (
-        status.name === CONFIG_STATUS &&
-        status.status === state &&
-        status.description === short(description)
-      )
-        return;
-    await client.statuses.create(project, sha, {
-      state,
-      name: CONFIG_STATUS,
-      description: short(description),
-    });
+    try {
+      for await (const status of client.statuses.list(project, sha))
+        if (
+          status.name === CONFIG_STATUS &&
+          status.status === state &&
+          status.description === short(description)
+        )
+          return;
+      await client.statuses.create(project, sha, {
+        state,
+        name: CONFIG_STATUS,
+        description: short(description),
+      });
+    } catch (error) {
+      log.warn({ project, sha, err: error }, `cannot post ${CONFIG_STATUS}`);
+    }
   }
 
   async function readNow(ref: string | number): Promise<void> {
     const client = parts!.client;
     const project = await client.projects.get(ref);
+    const file = project.default_branch
+      ? await readFile(client, project.id, project.default_branch)
+      : undefined;
+    // Recorded only once read: a read that failed is tried again by the next item.
     const key = project.path_with_namespace.toLowerCase();
     const entry: Entry = entries.get(key) ?? {
       project: project.path_with_namespace,
@@ -185,9 +196,6 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     };
     entry.checkedAt = now();
     entries.set(key, entry);
-    const file = project.default_branch
-      ? await readFile(client, project.id, project.default_branch)
-      : undefined;
     if (!file) {
       if (entry.blobId !== undefined || entry.good)
         log.info({ project: entry.project }, `${REPOSITORY_FILE} is gone: the central rules only`);
@@ -223,12 +231,25 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     );
   }
 
-  /** One read per project at a time. */
+  /**
+   * One read per project at a time. A server that is away (a retryable error) is thrown, so the
+   * delivery or the item is tried again; any other failure (the bot may not read the file, a
+   * status refused) is logged and leaves the rules as they were: the repository's file never stands
+   * between a project and its central rules.
+   */
   function read(ref: string | number): Promise<void> {
     const key = String(ref).toLowerCase();
     const running = reading.get(key);
     if (running) return running;
-    const next = readNow(ref).finally(() => reading.delete(key));
+    const next = readNow(ref)
+      .catch((error: unknown) => {
+        if (error instanceof ApiError && error.retryable) throw error;
+        log.warn({ project: ref, err: error }, `cannot read ${REPOSITORY_FILE}: the rules stay as they were`);
+        const known = typeof ref === 'string' ? entries.get(key) : undefined;
+        if (typeof ref === 'string' && !known)
+          entries.set(key, { project: ref, problems: [], checkedAt: now() });
+      })
+      .finally(() => reading.delete(key));
     reading.set(key, next);
     return next;
   }
@@ -239,7 +260,9 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     if (!good) return base;
     const cached = combined.get(base);
     if (cached && cached.good === good) return cached.set;
-    const set = ruleSet([...base.rules, ...good.rules]);
+    // The file was checked against the central rules of its time: a name they took since is theirs.
+    const taken = new Set(base.rules.map((rule) => rule.name));
+    const set = ruleSet([...base.rules, ...good.rules.filter((rule) => !taken.has(rule.name))]);
     combined.set(base, { good, set });
     return set;
   }
@@ -323,7 +346,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     if (!mine) await client.notes.createMergeRequestNote(item.projectId, item.id, body);
     else if (mine.body !== body)
       await client.notes.updateMergeRequestNote(item.projectId, item.id, mine.id, body);
+    reviewed.delete(key);
     reviewed.set(key, stamp);
+    // Only a memory of recent reviews (a restart reviews again, and finds the same comment).
+    if (reviewed.size > 1000) reviewed.delete(reviewed.keys().next().value!);
     log.info(
       { project: path, mergeRequest: mr.iid, head: mr.sha, problems: checked.problems.length },
       `${REPOSITORY_FILE} of a merge request reviewed`,
