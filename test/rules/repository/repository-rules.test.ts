@@ -37,10 +37,11 @@ describe('repository rules: the file never stands between a project and its cent
     await sb?.close();
   });
 
-  function layer(token: string, centralSet: () => CompiledRuleSet) {
+  function layer(token: string, centralSet: () => CompiledRuleSet, budget?: { items: number }) {
     const rules = createRepositoryRules({
       central: { forProject: () => centralSet() },
       policy: repositoryPolicy([]),
+      ...(budget ? { budget } : {}),
     });
     const client = createClient({ baseUrl: proxy.url, token, retry: { limit: 0 } });
     rules.attach({ client, bot: { username: 'hookbot' }, planClient: () => client });
@@ -80,5 +81,45 @@ describe('repository rules: the file never stands between a project and its cent
     set = central('triage');
     expect(rules.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['triage']);
     expect(rules.forProject('acme/web').rules[0]!.actions[0]!.name).toBe('close');
+  });
+
+  it('the comment on a merge request says when the plan reached its budget, and a head is reviewed once', async () => {
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
+    await admin.branches.create('acme/web', { branch_name: 'budget', ref: 'master' });
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'budget',
+      content:
+        'rules:\n  - name: triage\n    on: [issue.open]\n    do:\n      - label: { add: [triage-v2] }\n',
+      commit_message: 'Another label',
+    });
+    const mr = await admin.mergeRequests.create('acme/web', {
+      source_branch: 'budget',
+      target_branch: 'master',
+      title: 'Another label',
+    });
+    const rules = layer(DEMO_TOKENS.hookbot, () => central('seen'), { items: 1 });
+    const item = { type: 'merge_request' as const, projectId: mr.project_id, id: mr.id };
+    const notes = async () => {
+      const found = [];
+      for await (const note of admin.notes.listMergeRequestNotes('acme/web', mr.id)) found.push(note);
+      return found;
+    };
+    // The bot's own comment fires Note Hook: a note trigger starts no review.
+    await rules.reviewMergeRequest(item, [{ kind: 'note', byBot: true, noteId: 1 }]);
+    expect(await notes()).toEqual([]);
+
+    await rules.reviewMergeRequest(item, [{ kind: 'merge_request', action: 'open', byBot: false }]);
+    const [comment, ...others] = await notes();
+    expect(others).toEqual([]);
+    expect(comment!.author.username).toBe('hookbot');
+    expect(comment!.body).toMatch(
+      /budget reached: 1 of \d+ open items evaluated \(at most 1\); the plan covers those only/,
+    );
+
+    await rules.reviewMergeRequest(item, [{ kind: 'push', byBot: false }]);
+    const again = await notes();
+    expect(again).toHaveLength(1);
+    expect(again[0]!.updated_at).toBe(comment!.updated_at);
   });
 });
