@@ -233,6 +233,28 @@ describe('rules in the repository: .hookbot.yml (over HTTP, the bot as it runs)'
     expect((await openIssue('After the sweep')).sort()).toEqual(['needs-triage', 'seen']);
   });
 
+  it('a scheduled repository rule runs in the rule sweep', async () => {
+    const sha = await commitFile(
+      web,
+      'master',
+      `rules:
+  - name: sweep-one
+    schedule: daily
+    for: issues
+    if:
+      - title: 'After the sweep'
+    do:
+      - label: { add: [swept] }
+`,
+      'A scheduled rule',
+    );
+    expect((await configStatus(web, sha)).status).toBe('success');
+    await runtime.sweeps.run('rules', { force: true });
+    const issues = await collect(admin.issues.list(web, { state: 'opened' }));
+    const swept = issues.filter((issue) => issue.labels.includes('swept')).map((issue) => issue.title);
+    expect(swept).toEqual(['After the sweep']);
+  });
+
   describe('a merge request that changes .hookbot.yml', () => {
     const branch = 'hookbot-config';
     let mrId = 0;

@@ -97,6 +97,8 @@ interface PushPayload {
 
 export interface RepositoryRulesOptions {
   central: ProjectRules;
+  /** Post `hookbot/config` statuses (default true; false for a dry run, which writes nothing). */
+  postStatuses?: boolean;
   policy: RepositoryPolicy;
   budget?: Partial<PlanBudget>;
   log?: RepositoryLog;
@@ -163,6 +165,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     description: string,
   ): Promise<void> {
     const client = parts!.client;
+    if (options.postStatuses === false) return;
     try {
       for await (const status of client.statuses.list(project, sha))
         if (
