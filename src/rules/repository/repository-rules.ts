@@ -4,7 +4,8 @@
  *
  * - Freshness: a project's file is read the first time one of its items is evaluated, again when a
  *   push to the default branch adds, modifies or removes it (the push payload lists each commit's
- *   files), and checked by the reconcile sweep. What was read is kept by the file's blob id: the
+ *   files), when an item is evaluated more than a minute after the last read (replicas of a fleet
+ *   never see each other's pushes), and by the reconcile sweep. What was read is kept by the file's blob id: the
  *   same blob is never checked twice. A file that disappears leaves the central rules alone.
  * - A broken file never half-applies: the last good repository rules stay in force, and the
  *   commit that changed the file gets the commit status `hookbot/config` (`failed`, the first
@@ -71,7 +72,7 @@ interface Entry {
 export interface RepositoryRules extends ProjectRules {
   /** The client and the bot's identity, once the bot has them (before: central rules only). */
   attach(parts: { client: RepositoryClient; bot: BotIdentity; planClient: () => PlanClient }): void;
-  /** Reads the project's file unless it was read already. */
+  /** Reads the project's file unless it was read in the last minute (`maxAgeMs`). */
   prepare(pathWithNamespace: string): Promise<void>;
   /** Reads the project's file again (the reconcile sweep, a push that changed it). */
   refresh(project: string | number): Promise<void>;
@@ -97,6 +98,11 @@ interface PushPayload {
 
 export interface RepositoryRulesOptions {
   central: ProjectRules;
+  /**
+   * How old a read may be before an item of the project reads the file again (default 60 s): the
+   * other replicas of a fleet never see the push that changed it.
+   */
+  maxAgeMs?: number;
   /** Post `hookbot/config` statuses (default true; false for a dry run, which writes nothing). */
   postStatuses?: boolean;
   policy: RepositoryPolicy;
@@ -365,7 +371,9 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       parts = given;
     },
     async prepare(pathWithNamespace) {
-      if (!parts || entries.has(pathWithNamespace.toLowerCase())) return;
+      if (!parts) return;
+      const entry = entries.get(pathWithNamespace.toLowerCase());
+      if (entry && now() - entry.checkedAt < (options.maxAgeMs ?? 60_000)) return;
       await read(pathWithNamespace);
     },
     async refresh(project) {

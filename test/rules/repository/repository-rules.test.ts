@@ -37,11 +37,15 @@ describe('repository rules: the file never stands between a project and its cent
     await sb?.close();
   });
 
-  function layer(token: string, centralSet: () => CompiledRuleSet, budget?: { items: number }) {
+  function layer(
+    token: string,
+    centralSet: () => CompiledRuleSet,
+    options: { budget?: { items: number }; maxAgeMs?: number } = {},
+  ) {
     const rules = createRepositoryRules({
       central: { forProject: () => centralSet() },
       policy: repositoryPolicy([]),
-      ...(budget ? { budget } : {}),
+      ...options,
     });
     const client = createClient({ baseUrl: proxy.url, token, retry: { limit: 0 } });
     rules.attach({ client, bot: { username: 'hookbot' }, planClient: () => client });
@@ -74,6 +78,31 @@ describe('repository rules: the file never stands between a project and its cent
     expect(rules.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'triage']);
   });
 
+  it('a read older than maxAgeMs is made again before the next item (replicas never see the push)', async () => {
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
+    const fresh = layer(DEMO_TOKENS.hookbot, () => central('seen'), { maxAgeMs: 0 });
+    const cached = layer(DEMO_TOKENS.hookbot, () => central('seen'));
+    await fresh.prepare('acme/web');
+    await cached.prepare('acme/web');
+    const text = (await admin.files.get('acme/web', '.hookbot.yml', 'master')).content;
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'master',
+      content: 'rules:\n  - name: renamed\n    on: [issue.open]\n    do: [close]\n',
+      commit_message: 'Rename the rule',
+    });
+    await fresh.prepare('acme/web');
+    await cached.prepare('acme/web');
+    expect(fresh.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'renamed']);
+    expect(cached.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'triage']);
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'master',
+      content: Buffer.from(text, 'base64').toString('utf8'),
+      commit_message: 'Back to triage',
+    });
+  });
+
   it('a name the central rules take after the file was accepted is theirs', async () => {
     let set = central('seen');
     const rules = layer(DEMO_TOKENS.hookbot, () => set);
@@ -98,7 +127,7 @@ describe('repository rules: the file never stands between a project and its cent
       target_branch: 'master',
       title: 'Another label',
     });
-    const rules = layer(DEMO_TOKENS.hookbot, () => central('seen'), { items: 1 });
+    const rules = layer(DEMO_TOKENS.hookbot, () => central('seen'), { budget: { items: 1 } });
     const item = { type: 'merge_request' as const, projectId: mr.project_id, id: mr.id };
     const notes = async () => {
       const found = [];
