@@ -1,7 +1,7 @@
 /**
  * `hookbot plan [--rules DIR] [--current DIR] [--project NS/NAME] [--format text|markdown|json]
  * [--config FILE]`: what a change of the central rules would do. The rules of `--rules` (the
- * proposed ones) and of `--current` (the rules in force; without it, nothing) are evaluated in dry
+ * proposed ones) and of `--current` (the rules in force: currentFolder below) are evaluated in dry
  * run on every open issue and merge request of each project (the configured ones, every project
  * the bot's user sees, or `--project`), and what would change is listed per project, as on a merge
  * request that changes a `.hookbot.yml` (docs/repository-rules.md).
@@ -31,6 +31,21 @@ const usage = (io: CliIo, message: string): number => {
   return 2;
 };
 
+/**
+ * The rules in force to compare with: `--current DIR` (`none`: nothing); else, when `--rules` names
+ * another folder, the configured one (`rules.dir`) if it exists; else nothing.
+ */
+async function currentFolder(options: PlanOptions, configured: string): Promise<string | undefined> {
+  if (options.current === 'none') return undefined;
+  if (options.current !== undefined) return options.current;
+  if (options.rules === undefined) return undefined;
+  const path = await import('node:path');
+  if (path.resolve(options.rules) === path.resolve(configured)) return undefined;
+  const { stat } = await import('node:fs/promises');
+  const found = await stat(configured).catch(() => undefined);
+  return found?.isDirectory() ? configured : undefined;
+}
+
 export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<number> {
   const format = (options.format ?? 'text') as Format;
   if (!FORMATS.includes(format))
@@ -59,13 +74,14 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     return 1;
   }
   const proposedDir = options.rules ?? config.rules.dir;
+  const currentDir = await currentFolder(options, config.rules.dir);
   const proposed = await loadRules(proposedDir);
-  const current = options.current === undefined ? undefined : await loadRules(options.current);
+  const current = currentDir === undefined ? undefined : await loadRules(currentDir);
   const problems = [...proposed.problems, ...(current?.problems ?? [])].map(formatProblem);
   if (problems.length > 0) {
     if (format === 'json')
       io.out(
-        `${JSON.stringify({ proposed: proposedDir, current: options.current ?? null, problems, projects: [] }, null, 2)}\n`,
+        `${JSON.stringify({ proposed: proposedDir, current: currentDir ?? null, problems, projects: [] }, null, 2)}\n`,
       );
     else for (const problem of problems) io.out(`${problem}\n`);
     io.err(
@@ -123,10 +139,10 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     return 1;
   }
 
-  const against = options.current === undefined ? 'no rules' : options.current;
+  const against = currentDir ?? 'no rules';
   if (format === 'json') {
     io.out(
-      `${JSON.stringify({ proposed: proposedDir, current: options.current ?? null, problems: [], projects: reports }, null, 2)}\n`,
+      `${JSON.stringify({ proposed: proposedDir, current: currentDir ?? null, problems: [], projects: reports }, null, 2)}\n`,
     );
   } else if (format === 'markdown') {
     const lines = [`### hookbot plan: ${proposedDir} against ${against}`, ''];
@@ -157,7 +173,10 @@ export const registerPlanCommand: RegisterCommand = (program, io, setExitCode) =
       'What a rules change would do: the proposed rules against the ones in force, in dry run on every open item (read-only).',
     )
     .option('--rules <dir>', 'the proposed rules folder (default: rules.dir, HOOKBOT_RULES)')
-    .option('--current <dir>', 'the rules in force to compare with (default: no rules)')
+    .option(
+      '--current <dir>',
+      'the rules in force to compare with; none: no rules (default: rules.dir when --rules names another folder, else none)',
+    )
     .option(
       '--project <namespace/project>',
       'only this project (default: hooks.projects, else every project the bot sees)',

@@ -103,8 +103,19 @@ describe('hookbot plan (against the sandbox)', () => {
     expect(JSON.stringify(sb.ctx.db.data.issues)).toBe(before);
   });
 
+  it('without --current, the configured rules folder is the one in force; with no --rules, nothing', async () => {
+    vi.stubEnv('HOOKBOT_RULES', CURRENT);
+    const against = await plan(['--rules', PROPOSED, ...project]);
+    expect(against.code).toBe(0);
+    expect(against.out).toContain(`hookbot plan: ${PROPOSED} against ${CURRENT}`);
+    expect(against.out).toContain('would stop applying rule "triage"');
+    const alone = await plan([...project]);
+    expect(alone.out).toContain(`hookbot plan: ${CURRENT} against no rules`);
+    expect(alone.out).toContain('would add label needs-triage to 2 issues: #1, #2');
+  });
+
   it('against nothing, as markdown', async () => {
-    const result = await plan(['--rules', PROPOSED, ...project, '--format', 'markdown']);
+    const result = await plan(['--rules', PROPOSED, '--current', 'none', ...project, '--format', 'markdown']);
     expect(result.code).toBe(0);
     expect(result.out).toContain(`### hookbot plan: ${PROPOSED} against no rules`);
     expect(result.out).toContain('**acme/helpdesk** (3 open issues and merge requests evaluated):');
@@ -115,7 +126,17 @@ describe('hookbot plan (against the sandbox)', () => {
   it('as JSON, with the budget said when it is reached', async () => {
     const config = path.join(temp, 'config.yml');
     writeFileSync(config, 'rules:\n  repository:\n    plan_items: 2\n');
-    const result = await plan(['--rules', PROPOSED, ...project, '--format', 'json', '--config', config]);
+    const result = await plan([
+      '--rules',
+      PROPOSED,
+      '--current',
+      'none',
+      ...project,
+      '--format',
+      'json',
+      '--config',
+      config,
+    ]);
     expect(result.code).toBe(0);
     const json = JSON.parse(result.out);
     expect(json.problems).toEqual([]);
@@ -132,7 +153,7 @@ describe('hookbot plan (against the sandbox)', () => {
       kind: 'now',
       items: ['#1', '#2'],
     });
-    const text = await plan(['--rules', PROPOSED, ...project, '--config', config]);
+    const text = await plan(['--rules', PROPOSED, '--current', 'none', ...project, '--config', config]);
     expect(text.out).toContain(
       'budget reached: 2 of 3 open items evaluated (at most 2); the plan covers those only',
     );
