@@ -38,7 +38,7 @@ export default tseslint.config(
   {
     // The arrows of docs/architecture.md: cli -> receiver, scheduler -> rules -> api, state; nothing
     // imports cli; the bot never imports the sandbox and the sandbox imports nothing of the bot;
-    // outside code reaches rules/ through its front door, rules/index.ts.
+    // outside code reaches each folder through its front door, <folder>/index.ts.
     files: ['src/**/*.ts'],
     plugins: { 'import-x': importX },
     rules: {
@@ -95,18 +95,13 @@ export default tseslint.config(
               from: './src/scheduler',
               message: 'the receiver sits beside the scheduler, under the start-up files',
             },
-            {
-              target: [...others('rules'), './src/*.ts'],
-              from: './src/rules',
+            // Every folder others use has a front door: outside code imports its index.ts only.
+            ...FOLDERS.filter((name) => name !== 'cli').map((name) => ({
+              target: [...others(name), './src/*.ts'],
+              from: `./src/${name}`,
               except: ['./index.ts'],
-              message: 'outside code imports rules/ through its front door, rules/index.ts',
-            },
-            {
-              target: [...others('api'), './src/*.ts'],
-              from: './src/api',
-              except: ['./index.ts'],
-              message: 'outside code imports api/ through its front door, api/index.ts',
-            },
+              message: `outside code imports ${name}/ through its front door, ${name}/index.ts`,
+            })),
           ],
         },
       ],

@@ -8,6 +8,8 @@
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import * as prettier from 'prettier';
 import { summarise } from './targets.ts';
 
 type Figures = Record<string, number | string>;
@@ -59,8 +61,8 @@ if (receiver && probot) {
 }
 
 writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
-replaceBetweenMarkers(README, summaryTable(results));
-replaceBetweenMarkers(DETAILS, figuresTable(results));
+await replaceBetweenMarkers(README, summaryTable(results));
+await replaceBetweenMarkers(DETAILS, figuresTable(results));
 
 /** The README's table: one short row per benchmark. */
 function summaryTable(all: Record<string, unknown>): string {
@@ -85,10 +87,13 @@ function figuresTable(all: Record<string, unknown>): string {
   return ['| benchmark | ratio vs baseline | figures | machine |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-function replaceBetweenMarkers(file: URL, table: string): void {
+/** Writes the table between the file's markers, formatted as `prettier --check` (in `npm run lint`) expects. */
+async function replaceBetweenMarkers(file: URL, table: string): Promise<void> {
   if (!existsSync(file)) return;
   const text = readFileSync(file, 'utf8');
   if (!text.includes(BEGIN) || !text.includes(END)) return;
   const updated = `${text.slice(0, text.indexOf(BEGIN) + BEGIN.length)}\n${table}\n${text.slice(text.indexOf(END))}`;
-  writeFileSync(file, updated);
+  const path = fileURLToPath(file);
+  const options = (await prettier.resolveConfig(path)) ?? {};
+  writeFileSync(file, await prettier.format(updated, { ...options, filepath: path }));
 }

@@ -1,12 +1,12 @@
 /**
- * The bot, assembled: API client, state store, rules, processing pipeline, receiver server (and,
- * later, the scheduler). A factory with every setting passed in: reading the environment and files
+ * The bot's hook side, assembled: API client, state store, rules, processing pipeline and receiver
+ * server (start-from-config.ts adds the scheduler beside it). A factory with every setting passed in: reading the environment and files
  * is the CLI's job, so tests and the demo start a bot the same way.
  */
 import type { Server } from 'node:http';
-import { createHookHandler, type DeliveryOutcome } from './receiver/hook-handler.ts';
-import { createRefusalLog } from './receiver/refusal-log.ts';
-import { createOpsApp, type OpsAppOptions } from './receiver/ops-app.ts';
+import { createHookHandler, type DeliveryOutcome } from './receiver/index.ts';
+import { createRefusalLog } from './receiver/index.ts';
+import { createOpsApp, type OpsAppOptions } from './receiver/index.ts';
 import {
   createPipeline,
   type BotIdentity,
@@ -14,14 +14,14 @@ import {
   type Pipeline,
   type PipelineLog,
   type PipelineOptions,
-} from './receiver/pipeline.ts';
-import { createReadiness } from './receiver/readiness.ts';
-import { createHintResolver } from './receiver/resolve-hints.ts';
-import { createRefusalLog as createSecretRefusalLog, reportRefusals } from './receiver/secret-refusal-log.ts';
-import { createReceiverServer, listen } from './receiver/server.ts';
-import type { VerifyOptions } from './receiver/verify.ts';
-import { StateError } from './state/errors.ts';
-import type { StateStore } from './state/store.ts';
+} from './receiver/index.ts';
+import { createReadiness } from './receiver/index.ts';
+import { createHintResolver } from './receiver/index.ts';
+import { createSecretRefusalLog, reportRefusals } from './receiver/index.ts';
+import { createReceiverServer, listen } from './receiver/index.ts';
+import type { VerifyOptions } from './receiver/index.ts';
+import { StateError } from './state/index.ts';
+import type { StateStore } from './state/index.ts';
 import { ApiError, type Client, type ClientOptions, createClient } from './api/index.ts';
 
 export interface BotLog extends PipelineLog {

@@ -3,13 +3,13 @@
  * processor, receiver and pipeline, logs and metrics. `hookbot serve` and `npm start` (on the
  * embedded sandbox) both come through here, so they run the same thing.
  */
-import type { Config } from './config/schema.ts';
+import type { Config } from './config/index.ts';
 import { startBot, type Bot } from './start-bot.ts';
-import type { HookbotLogger } from './ops/logger.ts';
-import type { Metrics } from './ops/metrics.ts';
-import { withDecisionMetrics } from './ops/decision-metrics.ts';
-import { exposureProblem, exposureWarning } from './receiver/exposure.ts';
-import { hostCheck } from './receiver/host-check.ts';
+import type { HookbotLogger } from './ops/index.ts';
+import type { Metrics } from './ops/index.ts';
+import { withDecisionMetrics } from './ops/index.ts';
+import { exposureProblem, exposureWarning } from './receiver/index.ts';
+import { hostCheck } from './receiver/index.ts';
 import {
   createScheduler,
   createSweepSet,
@@ -19,9 +19,9 @@ import {
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
 import { createClient, type ClientOptions } from './api/index.ts';
-import type { StateStore } from './state/store.ts';
-import { basicAuth } from './status/basic-auth.ts';
-import { createDeliveryLog, createStatusRouter } from './status/status-page.ts';
+import type { StateStore } from './state/index.ts';
+import { basicAuth } from './status/index.ts';
+import { createDeliveryLog, createStatusRouter } from './status/index.ts';
 import {
   type BotIdentity,
   createExecutor,

@@ -3,11 +3,11 @@
  * (`HOOKBOT_DATABASE_URL`) is set, so several replicas can share it; the state file otherwise.
  * Here rather than in `src/state/`, which knows nothing of the configuration.
  */
-import type { Config } from './config/schema.ts';
-import { createFileStore } from './state/file/file-store.ts';
-import type { CommitSample, StateOptions } from './state/options.ts';
-import { createPostgresStore } from './state/postgres/postgres-store.ts';
-import type { StateStore } from './state/store.ts';
+import type { Config } from './config/index.ts';
+import { createFileStore } from './state/index.ts';
+import type { CommitSample, StateOptions } from './state/index.ts';
+import { createPostgresStore } from './state/index.ts';
+import type { StateStore } from './state/index.ts';
 
 export interface StoreExtras extends Pick<StateOptions, 'log' | 'decisionItems' | 'recentDecisions'> {
   onCommit?: (sample: CommitSample) => void;

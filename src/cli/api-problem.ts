@@ -3,7 +3,7 @@
  * wrong token read `GET /user failed: 401: 401 Unauthorized`, which names neither the token nor
  * where it comes from.
  */
-import { closest } from '../text/did-you-mean.ts';
+import { closest } from '../text/index.ts';
 import { ApiError, type Client } from '../api/index.ts';
 
 /** What to do about an error from the first calls to the server, or undefined when it is no such case. */

@@ -1,5 +1,5 @@
 /**
- * `hookbot explain PROJECT (issue|mr) NUMBER [--bot [URL]] [--state FILE] [--json]`: the latest
+ * `hookbot explain PROJECT (issue|mr) NUMBER [--bot [URL] | --state FILE | --database [URL]] [--json]`: the latest
  * decision the bot recorded for an item (every rule, every condition's value and verdict, the plan
  * and what became of each call). PROJECT is `namespace/project` or the project's id; NUMBER is the
  * number people see (`4` or `#4`, the iid) or the item's global id, the iid first (when it is
@@ -9,7 +9,10 @@
  *   means `HOOKBOT_BOT_URL`, else http://127.0.0.1:3000. A bot with `server.status_auth` wants
  *   its credentials: in the URL (`http://user:password@host:port`) or in HOOKBOT_STATUS_USERNAME
  *   and HOOKBOT_STATUS_PASSWORD.
- * - Without, it reads the state file (`--state`, else `HOOKBOT_STATE`, else data/hookbot.json):
+ * - With `--database` (or with none of the three and `HOOKBOT_DATABASE_URL` set), it reads the
+ *   replicas' PostgreSQL database: one read-only transaction (postgres/read-decisions.ts), safe
+ *   while they run, and the whole fleet's decisions whichever replica made them.
+ * - Otherwise it reads the state file (`--state`, else `HOOKBOT_STATE`, else data/hookbot.json):
  *   opened, read, closed without compaction. The store has one writer: while a bot holds the file,
  *   a second process opening it could cut the journal under it, so explain refuses and says to use
  *   `--bot` (on Linux it sees the holder in /proc; elsewhere it cannot tell).
@@ -20,7 +23,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { StateStore } from '../state/store.ts';
+import type { DecisionRecord } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import {
   explainKind,
@@ -35,6 +38,9 @@ interface ExplainOptions {
   /** `true` when given without a URL. */
   bot?: string | boolean;
   state?: string;
+  /** `true` when given without a URL. */
+  database?: string | boolean;
+  databaseSchema?: string;
   json?: boolean;
 }
 
@@ -82,8 +88,11 @@ export async function runExplainCommand(
   if (kind === undefined) return usage(`the kind must be issue or mr (got "${args.kind}")`);
   const number = itemNumber(args.id);
   if (number === undefined) return usage(`NUMBER must be a positive number, e.g. 4 or #4 (got "${args.id}")`);
-  if (options.bot !== undefined && options.state !== undefined)
-    return usage('give --bot (ask a running bot) or --state (read its state file), not both');
+  const sources = [options.bot, options.state, options.database].filter((given) => given !== undefined);
+  if (sources.length > 1)
+    return usage(
+      "give one of --bot (ask a running bot), --state (read its state file) or --database (read the replicas' database)",
+    );
   const target: ExplainQuery = { project: args.project, kind, number };
 
   if (options.bot !== undefined) {
@@ -92,7 +101,39 @@ export async function runExplainCommand(
       return usage(`--bot takes the bot's URL, e.g. ${DEFAULT_BOT_URL} (got "${url}"); write --bot=URL`);
     return fromBot(url.replace(/\/+$/, ''), target, options, io);
   }
+  const databaseUrl =
+    options.database === true || (options.database === undefined && options.state === undefined)
+      ? process.env.HOOKBOT_DATABASE_URL || undefined
+      : options.database || undefined;
+  if (options.database !== undefined && databaseUrl === undefined)
+    return usage('--database needs the URL: --database=postgres://... or HOOKBOT_DATABASE_URL');
+  if (databaseUrl !== undefined)
+    return fromDatabase(databaseUrl, options.databaseSchema ?? 'public', target, options, io);
   return fromState(options.state ?? (process.env.HOOKBOT_STATE || DEFAULT_STATE), target, options, io);
+}
+
+async function fromDatabase(
+  url: string,
+  schema: string,
+  target: ExplainQuery,
+  options: ExplainOptions,
+  io: CliIo,
+): Promise<number> {
+  const { readLatestDecisions, describeDatabase, StateError } = await import('../state/index.ts');
+  let records;
+  try {
+    records = await readLatestDecisions(url, schema);
+  } catch (error) {
+    if (error instanceof StateError) return fail(io, error.message);
+    throw error;
+  }
+  return lookUp(
+    records,
+    `the state database ${describeDatabase(url)} (schema ${schema})`,
+    target,
+    options,
+    io,
+  );
 }
 
 /** The URL without credentials, and an Authorization header from them or from the environment. */
@@ -176,7 +217,7 @@ async function fromState(
     throw error;
   }
   try {
-    return lookUp(store, file, target, options, io);
+    return lookUp(store.latestDecisions(), file, target, options, io);
   } finally {
     // Without compaction: reading must leave the files as the bot left them.
     await store.close({ compact: false });
@@ -184,14 +225,14 @@ async function fromState(
 }
 
 function lookUp(
-  store: StateStore,
-  file: string,
+  records: DecisionRecord[],
+  where: string,
   target: ExplainQuery,
   options: ExplainOptions,
   io: CliIo,
 ): number {
-  const answer = findDecision(store.latestDecisions(), target);
-  if (!answer.found) return fail(io, `${answer.message} in ${file}`);
+  const answer = findDecision(records, target);
+  if (!answer.found) return fail(io, `${answer.message} in ${where}`);
   const decision = answer.record.decision;
   if (!isDecision(decision))
     return fail(io, `the decision recorded for ${itemName(target)} cannot be read (another version?)`);
@@ -242,6 +283,11 @@ export const registerExplainCommand: RegisterCommand = (program, io, setExitCode
     .argument('<number>', 'the number people see (4 or #4), or the global id (as in API paths)')
     .option('--bot [url]', `ask a running bot (default: $HOOKBOT_BOT_URL, else ${DEFAULT_BOT_URL})`)
     .option('--state <file>', `read the state file (default: $HOOKBOT_STATE, else ${DEFAULT_STATE})`)
+    .option(
+      '--database [url]',
+      "read the replicas' PostgreSQL database, read-only (default: $HOOKBOT_DATABASE_URL, which is also used when no --bot or --state is given)",
+    )
+    .option('--database-schema <name>', "the schema of hookbot's tables (state.database_schema)", 'public')
     .option('--json', 'print the whole decision as JSON')
     .action(async (project: string, kind: string, number: string, options: ExplainOptions) => {
       setExitCode(await runExplainCommand({ project, kind, id: number }, options, io));

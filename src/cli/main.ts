@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { closest } from '../text/did-you-mean.ts';
+import { closest } from '../text/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 
 /** Exit codes: 0 ok, 1 the command ran and found problems, 2 the command line itself was wrong. */

@@ -54,7 +54,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     return usage(io, `--project must be namespace/project, e.g. acme/web (got "${options.project}")`);
 
   // Loaded here so that `hookbot --help` stays fast.
-  const { loadConfig } = await import('../config/load-config.ts');
+  const { loadConfig } = await import('../config/index.ts');
   const { loadRules, formatProblem, planChange, planLines, ruleSet } = await import('../rules/index.ts');
   const { readOnlyClient } = await import('./simulate-client.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');

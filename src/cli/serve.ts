@@ -25,7 +25,7 @@ export const registerServeCommand: RegisterCommand = (program, io, setExitCode) 
 };
 
 async function serve(options: ServeOptions, io: CliIo): Promise<number> {
-  const { loadConfig } = await import('../config/load-config.ts');
+  const { loadConfig } = await import('../config/index.ts');
   const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
   if (!loaded.ok) {
     io.err(
@@ -39,8 +39,8 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     );
     return 1;
   }
-  const { createLogger } = await import('../ops/logger.ts');
-  const { createMetrics } = await import('../ops/metrics.ts');
+  const { createLogger } = await import('../ops/index.ts');
+  const { createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { config } = loaded;
   const log = createLogger({ level: config.log.level, format: config.log.format });

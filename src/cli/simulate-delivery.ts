@@ -4,8 +4,8 @@
  * routes on `object_kind` (receiver/parse-delivery.ts); the header only has to agree with it.
  */
 import { readFile } from 'node:fs/promises';
-import { parseHookEvent, type HookEvent } from '../events/schemas.ts';
-import { KNOWN_KINDS } from '../events/delivery.ts';
+import { parseHookEvent, type HookEvent } from '../events/index.ts';
+import { KNOWN_KINDS } from '../events/index.ts';
 
 /** `X-Gitlab-Event` headers of that era and the `object_kind` their bodies carry (docs/server-behaviour.md#hook-delivery). */
 export const EVENT_KINDS: Readonly<Record<string, string>> = {
@@ -79,4 +79,4 @@ export async function readDelivery(file: string, kind: string | undefined): Prom
 }
 
 // The pipeline's own conversion, so a simulated delivery triggers what a real one would.
-export { triggerOf, type BotIdentity as BotUser } from '../receiver/trigger.ts';
+export { triggerOf, type BotIdentity as BotUser } from '../receiver/index.ts';

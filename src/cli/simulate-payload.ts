@@ -5,9 +5,9 @@
  * was assumed in its place. Payloads of that era carry no labels, no votes and no head statuses
  * (docs/server-behaviour.md#hook-payloads); notes carry the item's columns but no assignee or labels.
  */
-import type { ItemRef } from '../events/hints.ts';
-import type { HookEvent } from '../events/schemas.ts';
-import { parseTimestamp } from '../events/timestamps.ts';
+import type { ItemRef } from '../events/index.ts';
+import type { HookEvent } from '../events/index.ts';
+import { parseTimestamp } from '../events/index.ts';
 import type { ItemSnapshot, SnapshotNeeds, Trigger, UserRef } from '../rules/index.ts';
 
 /** A fact the payload does not hold, and what the simulation took instead. */

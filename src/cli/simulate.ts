@@ -16,8 +16,8 @@
  * Exit 0 when every item was simulated; 1 when the rules, the file or the server had a problem, or
  * an item could not be simulated; 2 when the command line is wrong.
  */
-import type { Hint, ItemRef } from '../events/hints.ts';
-import type { HookEvent } from '../events/schemas.ts';
+import type { Hint, ItemRef } from '../events/index.ts';
+import type { HookEvent } from '../events/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { triggerOf, type BotUser } from './simulate-delivery.ts';
 import type { UnknownField } from './simulate-payload.ts';
@@ -80,7 +80,7 @@ export async function runSimulateCommand(options: SimulateOptions, io: CliIo): P
   const { readDelivery } = await import('./simulate-delivery.ts');
   const { loadRules } = await import('../rules/index.ts');
   const { formatProblem } = await import('../rules/index.ts');
-  const { hintsOf } = await import('../events/hints.ts');
+  const { hintsOf } = await import('../events/index.ts');
   const { ApiError } = await import('../api/index.ts');
 
   const delivery = await readDelivery(options.event, options.kind);
@@ -150,7 +150,7 @@ async function simulateAll(
 ) {
   const { evaluate } = await import('../rules/index.ts');
   const { createExecutor } = await import('../rules/index.ts');
-  const { createMemoryStore } = await import('../state/memory-store.ts');
+  const { createMemoryStore } = await import('../state/index.ts');
   const { itemKeyOf } = await import('../rules/index.ts');
   // Dry run: the executor describes each call and touches neither the client nor the store.
   const executor = createExecutor({ client: source.client, store: createMemoryStore(), dryRun: true });
@@ -201,7 +201,7 @@ async function onlineSource(
 ): Promise<Source> {
   const { readOnlyClient } = await import('./simulate-client.ts');
   const { createSnapshotReader } = await import('../rules/index.ts');
-  const { createHintResolver } = await import('../receiver/resolve-hints.ts');
+  const { createHintResolver } = await import('../receiver/index.ts');
   const client = readOnlyClient({ baseUrl: api, token, retry: { limit: 1 } });
   // Who the bot is, as the bot learns it at start (start-bot.ts): loop prevention compares with it.
   const me = await client.users.current();

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Runtime } from '../start-from-config.ts';
-import type { Sandbox } from '../sandbox/server.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { apiProblem } from './api-problem.ts';
 import { serveBanner } from './hook-address.ts';
@@ -28,7 +28,7 @@ export const registerStartCommand: RegisterCommand = (program, io, setExitCode) 
 };
 
 async function start(options: StartOptions, io: CliIo): Promise<number> {
-  const { loadConfig } = await import('../config/load-config.ts');
+  const { loadConfig } = await import('../config/index.ts');
   const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
   if (!loaded.ok) {
     io.err(
@@ -37,8 +37,8 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     return 1;
   }
   const { config } = loaded;
-  const { createLogger } = await import('../ops/logger.ts');
-  const { createMetrics } = await import('../ops/metrics.ts');
+  const { createLogger } = await import('../ops/index.ts');
+  const { createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { quietOnTerminal, startBanner } = await import('./start-banner.ts');
   const quiet =
@@ -66,8 +66,8 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
       );
     } else {
       // The embedded default. The sandbox keeps its state in data/ so the demo survives restarts.
-      const { startSandbox } = await import('../sandbox/server.ts');
-      const { DEMO_TOKENS } = await import('../sandbox/seed.ts');
+      const { startSandbox } = await import('../sandbox/index.ts');
+      const { DEMO_TOKENS } = await import('../sandbox/index.ts');
       sandbox = await startSandbox({
         port: config.sandbox.port,
         host: '127.0.0.1',

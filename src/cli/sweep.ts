@@ -55,7 +55,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   }
 
   // Loaded here so that `hookbot --help` stays fast.
-  const { loadConfig } = await import('../config/load-config.ts');
+  const { loadConfig } = await import('../config/index.ts');
   const { loadRules, createRepositoryRules, repositoryPolicy } = await import('../rules/index.ts');
   const { formatProblem } = await import('../rules/index.ts');
   const { createClient } = await import('../api/index.ts');
@@ -63,11 +63,11 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { createFreshCheck } = await import('../rules/index.ts');
   const { createSnapshotReader } = await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
-  const { createLogger } = await import('../ops/logger.ts');
-  const { createSweepSet } = await import('../scheduler/sweep-set.ts');
-  const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/from-config.ts');
-  const { summarise, needsAttention } = await import('../scheduler/summary.ts');
-  const { approve, definitionHash, pauseOf } = await import('../scheduler/breaker.ts');
+  const { createLogger } = await import('../ops/index.ts');
+  const { createSweepSet } = await import('../scheduler/index.ts');
+  const { enabledSweeps, sweepSettingsOf } = await import('../scheduler/index.ts');
+  const { summarise, needsAttention } = await import('../scheduler/index.ts');
+  const { approve, definitionHash, pauseOf } = await import('../scheduler/index.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
   // A sweep receives no deliveries: it needs no webhook secret.

@@ -4,8 +4,8 @@
  * ("Invalid input: expected number, received string") name types, not fixes.
  */
 import { z } from 'zod';
-import { cronProblem } from '../time/cron.ts';
-import { DURATION_PATTERN, parseDuration } from '../time/duration.ts';
+import { cronProblem } from '../time/index.ts';
+import { DURATION_PATTERN, parseDuration } from '../time/index.ts';
 
 /** A whole number, bounded; the message names the bounds either way it fails. */
 export function integer(min: number, max?: number) {

@@ -3,7 +3,7 @@
  * unknown key (`unknown key "sever" (did you mean "server"?)`).
  */
 import type { z } from 'zod';
-import { closest } from '../text/did-you-mean.ts';
+import { closest } from '../text/index.ts';
 import type { ConfigKey } from './config-keys.ts';
 import { keyName, type ConfigSource, type Problem } from './sources.ts';
 import type { KeyPath } from './yaml-source.ts';

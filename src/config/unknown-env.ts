@@ -2,7 +2,7 @@
  * `HOOKBOT_*` variables hookbot does not read: a typo (`HOOKBOT_PROT=8080`) would otherwise pass in
  * silence and the default stay in force. Each one is a warning at start naming the closest variable.
  */
-import { closest } from '../text/did-you-mean.ts';
+import { closest } from '../text/index.ts';
 import { leafKeys, type ConfigKey } from './config-keys.ts';
 
 /** Variables read outside the configuration schema (their keys have no place in a config file). */

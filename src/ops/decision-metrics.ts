@@ -4,7 +4,7 @@
  * hook in the engine.
  */
 import type { ActionResult, Metrics } from './metrics.ts';
-import type { StateStore } from '../state/store.ts';
+import type { StateStore } from '../state/index.ts';
 
 interface DecisionShape {
   evaluation?: { rules?: { rule: string; matched: boolean }[]; trigger?: { kind?: string } };

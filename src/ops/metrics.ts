@@ -5,7 +5,7 @@
  * never concrete paths or ids).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { KNOWN_KINDS, type DeliveryOutcome } from '../events/delivery.ts';
+import { KNOWN_KINDS, type DeliveryOutcome } from '../events/index.ts';
 
 export type { DeliveryOutcome };
 

@@ -6,7 +6,7 @@
  * route bypasses express and everything else stays on express.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { KNOWN_KINDS, type DeliveryOutcome } from '../events/delivery.ts';
+import { KNOWN_KINDS, type DeliveryOutcome } from '../events/index.ts';
 import { parseDelivery } from './parse-delivery.ts';
 import { createDeliveryVerifier, type VerifyOptions } from './verify.ts';
 

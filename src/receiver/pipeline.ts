@@ -15,10 +15,10 @@
  *   each opens a log context (ops/log-context.ts) that the processor, the executor and the API
  *   client's call log inherit.
  */
-import { parseHookEvent, type HookEvent } from '../events/schemas.ts';
-import { hintsOf, itemKey, type Hint, type ItemRef } from '../events/hints.ts';
-import { runInNewLogContext } from '../ops/log-context.ts';
-import type { InboxEntry } from '../state/store.ts';
+import { parseHookEvent, type HookEvent } from '../events/index.ts';
+import { hintsOf, itemKey, type Hint, type ItemRef } from '../events/index.ts';
+import { runInNewLogContext } from '../ops/index.ts';
+import type { InboxEntry } from '../state/index.ts';
 import { triggerOf, type BotIdentity } from './trigger.ts';
 import { type Trigger, unionEvents } from '../rules/index.ts';
 

@@ -3,7 +3,7 @@
  * branch or sha, so this lists the project's open ones (one page of 100 covers most projects) and
  * filters here.
  */
-import type { ItemRef } from '../events/hints.ts';
+import type { ItemRef } from '../events/index.ts';
 import type { HintResolver } from './pipeline.ts';
 import type { Client } from '../api/index.ts';
 

@@ -20,7 +20,7 @@ export interface RefusalLogOptions {
 
 const MAX_ADDRESSES = 5;
 
-export function createRefusalLog(log: RefusalLog, options: RefusalLogOptions) {
+export function createSecretRefusalLog(log: RefusalLog, options: RefusalLogOptions) {
   const windowMs = options.windowMs ?? 60_000;
   let timer: NodeJS.Timeout | undefined;
   let more = 0;

@@ -9,7 +9,7 @@
  * note's text and author are read through the API by the note's id (rules/item/read-snapshot.ts), and
  * no other event names an actor at all.
  */
-import type { Trigger as HookTrigger } from '../events/hints.ts';
+import type { Trigger as HookTrigger } from '../events/index.ts';
 import { type BotIdentity, isBotUser, type Trigger, type TriggerAction } from '../rules/index.ts';
 
 export type { BotIdentity } from '../rules/index.ts';

@@ -13,7 +13,7 @@
  *   instead of tripping again at every run. A changed definition is not approved.
  */
 import { createHash } from 'node:crypto';
-import type { PausedRule, StateStore } from '../state/store.ts';
+import type { PausedRule, StateStore } from '../state/index.ts';
 import type { CompiledRule } from '../rules/index.ts';
 
 export interface BreakerLimits {

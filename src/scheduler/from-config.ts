@@ -6,7 +6,7 @@
  *   const scheduler = createScheduler({ sweeps: scheduledSweepsOf(config, sweeps), store, log });
  *   await scheduler.start(); // ... await scheduler.stop();
  */
-import type { Config } from '../config/schema.ts';
+import type { Config } from '../config/index.ts';
 import type { ScheduledSweep } from './scheduler.ts';
 import { SWEEP_NAMES, type SweepSet, type SweepSettings } from './sweep-set.ts';
 import { nextRunAfter, timingOfSweep } from './timing.ts';

@@ -23,8 +23,8 @@
  * lines, the sweep's, the item processor's, the executor's and the API client's all carry `job`.
  */
 import Bree from 'bree';
-import { runInNewLogContext } from '../ops/log-context.ts';
-import type { StateStore } from '../state/store.ts';
+import { runInNewLogContext } from '../ops/index.ts';
+import type { StateStore } from '../state/index.ts';
 import { sweepJobId } from './job-id.ts';
 
 export { sweepJobId } from './job-id.ts';

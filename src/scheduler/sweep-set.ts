@@ -3,9 +3,9 @@
  * scheduler's timers and `hookbot sweep --once` run. Each sweep is a plain async function in
  * sweeps/; this wires their dependencies once and resolves the projects they walk.
  */
-import type { SweepName } from '../config/schema.ts';
-import { currentLogContext, runInNewLogContext } from '../ops/log-context.ts';
-import type { StateStore } from '../state/store.ts';
+import type { SweepName } from '../config/index.ts';
+import { currentLogContext, runInNewLogContext } from '../ops/index.ts';
+import type { StateStore } from '../state/index.ts';
 import type { BreakerLimits } from './breaker.ts';
 import { sweepJobId } from './job-id.ts';
 import { runHookCheck, type HookCheckReport } from './sweeps/hook-check.ts';

@@ -4,8 +4,8 @@
  * line; time/cron.ts says what is well formed) come down to a Timing, and the next run
  * after a run is computed from it and kept in the state store.
  */
-import { parseDuration } from '../time/duration.ts';
-import { nextCronTime, parseCron, type CronSchedule } from '../time/cron.ts';
+import { parseDuration } from '../time/index.ts';
+import { nextCronTime, parseCron, type CronSchedule } from '../time/index.ts';
 
 export type Timing =
   { kind: 'every'; ms: number; text: string } | { kind: 'cron'; line: string; cron: CronSchedule };

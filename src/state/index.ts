@@ -4,5 +4,7 @@ export * from './options.ts';
 export { createFileStore } from './file/file-store.ts';
 export { createMemoryStore } from './memory-store.ts';
 export { SCHEMA_VERSION } from './file/document.ts';
-export { createPostgresStore, type PostgresStateStore } from './postgres/postgres-store.ts';
+export { createPostgresStore, describeDatabase, type PostgresStateStore } from './postgres/postgres-store.ts';
+export { readLatestDecisions } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
+export { holdsAnything, transferClock, transferState } from './transfer.ts';

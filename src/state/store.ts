@@ -1,7 +1,7 @@
 /**
  * The state store's contract, backend-agnostic. Everything else in hookbot depends on this
- * interface only; `createFileStore` (lowdb document + journal) and `createMemoryStore` implement it,
- * and a later backend (e.g. PostgreSQL) implements it again and runs the same contract tests.
+ * interface only; the state file (file/: lowdb document + journal), PostgreSQL (postgres/, shared
+ * by several replicas) and `createMemoryStore` implement it and run the same contract tests.
  *
  * Writes are async and resolve once the change is durable; reads are synchronous from memory,
  * because the whole (bounded) state is held in memory.

@@ -4,7 +4,7 @@
  * a lenient schema, so that one odd record shows what it can instead of breaking the page.
  */
 import { z } from 'zod';
-import type { DecisionRecord, OutboxAction } from '../state/store.ts';
+import type { DecisionRecord, OutboxAction } from '../state/index.ts';
 
 const itemSchema = z.looseObject({
   kind: z.string(),

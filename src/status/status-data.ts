@@ -4,8 +4,8 @@
  * removed here, once, from every string of the result (redact.ts), so neither renderer can leak
  * one by forgetting a field; and no configuration value is read at all.
  */
-import { redactValue, secretMatcher } from '../ops/redact.ts';
-import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/store.ts';
+import { redactValue, secretMatcher } from '../ops/index.ts';
+import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import type { RepositoryRulesState, RulesState } from '../rules/index.ts';

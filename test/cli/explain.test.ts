@@ -264,7 +264,7 @@ describe('hookbot explain', () => {
     },
     {
       args: ['acme/web', 'issue', '1', '--bot', 'http://127.0.0.1:1', '--state', 'x.json'],
-      message: 'give --bot (ask a running bot) or --state (read its state file), not both',
+      message: 'give one of --bot (ask a running bot), --state (read its state file) or --database',
     },
     { args: ['acme/web', 'issue', '1', '--bot=localhost:3000'], message: "--bot takes the bot's URL" },
     { args: ['acme/web', 'issue'], message: "missing required argument 'number'" },

@@ -3,7 +3,7 @@
  * of the window in one line when it ends.
  */
 import { describe, expect, it } from 'vitest';
-import { createRefusalLog } from '../../src/receiver/secret-refusal-log.ts';
+import { createSecretRefusalLog as createRefusalLog } from '../../src/receiver/secret-refusal-log.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 describe('refused deliveries, logged with a rate limit', () => {

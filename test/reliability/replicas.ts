@@ -2,9 +2,12 @@
  * Replicas: three `hookbot serve` processes share one PostgreSQL database (a schema of its own) and
  * the sandbox. A burst of distinct issue deliveries goes round-robin over the replicas (a delivery
  * a dead replica could not take goes to the next one, as a load balancer would); meanwhile random
- * replicas are killed with SIGKILL and restarted, and once the database "restarts": every connection
- * of the bots is terminated (`pg_terminate_backend`), as a restart of the server does to them. The
- * shared server also serves other work on this machine, so it is not restarted for real.
+ * replicas are killed with SIGKILL and restarted, and once, in the middle of the burst, the database
+ * server crashes and restarts for real (`pg_ctl stop -m immediate`, a second down, start: WAL
+ * recovery). The server is one of the scenario's own (test/helpers/private-postgres.ts), since the
+ * shared one at 127.0.0.1:5432 serves other work on this machine. Where no PostgreSQL binaries are
+ * installed (never in CI, where that is a failure) the shared server is used and every connection of
+ * the bots is terminated instead (`pg_terminate_backend`), which is what a restart does to them.
  *
  * At the end every delivery answered 202 has been processed exactly once, counted in the sandbox:
  * one comment per issue, none missing, none doubled.
@@ -18,8 +21,11 @@ import { botEnv, DELIVERY_ONLY_CONFIG, freePort, makeSecret, writeConfig } from 
 import { Expectations, notableLines, type ScenarioResult } from './report.ts';
 import type { Sizes } from './sizes.ts';
 import { COMMENT_RULE, countComments, createWorld, writeRules } from './world.ts';
+import { postgresBinaries, startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.ts';
 
-const DATABASE_URL = process.env.HOOKBOT_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SHARED_DATABASE_URL =
+  process.env.HOOKBOT_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+let DATABASE_URL = SHARED_DATABASE_URL;
 
 async function admin<R extends pg.QueryResultRow>(
   text: string,
@@ -60,9 +66,18 @@ export async function replicasScenario(sizes: Sizes): Promise<ScenarioResult> {
   const expect = new Expectations();
   const n = sizes.replicaDeliveries;
   const schema = `reliability_${process.pid}_${Date.now().toString(36)}`;
+  let server: PrivatePostgres | undefined;
   try {
+    if (postgresBinaries() !== undefined) {
+      server = await startPrivatePostgres();
+      DATABASE_URL = server.url;
+    } else if (process.env.CI === 'true') {
+      throw new Error('no PostgreSQL binaries in /usr/lib/postgresql/*/bin for a server of its own');
+    }
     await admin('SELECT 1');
   } catch (error) {
+    await server?.stop();
+    DATABASE_URL = SHARED_DATABASE_URL;
     return {
       name: 'replicas',
       seconds: 0,
@@ -151,6 +166,7 @@ export async function replicasScenario(sizes: Sizes): Promise<ScenarioResult> {
     events.sort((a, b) => a.at - b.at);
     const log: string[] = [];
     let cutConnections = 0;
+    let databaseRestarted = false;
     for (const event of events) {
       await waitFor(
         `work ${event.at} of ${2 * n} before a ${event.what}`,
@@ -165,6 +181,14 @@ export async function replicasScenario(sizes: Sizes): Promise<ScenarioResult> {
         await replicas[i]!.kill9();
         generations[i]!++;
         await start(i);
+      } else if (server !== undefined) {
+        const startedAt = async () =>
+          (await admin<{ t: string }>('SELECT pg_postmaster_start_time()::text AS t')).rows[0]?.t;
+        const before = await startedAt();
+        const at = `${sender.answered()} answered / ${processed()} processed`;
+        await server.crashRestart(1_000);
+        databaseRestarted = (await startedAt()) !== before;
+        log.push(`database server crashed (immediate stop), down 1 s and restarted at ${at}`);
       } else {
         const cut = await admin<{ n: number }>(
           `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1`,
@@ -226,7 +250,14 @@ export async function replicasScenario(sizes: Sizes): Promise<ScenarioResult> {
     expect.zero('bot comments on issues no delivery named', count.stray);
     expect.zero('unexpected replica exits', crashes, unexpected.join('\n'));
     expect.zero('parked actions', parked);
-    expect.true('the database cut reached the bots', cutConnections > 0, `${cutConnections} connections cut`);
+    if (server !== undefined)
+      expect.true('the database server restarted during the burst', databaseRestarted, log.join('; '));
+    else
+      expect.true(
+        'the database cut reached the bots',
+        cutConnections > 0,
+        `${cutConnections} connections cut`,
+      );
 
     return {
       name: 'replicas',
@@ -234,6 +265,8 @@ export async function replicasScenario(sizes: Sizes): Promise<ScenarioResult> {
       figures: {
         replicas: replicas.length,
         deliveries: n,
+        database:
+          server !== undefined ? 'a server of its own, crashed and restarted' : 'shared, connections cut',
         events: log.join('; '),
         restart_ms_max: Math.round(Math.max(0, ...restartMs)),
         attempts: sent.attempts,
@@ -265,5 +298,7 @@ export async function replicasScenario(sizes: Sizes): Promise<ScenarioResult> {
     for (const replica of replicas) await replica?.kill9();
     await world.close();
     await admin(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await server?.stop();
+    DATABASE_URL = SHARED_DATABASE_URL;
   }
 }

@@ -1,7 +1,7 @@
 /** `created` and `updated` share their grammar: `{ older_than: 60d }`, `{ newer_than: 2h }`. */
 import { z } from 'zod';
 import type { Evaluator } from '../engine/define-condition.ts';
-import { formatDuration, parseDuration } from '../../time/duration.ts';
+import { formatDuration, parseDuration } from '../../time/index.ts';
 import type { EvalInput } from '../engine/eval-input.ts';
 import { durationSchema } from '../engine/param-schemas.ts';
 

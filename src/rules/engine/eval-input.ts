@@ -1,6 +1,6 @@
 /** What conditions and actions read during one evaluation: the snapshot plus facts derived once. */
 import { triggerEvents } from './event-names.ts';
-import { parseTimestamp } from '../../time/duration.ts';
+import { parseTimestamp } from '../../time/index.ts';
 import type { ItemSnapshot, TriggerEvent } from './snapshot.ts';
 
 export interface EvalInput {

@@ -4,7 +4,7 @@
  */
 import picomatch from 'picomatch';
 import { z } from 'zod';
-import { DURATION_HELP, DURATION_PATTERN } from '../../time/duration.ts';
+import { DURATION_HELP, DURATION_PATTERN } from '../../time/index.ts';
 import { checkRegex } from './regex.ts';
 import { checkTemplate } from './template.ts';
 

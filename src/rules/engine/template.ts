@@ -2,7 +2,7 @@
  * `{{ author.username }}`-style templates in comments, status descriptions and merge messages.
  * Placeholders are checked and compiled at load; rendering is a join.
  */
-import { didYouMean } from '../../text/did-you-mean.ts';
+import { didYouMean } from '../../text/index.ts';
 import type { EvalInput } from './eval-input.ts';
 import type { ItemSnapshot } from './snapshot.ts';
 

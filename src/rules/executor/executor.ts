@@ -14,7 +14,7 @@
  * Every handler is safe to run twice (design.md: "make every handler safe to run twice"), which is
  * what makes the outbox's at-least-once retries harmless. Dry-run describes and calls nothing.
  */
-import type { OutboxAction } from '../../state/store.ts';
+import type { OutboxAction } from '../../state/index.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './ids.ts';
@@ -79,7 +79,7 @@ export interface ExecutorOptions {
   freshCheck?: FreshCheck;
   /** The bot's own user: a comment's marker is looked for in its notes only. */
   bot?: BotIdentity;
-  /** Several replicas on one database: one of them acts on an item at a time (exec-lock.ts). */
+  /** Several replicas on one database: one of them acts on an item at a time (lock.ts). */
   fleet?: FleetLeases;
 }
 

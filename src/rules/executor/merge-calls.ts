@@ -3,7 +3,7 @@
  * only the head that was evaluated (and pass that sha so the server refuses if it moves in the
  * last instant: 409); after a lost answer, re-read before anything else and never merge twice.
  */
-import type { WatchEntry } from '../../state/store.ts';
+import type { WatchEntry } from '../../state/index.ts';
 import { isOpenState } from './item-calls.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
 import type { CallArgs, MergeRequestTarget } from '../engine/planned-call.ts';

@@ -1,5 +1,5 @@
-/** The executor's vocabulary, shared by executor.ts and the per-op handlers (exec-*.ts). */
-import type { StateStore } from '../../state/store.ts';
+/** The executor's vocabulary, shared by executor.ts and the handlers of calls/ (one file per kind of API call). */
+import type { StateStore } from '../../state/index.ts';
 import type { CallOf, Op, PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
 import type { Client } from '../../api/index.ts';

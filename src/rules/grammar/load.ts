@@ -14,7 +14,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, parseDocument } from 'yaml';
 import { compileRule, ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
-import { closest } from '../../text/did-you-mean.ts';
+import { closest } from '../../text/index.ts';
 import { parseRuleFile, type ParsedRuleFile } from './parse-file.ts';
 import { sortProblems, type Problem } from './problem.ts';
 import { ruleProblems, setProblems, type PlacedRule } from './rule-problems.ts';

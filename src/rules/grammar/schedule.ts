@@ -3,9 +3,9 @@
  * line. The scheduler owns the timers; this only says what is well formed.
  */
 import { z } from 'zod';
-import { didYouMean } from '../../text/did-you-mean.ts';
-import { cronProblem } from '../../time/cron.ts';
-import { DURATION_PATTERN } from '../../time/duration.ts';
+import { didYouMean } from '../../text/index.ts';
+import { cronProblem } from '../../time/index.ts';
+import { DURATION_PATTERN } from '../../time/index.ts';
 
 export const NAMED_SCHEDULES = ['hourly', 'daily', 'weekly'] as const;
 

@@ -4,7 +4,7 @@
  * the input was aiming at, so a typo inside a condition is reported inside that condition.
  */
 import type { z } from 'zod';
-import { didYouMean } from '../../text/did-you-mean.ts';
+import { didYouMean } from '../../text/index.ts';
 import { ruleFileJsonSchema } from './schema.ts';
 import type { ValuePath } from './yaml-positions.ts';
 

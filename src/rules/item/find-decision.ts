@@ -8,7 +8,7 @@
  * paths use). When it is both (`#4` is one item, id 4 another), the iid wins and the answer says
  * which other item the global id is.
  */
-import type { DecisionRecord } from '../../state/store.ts';
+import type { DecisionRecord } from '../../state/index.ts';
 
 export type ExplainKind = 'issue' | 'merge_request';
 

@@ -27,7 +27,7 @@ import {
   type SnapshotReader,
 } from './read-snapshot.ts';
 import type { ItemSnapshot, Trigger } from '../engine/snapshot.ts';
-import type { OutboxAction, StateStore } from '../../state/store.ts';
+import type { OutboxAction, StateStore } from '../../state/index.ts';
 
 export interface ProjectRules {
   /** The rules of a project by `namespace/project`. */

@@ -7,7 +7,7 @@
  *   apply (another event) says nothing about the action, which stays for its own re-evaluation.
  * - After the rules are reloaded: the actions of a rule that is gone are withdrawn.
  */
-import type { OutboxAction, StateStore } from '../../state/store.ts';
+import type { OutboxAction, StateStore } from '../../state/index.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import type { CallReport, Executor } from '../executor/executor.ts';

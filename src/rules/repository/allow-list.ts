@@ -8,7 +8,7 @@
 import { actionDefinitions, actionsByName } from '../actions/index.ts';
 import type { Problem } from '../grammar/problem.ts';
 import type { PlacedRule } from '../grammar/rule-problems.ts';
-import { closest } from '../../text/did-you-mean.ts';
+import { closest } from '../../text/index.ts';
 
 export interface RepositoryPolicy {
   /** Every action repository rules may use: the defaults plus what the operator allows. */

@@ -19,7 +19,7 @@
  * same action, not a second one.
  */
 import pLimit from 'p-limit';
-import type { StateStore, WatchEntry } from '../../state/store.ts';
+import type { StateStore, WatchEntry } from '../../state/index.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import {
   actionIdOf,

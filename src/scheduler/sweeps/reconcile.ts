@@ -13,7 +13,7 @@
  * of the project was evaluated: a failure means the next run covers the same window again,
  * which the level-triggered engine makes harmless.
  */
-import type { StateStore } from '../../state/store.ts';
+import type { StateStore } from '../../state/index.ts';
 import { messageOf, pagesFor, type SweepLog, type SweepRunOptions } from '../types.ts';
 import type { ItemKind, ItemProcessorFn, Trigger } from '../../rules/index.ts';
 import type { Client } from '../../api/index.ts';

@@ -14,7 +14,7 @@
  * While the server is still down, trying every due action would only pile up failures: after a
  * few transient failures in a row the run stops, and the rest waits for the next run.
  */
-import type { OutboxAction, StateStore } from '../../state/store.ts';
+import type { OutboxAction, StateStore } from '../../state/index.ts';
 import type { SweepLog, SweepRunOptions } from '../types.ts';
 import type { CallReport, CallStatus, Executor, ItemRetryFn } from '../../rules/index.ts';
 

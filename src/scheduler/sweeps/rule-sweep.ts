@@ -19,7 +19,7 @@
  *
  * A dry run (the executor in dry-run mode) reports the same and writes nothing to the store.
  */
-import type { StateStore } from '../../state/store.ts';
+import type { StateStore } from '../../state/index.ts';
 import {
   DEFAULT_BREAKER,
   definitionHash,

@@ -96,6 +96,15 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #refreshFailures = 0;
   /** Deliveries processed here whose delete failed (the database was away): deleted at a refresh. */
   readonly #unfinishedDeletes = new Set<string>();
+  /**
+   * Named leases this replica holds now: the heartbeat renews these and no others. A lease whose
+   * release failed (the database was away) is not in it, so it runs out by itself instead of being
+   * renewed for as long as the process lives (found by the replicas scenario: an item lease left
+   * behind by a release during a database restart kept every other replica off that item).
+   */
+  readonly #heldLeases = new Set<string>();
+  /** Leases whose release failed: deleted again at a refresh, so another replica need not wait them out. */
+  readonly #unreleasedLeases = new Set<string>();
 
   constructor(options: ResolvedPostgresStoreOptions) {
     super(options);
@@ -309,12 +318,21 @@ class PostgresStore extends HeldStateStore implements Fleet {
        RETURNING name`,
       [name, this.replicaId, this.#pg.leaseMs],
     );
-    return taken.rowCount === 1;
+    if (taken.rowCount !== 1) return false;
+    this.#heldLeases.add(name);
+    this.#unreleasedLeases.delete(name);
+    return true;
   }
 
   async releaseLease(name: string): Promise<void> {
+    this.#heldLeases.delete(name);
     if (this.#pool === undefined) return;
-    await this.#query('DELETE FROM hookbot_leases WHERE name = $1 AND holder = $2', [name, this.replicaId]);
+    try {
+      await this.#query('DELETE FROM hookbot_leases WHERE name = $1 AND holder = $2', [name, this.replicaId]);
+    } catch (error) {
+      this.#unreleasedLeases.add(name);
+      throw error;
+    }
   }
 
   refresh(): Promise<void> {
@@ -326,6 +344,14 @@ class PostgresStore extends HeldStateStore implements Fleet {
           const ids = [...this.#unfinishedDeletes];
           await this.#query('DELETE FROM hookbot_inbox WHERE id = ANY($1::text[])', [ids]);
           for (const id of ids) this.#unfinishedDeletes.delete(id);
+        }
+        if (this.#unreleasedLeases.size > 0) {
+          const names = [...this.#unreleasedLeases].filter((name) => !this.#heldLeases.has(name));
+          await this.#query('DELETE FROM hookbot_leases WHERE holder = $1 AND name = ANY($2::text[])', [
+            this.replicaId,
+            names,
+          ]);
+          for (const name of names) this.#unreleasedLeases.delete(name);
         }
         await this.#prune();
         await this.#reload();
@@ -647,14 +673,25 @@ class PostgresStore extends HeldStateStore implements Fleet {
       [this.replicaId],
     );
     const extend = [this.replicaId, this.#pg.leaseMs];
-    await pool.query(
-      `UPDATE hookbot_inbox SET lease_until = clock_timestamp() + $2 * interval '1 millisecond' WHERE holder = $1`,
-      extend,
-    );
-    await pool.query(
-      `UPDATE hookbot_leases SET until = clock_timestamp() + $2 * interval '1 millisecond' WHERE holder = $1`,
-      extend,
-    );
+    // Only the deliveries this replica knows it holds (its view, and those whose delete is pending).
+    // A row inserted by an accept whose answer was lost (the connection dropped after the commit)
+    // names this replica as its holder too, but nothing here will ever process it: it must run out
+    // and be taken over, or it would be renewed, unprocessed, for as long as this replica lives
+    // (found by the replicas scenario: two deliveries answered 202 as duplicates on another
+    // replica were never processed).
+    const held = [...this.model.inbox.keys(), ...this.#unfinishedDeletes];
+    if (held.length > 0)
+      await pool.query(
+        `UPDATE hookbot_inbox SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+         WHERE holder = $1 AND id = ANY($3::text[])`,
+        [...extend, held],
+      );
+    if (this.#heldLeases.size > 0)
+      await pool.query(
+        `UPDATE hookbot_leases SET until = clock_timestamp() + $2 * interval '1 millisecond'
+         WHERE holder = $1 AND name = ANY($3::text[])`,
+        [...extend, [...this.#heldLeases]],
+      );
   }
 
   /** Takes over deliveries whose lease ran out (their replica died or closed), oldest first. */

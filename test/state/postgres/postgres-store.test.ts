@@ -190,4 +190,54 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, the database going away',
     await a.ping();
     expect(await a.fleetInbox()).toBeGreaterThanOrEqual(2);
   });
+
+  it('a delivery row this replica holds but does not know of (an accept whose answer was lost) runs out and is taken over', async () => {
+    const shared = schema();
+    // The accept committed, but its answer never reached the process that sent it: a1 stands for
+    // that moment's view (it never refreshes again), a2 for the same replica going on without the row.
+    const a1 = await replica('a', shared, { leaseMs: 300, refreshMs: 3_600_000 });
+    const { id } = await a1.accept(delivery('answer-lost'));
+    const a2 = await replica('a', shared, { leaseMs: 300, refreshMs: 3_600_000, takeDeliveries: false });
+    const b = await replica('b', shared, { leaseMs: 300, refreshMs: 3_600_000 });
+    await until(async () => {
+      await a2.refresh(); // its heartbeat must not keep the row it does not hold in its view
+      await b.refresh();
+      return b.pending().some((entry) => entry.id === id);
+    }, 'the orphaned row taken over by b');
+  });
+
+  it('a lease whose release failed is neither renewed nor kept: another replica gets it', async () => {
+    const shared = schema();
+    const a = await replica('a', shared, { leaseMs: 60_000, refreshMs: 3_600_000 });
+    const b = await replica('b', shared, { leaseMs: 60_000, refreshMs: 3_600_000 });
+    expect(await a.tryLease('act:issue:1:7')).toBe(true);
+    expect(await a.tryLease('sweep:retries')).toBe(true);
+    await adminQuery(`ALTER TABLE "${shared}".hookbot_leases RENAME TO hookbot_leases_away`);
+    await expect(a.releaseLease('act:issue:1:7')).rejects.toThrow();
+    await adminQuery(`ALTER TABLE "${shared}".hookbot_leases_away RENAME TO hookbot_leases`);
+    expect(await b.tryLease('act:issue:1:7')).toBe(false); // the row is still there, unexpired
+    // a's refresh renews what it holds (the sweep) and gives back what it let go of (the item).
+    await a.refresh();
+    expect(await b.tryLease('act:issue:1:7')).toBe(true);
+    expect(await b.tryLease('sweep:retries')).toBe(false);
+  });
+
+  it('a processed mark whose delete failed is deleted at the next refresh, never left to be taken over', async () => {
+    const shared = schema();
+    const a = await replica('a', shared, { refreshMs: 3_600_000 });
+    const { id } = await a.accept(delivery('done-once'));
+    // The delete fails (the table is away for a moment, as a statement fails when the database does).
+    await adminQuery(`ALTER TABLE "${shared}".hookbot_inbox RENAME TO hookbot_inbox_away`);
+    await expect(a.markProcessed(id)).rejects.toThrow();
+    await adminQuery(`ALTER TABLE "${shared}".hookbot_inbox_away RENAME TO hookbot_inbox`);
+    // Processed as far as this replica is concerned; still a row for the fleet until the retry.
+    expect(a.pending().map((entry) => entry.id)).not.toContain(id);
+    expect(await a.fleetInbox()).toBe(1);
+    await a.refresh();
+    expect(await a.fleetInbox()).toBe(0);
+    // Nobody takes it over later: a replica that starts now finds nothing to process.
+    const b = await replica('b', shared, { leaseMs: 200, refreshMs: 3_600_000 });
+    await b.refresh();
+    expect(b.pending()).toEqual([]);
+  });
 });

@@ -1,0 +1,56 @@
+/**
+ * The latest decision of every item, read straight from the database for `hookbot explain`.
+ *
+ * Why not open the store: a store is a replica. Opening one registers it in the fleet, migrates the
+ * schema, heartbeats and may take over deliveries, none of which a question like "why did it act?"
+ * should do while the replicas run. This is one read-only transaction that writes nothing, so it is
+ * safe beside a running fleet (the file store has one writer; here the database serialises).
+ */
+import pg from 'pg';
+import { StateError } from '../errors.ts';
+import type { DecisionRecord } from '../store.ts';
+import { describeDatabase } from './postgres-store.ts';
+import { PG_SCHEMA_VERSION, quoteIdent } from './schema-migrations.ts';
+
+export async function readLatestDecisions(url: string, schema: string): Promise<DecisionRecord[]> {
+  const where = `state database ${describeDatabase(url)} (schema ${schema})`;
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'hookbot explain',
+    connectionTimeoutMillis: 10_000,
+  });
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new StateError('unavailable', `${where}: cannot connect (${(error as Error).message})`, {
+      cause: error,
+    });
+  }
+  try {
+    await client.query('BEGIN READ ONLY');
+    const meta = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
+      `${quoteIdent(schema)}.hookbot_meta`,
+    ]);
+    if (!meta.rows[0]?.found)
+      throw new StateError(
+        'closed',
+        `${where}: holds no hookbot state (no hookbot_meta table). Check HOOKBOT_DATABASE_URL and the schema (--database-schema).`,
+      );
+    const version = await client.query<{ schema_version: number }>(
+      `SELECT schema_version FROM ${quoteIdent(schema)}.hookbot_meta`,
+    );
+    const found = version.rows[0]?.schema_version ?? 0;
+    if (found > PG_SCHEMA_VERSION)
+      throw new StateError(
+        'newer_version',
+        `${where}: written by a newer hookbot (schema version ${found}; this one knows up to ${PG_SCHEMA_VERSION}). Run explain from the same version as the replicas, or ask one of them with --bot.`,
+      );
+    const rows = await client.query<{ record: string }>(
+      `SELECT record FROM ${quoteIdent(schema)}.hookbot_latest_decisions ORDER BY n`,
+    );
+    await client.query('COMMIT');
+    return rows.rows.map((row) => JSON.parse(row.record) as DecisionRecord);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
