@@ -63,6 +63,8 @@ export interface RepositoryRulesState {
 interface Entry {
   project: string;
   blobId?: string;
+  /** The central rules the blob was checked against (their names are taken): a reload checks it again. */
+  checkedAgainst?: CompiledRuleSet;
   good?: { rules: readonly CompiledRule[]; loadedAt: number };
   problems: Problem[];
   problemCommit?: string;
@@ -214,8 +216,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       delete entry.problemCommit;
       return;
     }
-    if (file.blob_id === entry.blobId) return;
+    const againstNow = central.forProject(project.path_with_namespace);
+    if (file.blob_id === entry.blobId && entry.checkedAgainst === againstNow) return;
     entry.blobId = file.blob_id;
+    entry.checkedAgainst = againstNow;
     const commit = file.last_commit_id ?? file.commit_id;
     const checked = check(fileText(file), file.size, project.path_with_namespace);
     if (checked.rules === undefined) {
