@@ -159,6 +159,23 @@ describe('hookbot plan (against the sandbox)', () => {
     );
   });
 
+  it('the API call budget: listings count, and the plan stops where the calls ran out', async () => {
+    const config = path.join(temp, 'calls.yml');
+    writeFileSync(config, 'rules:\n  repository:\n    plan_api_calls: 2\n');
+    const args = ['--rules', PROPOSED, '--current', 'none', ...project, '--config', config];
+    const json = JSON.parse((await plan([...args, '--format', 'json'])).out);
+    expect(json.projects[0]).toMatchObject({
+      evaluated: 0,
+      apiCalls: 2,
+      budgetReached: 'apiCalls',
+      listedAll: false,
+      changes: [],
+    });
+    expect((await plan(args)).out).toContain(
+      'budget reached: 2 API calls (at most 2) after 0 items; the plan covers those only',
+    );
+  });
+
   it('exit 1 with the problems of a rules folder, each as file:line:column', async () => {
     const result = await plan(['--rules', BROKEN, ...project]);
     expect(result.code).toBe(1);

@@ -43,6 +43,8 @@ export interface PlanReport {
   project: string;
   /** Open items listed (issues and merge requests). */
   listed: number;
+  /** False when the API calls ran out before every open item was listed: `listed` is a lower bound. */
+  listedAll: boolean;
   evaluated: number;
   apiCalls: number;
   /** Which budget was reached, if one was. */
@@ -203,6 +205,7 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
   const report: PlanReport = {
     project: input.project,
     listed: 0,
+    listedAll: true,
     evaluated: 0,
     apiCalls: 0,
     budget,
@@ -225,12 +228,19 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
         : client.mergeRequests.list(project.id, filter);
     for await (const item of listing) {
       report.listed++;
+      const outOfCalls = calls() >= budget.apiCalls;
       if (report.evaluated >= budget.items) {
         report.budgetReached = 'items';
-        continue; // keep counting what is open, from the pages already asked for
+        // Counting what is open goes on while the calls last (a listing page is a call).
+        if (outOfCalls) {
+          report.listedAll = false;
+          break outer;
+        }
+        continue;
       }
-      if (calls() >= budget.apiCalls) {
+      if (outOfCalls) {
         report.budgetReached = 'apiCalls';
+        report.listedAll = false;
         break outer;
       }
       const snapshot =
@@ -276,7 +286,7 @@ export function changeLine(change: PlanChange): string {
 /** The budget, in words, when it was reached. */
 export function budgetLine(report: PlanReport): string | undefined {
   if (report.budgetReached === 'items')
-    return `budget reached: ${report.evaluated} of ${report.listed} open items evaluated (at most ${report.budget.items}); the plan covers those only`;
+    return `budget reached: ${report.evaluated} of ${report.listedAll ? '' : 'at least '}${report.listed} open items evaluated (at most ${report.budget.items}); the plan covers those only`;
   if (report.budgetReached === 'apiCalls')
     return `budget reached: ${report.apiCalls} API calls (at most ${report.budget.apiCalls}) after ${report.evaluated} items; the plan covers those only`;
   return undefined;
