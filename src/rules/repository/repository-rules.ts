@@ -280,11 +280,21 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     return set;
   }
 
-  function commentBody(head: string, problems: readonly Problem[], plan: PlanReport | undefined): string {
+  function commentBody(
+    head: string,
+    problems: readonly Problem[],
+    plan: PlanReport | undefined,
+    branches: { target: string; default: string | null },
+  ): string {
     const lines = [
       `**hookbot** checked \`${REPOSITORY_FILE}\` as this merge request changes it (head ${head.slice(0, 8)}).`,
       '',
     ];
+    if (branches.default !== null && branches.target !== branches.default)
+      lines.push(
+        `This merge request targets \`${branches.target}\`: the rules are read from the default branch, \`${branches.default}\`, so merging it changes no rules until the file reaches \`${branches.default}\`.`,
+        '',
+      );
     if (problems.length > 0) {
       lines.push(
         `**${problems.length} problem${problems.length === 1 ? '' : 's'}**: merged as it is, the file would be refused and the rules in force would stay.`,
@@ -349,7 +359,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       );
     } else await postStatus(sourceProject, mr.sha, 'failed', problemText(checked.problems[0]!));
 
-    const body = commentBody(mr.sha, checked.problems, plan);
+    const body = commentBody(mr.sha, checked.problems, plan, {
+      target: mr.target_branch,
+      default: project.default_branch,
+    });
     let mine: { id: number; body: string } | undefined;
     for await (const note of client.notes.listMergeRequestNotes(item.projectId, item.id))
       if (!note.system && isBotUser(bot, note.author) && note.body.includes(PLAN_MARKER)) {

@@ -142,6 +142,7 @@ describe('repository rules: the file never stands between a project and its cent
     const [comment, ...others] = await notes();
     expect(others).toEqual([]);
     expect(comment!.author.username).toBe('hookbot');
+    expect(comment!.body).not.toContain('changes no rules until');
     expect(comment!.body).toMatch(
       /budget reached: 1 of \d+ open items evaluated \(at most 1\); the plan covers those only/,
     );
