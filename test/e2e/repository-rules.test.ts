@@ -159,8 +159,10 @@ describe('rules in the repository: .hookbot.yml (over HTTP, the bot as it runs)'
   }
 
   /** Opens an issue and waits until the bot has labelled it `seen`; its labels then. */
+  let lastIssue = 0;
   async function openIssue(title: string): Promise<string[]> {
     const issue = await admin.issues.create(web, { title });
+    lastIssue = issue.iid;
     return waitFor(
       async () => {
         const labels = (await admin.issues.get(web, issue.id)).labels;
@@ -177,6 +179,8 @@ describe('rules in the repository: .hookbot.yml (over HTTP, the bot as it runs)'
     expect(status.status).toBe('success');
     expect(status.description).toBe('1 rule in force');
     expect((await openIssue('First after the file')).sort()).toEqual(['needs-triage', 'seen']);
+    const explain = await (await fetch(`${runtime.bot.url}/explain/acme%2Fweb/issue/${lastIssue}`)).text();
+    expect(explain).toContain('✓ triage (acme/web:.hookbot.yml:2): matched');
   });
 
   it('broken: the last good rules stay in force; failed with the first problem as line:column: message; on the status page', async () => {

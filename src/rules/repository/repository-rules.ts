@@ -152,7 +152,8 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
 
   function check(text: string, size: number, project: string) {
-    const file = REPOSITORY_FILE;
+    // Explain names a repository rule's place as `acme/web:.hookbot.yml:3:5`.
+    const file = `${project}:${REPOSITORY_FILE}`;
     if (size > MAX_RULE_FILE_BYTES) return { rules: undefined, problems: [tooLarge(file, size)] };
     return checkRepositoryFile(text, {
       file,
