@@ -14,6 +14,8 @@ const plural = (count: number, word: string): string => `${count} ${word}${count
 interface RepositoryCheckOptions {
   allow?: string;
   project?: string;
+  /** The central rules folder: the names its rules (for `--project`, or the default) take. */
+  rules?: string;
 }
 
 async function runRepositoryCheck(file: string, options: RepositoryCheckOptions, io: CliIo): Promise<number> {
@@ -40,10 +42,22 @@ async function runRepositoryCheck(file: string, options: RepositoryCheckOptions,
     io.err(`hookbot check: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
     return 1;
   }
+  let central;
+  if (options.rules !== undefined) {
+    const { loadRules } = await import('../rules/index.ts');
+    const loaded = await loadRules(options.rules);
+    if (loaded.problems.length > 0) {
+      for (const problem of loaded.problems) io.out(`${formatProblem(problem)}\n`);
+      io.err(`hookbot check: the central rules in ${options.rules} have problems\n`);
+      return 1;
+    }
+    central = loaded.byProject(options.project ?? '').rules;
+  }
   const checked = checkRepositoryFile(text, {
     file,
     policy,
     ...(options.project !== undefined ? { project: options.project } : {}),
+    ...(central ? { central } : {}),
   });
   if (checked.problems.length > 0) {
     for (const problem of checked.problems) io.out(`${formatProblem(problem)}\n`);
@@ -61,8 +75,8 @@ export async function runCheckCommand(
 ): Promise<number> {
   const path = await import('node:path');
   if (dir !== undefined && path.basename(dir) === '.hookbot.yml') return runRepositoryCheck(dir, options, io);
-  if (options.allow !== undefined || options.project !== undefined) {
-    io.err('hookbot check: --allow and --project are for a .hookbot.yml file, not a rules folder\n');
+  if (options.allow !== undefined || options.project !== undefined || options.rules !== undefined) {
+    io.err('hookbot check: --allow, --project and --rules are for a .hookbot.yml file, not a rules folder\n');
     return 2;
   }
   // Loaded here so that `hookbot --help` stays fast.
@@ -104,6 +118,10 @@ export const registerCheckCommand: RegisterCommand = (program, io, setExitCode) 
     .option(
       '--allow <actions>',
       'for a .hookbot.yml: the actions the operator allows besides the defaults (rules.repository.allow), comma-separated',
+    )
+    .option(
+      '--rules <dir>',
+      "for a .hookbot.yml: the central rules folder, whose rule names (for --project, else the default's) it may not reuse",
     )
     .option(
       '--project <namespace/project>',

@@ -272,6 +272,17 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
     expect(moved.out).toContain(`${file}:11:9: move to "support/helpdesk" leaves the namespace acme`);
   });
 
+  it('with --rules, a name the central rules use is a problem', async () => {
+    const taken = path.join(folder('taken', {}), '.hookbot.yml');
+    writeFileSync(taken, 'rules:\n  - name: triage bug reports\n    on: [issue.open]\n    do: [close]\n');
+    const result = await run([taken, '--rules', 'test/fixtures/rules/example']);
+    expect(result.code).toBe(1);
+    expect(result.out).toContain(
+      `${taken}:2:11: rule name "triage bug reports" is taken by the operator's rules for this project (test/fixtures/rules/example/default.yml:3:5)`,
+    );
+    expect((await run([taken])).code).toBe(0);
+  });
+
   it('exit 2 for an unknown action in --allow, or --allow with a rules folder', async () => {
     const unknown = await run([file, '--allow', 'merg']);
     expect(unknown.code).toBe(2);
