@@ -266,12 +266,16 @@ export async function startRuntime(
     },
     sweepSettingsOf(config),
   );
-  // Rules reloaded with a rule removed: its pending actions are withdrawn, not left to fire.
-  rules.onReload(() => {
-    void withdrawRemovedRules(store, executor!, (path) => projectRules.forProject(path)).catch(
-      (error: unknown) => log.error({ err: error }, 'could not withdraw the actions of removed rules'),
-    );
-  });
+  // Rules reloaded with a rule removed: its pending actions are withdrawn, not left to fire. With
+  // repository rules, a project whose .hookbot.yml was not read since the start keeps its actions
+  // (its rules are not known yet), and a change of a .hookbot.yml withdraws the same way.
+  const withdrawRemoved = () => {
+    void withdrawRemovedRules(store, executor!, (path) =>
+      repository && !repository.known(path) ? undefined : projectRules.forProject(path),
+    ).catch((error: unknown) => log.error({ err: error }, 'could not withdraw the actions of removed rules'));
+  };
+  rules.onReload(withdrawRemoved);
+  repository?.onChange(withdrawRemoved);
   const scheduler = createScheduler({
     sweeps: scheduledSweepsOf(config, sweeps),
     store,

@@ -356,7 +356,7 @@ describe('GET /status: repository rules', () => {
       expect(rules).toContain('<li><code>4:1: YAML: Tabs are not allowed as indentation</code></li>');
       expect(rules).toContain('&lt;b&gt;bad&lt;/b&gt;');
       expect(page).not.toContain(TOKEN);
-      const json = await (await fetch(`${served.url}/status.json`)).json();
+      const json = (await (await fetch(`${served.url}/status.json`)).json()) as any;
       expect(json.repositoryRules.map((entry: { project: string }) => entry.project)).toEqual([
         'acme/web',
         'acme/helpdesk',

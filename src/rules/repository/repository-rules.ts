@@ -80,6 +80,10 @@ export interface RepositoryRules extends ProjectRules {
   refresh(project: string | number): Promise<void>;
   /** A delivery: a push to a default branch that touched the file refreshes the project. */
   onEvent(event: DeliveredEvent): Promise<void>;
+  /** Whether the project's file was read since the start (before, its rules are not known). */
+  known(pathWithNamespace: string): boolean;
+  /** Called after a project's repository rules in force changed (taken, or the file gone). */
+  onChange(listener: (project: string) => void): void;
   /** After an item run: a merge request that changes the file gets its status and comment. */
   reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void>;
   state(): RepositoryRulesState[];
@@ -146,6 +150,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   let parts: { client: RepositoryClient; bot: BotIdentity; planClient: () => PlanClient } | undefined;
   const entries = new Map<string, Entry>();
   const reading = new Map<string, Promise<void>>();
+  const listeners: ((project: string) => void)[] = [];
+  const changed = (project: string) => {
+    for (const listener of listeners) listener(project);
+  };
   /** Merge requests reviewed, by `project:id`: the head and blob their comment shows. */
   const reviewed = new Map<string, string>();
   /** Combined sets, by central set: rebuilt when either side changes. */
@@ -211,10 +219,12 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     if (!file) {
       if (entry.blobId !== undefined || entry.good)
         log.info({ project: entry.project }, `${REPOSITORY_FILE} is gone: the central rules only`);
+      const had = entry.good !== undefined;
       entry.blobId = undefined;
       entry.good = undefined;
       entry.problems = [];
       delete entry.problemCommit;
+      if (had) changed(entry.project);
       return;
     }
     const againstNow = central.forProject(project.path_with_namespace);
@@ -233,9 +243,11 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       await postStatus(project.id, commit, 'failed', problemText(checked.problems[0]!));
       return;
     }
+    const had = entry.good !== undefined;
     entry.good = { rules: checked.rules, loadedAt: now() };
     entry.problems = [];
     delete entry.problemCommit;
+    if (had) changed(entry.project);
     log.info({ project: entry.project, commit, rules: checked.rules.length }, `${REPOSITORY_FILE} loaded`);
     await postStatus(
       project.id,
@@ -415,6 +427,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       await read(push.project_id);
     },
     reviewMergeRequest,
+    known: (pathWithNamespace) => entries.has(pathWithNamespace.toLowerCase()),
+    onChange(listener) {
+      listeners.push(listener);
+    },
     state() {
       return [...entries.values()]
         .filter((entry) => entry.blobId !== undefined || entry.good)

@@ -82,8 +82,13 @@ describe('repository rules: the file never stands between a project and its cent
     const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
     const fresh = layer(DEMO_TOKENS.hookbot, () => central('seen'), { maxAgeMs: 0 });
     const cached = layer(DEMO_TOKENS.hookbot, () => central('seen'));
+    const changes: string[] = [];
+    fresh.onChange((project) => changes.push(project));
+    expect(fresh.known('acme/web')).toBe(false);
     await fresh.prepare('acme/web');
     await cached.prepare('acme/web');
+    expect(fresh.known('ACME/Web')).toBe(true);
+    expect(changes).toEqual([]);
     const text = (await admin.files.get('acme/web', '.hookbot.yml', 'master')).content;
     await admin.files.update('acme/web', {
       file_path: '.hookbot.yml',
@@ -94,6 +99,8 @@ describe('repository rules: the file never stands between a project and its cent
     await fresh.prepare('acme/web');
     await cached.prepare('acme/web');
     expect(fresh.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'renamed']);
+    // Its rules in force changed: listeners withdraw the pending actions of rules that are gone.
+    expect(changes).toEqual(['acme/web']);
     expect(cached.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'triage']);
     await admin.files.update('acme/web', {
       file_path: '.hookbot.yml',
