@@ -13,6 +13,7 @@ import {
   type ItemProcessor,
   type Pipeline,
   type PipelineLog,
+  type PipelineOptions,
 } from './receiver/index.ts';
 import { createReadiness } from './receiver/index.ts';
 import { createHintResolver } from './receiver/index.ts';
@@ -42,6 +43,8 @@ export interface BotOptions {
   };
   store: StateStore;
   pipeline?: { debounceMs?: number; concurrency?: number; queueLimit?: number };
+  /** Sees each event before its items are resolved (repository rules: pushes that change .hookbot.yml). */
+  onEvent?: PipelineOptions['onEvent'];
   /** Does the work for one item. Built from the client: the rule engine in production, anything in tests. */
   processor: (context: { client: Client; identity: BotIdentity }) => ItemProcessor;
   /** The latest decision for an item, for `/explain`: from recorded state, never the API. */
@@ -94,6 +97,7 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     queueLimit: options.pipeline?.queueLimit,
     isTransient,
     log: options.log,
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     // Several replicas on one database: one of them runs an item at a time.
     ...(store.fleet
       ? {

@@ -19,6 +19,7 @@ import {
   type SweepSet,
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
+import { createClient, type ClientOptions } from './api/index.ts';
 import type { StateStore } from './state/index.ts';
 import { basicAuth } from './status/index.ts';
 import { createDeliveryLog, createStatusRouter } from './status/index.ts';
@@ -27,8 +28,11 @@ import {
   createExecutor,
   createFreshCheck,
   createItemProcessor,
+  createRepositoryRules,
   createRulesHolder,
   createSnapshotReader,
+  type ProjectRules,
+  repositoryPolicy,
   type Executor,
   findDecision,
   type RulesHolder,
@@ -80,6 +84,10 @@ export async function startRuntime(
   if (problem) throw new Error(problem);
   const warning = exposureWarning(exposure);
   if (warning) log.warn({ host: config.server.host }, warning);
+  // A misspelt action in rules.repository.allow stops the start before anything is opened.
+  const repositoryPolicyOf = config.rules.repository.enabled
+    ? repositoryPolicy(config.rules.repository.allow)
+    : undefined;
   const apiUrl = overrides.api?.url ?? config.api.url;
   const token = overrides.api?.token ?? config.api.token;
   if (!apiUrl || !token) throw new Error('api.url and api.token are needed to run against a server');
@@ -105,40 +113,56 @@ export async function startRuntime(
     },
   );
 
+  // Rules in the repository (docs/repository-rules.md): each project's .hookbot.yml after the
+  // central rules, once the bot has its client. Off: the central rules alone.
+  const repository = config.rules.repository.enabled
+    ? createRepositoryRules({
+        central: rules,
+        policy: repositoryPolicyOf!,
+        budget: {
+          items: config.rules.repository.plan_items,
+          apiCalls: config.rules.repository.plan_api_calls,
+        },
+        log: log.child({ part: 'repository-rules' }),
+      })
+    : undefined;
+  const projectRules: ProjectRules = repository ?? rules;
+
   // Every decision recorded (hooks and sweeps) also counts into the metrics.
   const observed = withDecisionMetrics(store, metrics);
   if (config.rules.watch) rules.watch();
 
   const deliveries = createDeliveryLog();
 
+  const apiOptions: ClientOptions = {
+    baseUrl: apiUrl,
+    token,
+    tokenType: config.api.token_type,
+    timeoutMs: config.api.timeout_ms,
+    concurrency: config.api.concurrency,
+    retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+    onCall: (call) => {
+      metrics.apiCall(call);
+      log.debug(
+        {
+          api: {
+            method: call.method,
+            path: call.path,
+            status: call.status,
+            ms: Math.round(call.durationMs),
+          },
+        },
+        'api call',
+      );
+    },
+  };
   let bot: Bot;
   let executor: Executor | undefined;
   let reader: SnapshotReader | undefined;
   let identity: BotIdentity | undefined;
   try {
     bot = await startBot({
-      api: {
-        baseUrl: apiUrl,
-        token,
-        tokenType: config.api.token_type,
-        timeoutMs: config.api.timeout_ms,
-        concurrency: config.api.concurrency,
-        retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
-        onCall: (call) => {
-          metrics.apiCall(call);
-          log.debug(
-            {
-              api: {
-                method: call.method,
-                path: call.path,
-                status: call.status,
-                ms: Math.round(call.durationMs),
-              },
-            },
-            'api call',
-          );
-        },
-      },
+      api: apiOptions,
       identity: config.api.bot_username ? { username: config.api.bot_username } : undefined,
       webhook: {
         token: config.webhook.allow_open && !secret ? undefined : secret,
@@ -159,8 +183,11 @@ export async function startRuntime(
         concurrency: config.pipeline.concurrency,
         queueLimit: config.pipeline.queue_limit,
       },
+      ...(repository ? { onEvent: (event) => repository.onEvent(event) } : {}),
       processor: ({ client, identity: bot }) => {
         identity = bot;
+        // The plan of a merge request's .hookbot.yml counts its API calls on a client of its own.
+        repository?.attach({ client, bot, planClient: () => createClient(apiOptions) });
         // One reader and one executor for hooks and sweeps alike: the executor's per-item lock
         // keeps them from acting on one item at once. Merges, armings and cancels are made only
         // while a fresh evaluation still plans them (fresh-check.ts).
@@ -170,17 +197,27 @@ export async function startRuntime(
           store,
           bot,
           ...(store.fleet ? { fleet: store.fleet } : {}),
-          freshCheck: createFreshCheck({ reader, rules }),
+          freshCheck: createFreshCheck({ reader, rules: projectRules }),
           log: log.child({ part: 'executor' }),
         });
-        return createItemProcessor({
+        const processItem = createItemProcessor({
           client,
           store: observed,
-          rules,
+          rules: projectRules,
           executor,
           reader,
           log: log.child({ part: 'process' }),
         });
+        if (!repository) return processItem;
+        const reviewLog = log.child({ part: 'repository-rules' });
+        return async (item, triggers) => {
+          await processItem(item, triggers);
+          await repository
+            .reviewMergeRequest(item, triggers)
+            .catch((error: unknown) =>
+              reviewLog.warn({ err: error }, 'could not review the .hookbot.yml of a merge request'),
+            );
+        };
       },
       // From what the store recorded only: a caller never makes the bot call the API.
       explain: (query) =>
@@ -197,6 +234,7 @@ export async function startRuntime(
             store,
             ...(store.fleet ? { fleet: store.fleet } : {}),
             rules,
+            ...(repository ? { repositoryRules: () => repository.state() } : {}),
             recentDeliveries: deliveries.list,
             sweeps: Object.entries(config.scheduler.sweeps)
               .filter(([, sweep]) => sweep.enabled)
@@ -228,7 +266,7 @@ export async function startRuntime(
     {
       client: bot.client,
       store: observed,
-      rules,
+      rules: projectRules,
       executor: executor!,
       ...(reader ? { reader } : {}),
       ...(identity ? { bot: identity } : {}),
@@ -241,12 +279,16 @@ export async function startRuntime(
     },
     sweepSettingsOf(config),
   );
-  // Rules reloaded with a rule removed: its pending actions are withdrawn, not left to fire.
-  rules.onReload(() => {
-    void withdrawRemovedRules(store, executor!, (path) => rules.forProject(path)).catch((error: unknown) =>
-      log.error({ err: error }, 'could not withdraw the actions of removed rules'),
-    );
-  });
+  // Rules reloaded with a rule removed: its pending actions are withdrawn, not left to fire. With
+  // repository rules, a project whose .hookbot.yml was not read since the start keeps its actions
+  // (its rules are not known yet), and a change of a .hookbot.yml withdraws the same way.
+  const withdrawRemoved = () => {
+    void withdrawRemovedRules(store, executor!, (path) =>
+      repository && !repository.known(path) ? undefined : projectRules.forProject(path),
+    ).catch((error: unknown) => log.error({ err: error }, 'could not withdraw the actions of removed rules'));
+  };
+  rules.onReload(withdrawRemoved);
+  repository?.onChange(withdrawRemoved);
   const scheduler = createScheduler({
     sweeps: scheduledSweepsOf(config, sweeps),
     store,

@@ -3,6 +3,7 @@
  */
 export { clientOver, createClient, type Client, type ClientOptions } from './client.ts';
 export { ApiError, redactSecrets } from './errors.ts';
+export { fileText, type RepositoryFile } from './files.ts';
 export { type HookSettings, type ProjectHook } from './hooks.ts';
 export { createHttp, type Http, type HttpOptions, type RequestSpec } from './http.ts';
 export { type Issue } from './issues.ts';

@@ -117,5 +117,26 @@ export function createNotesApi(http: Http) {
         ...options,
       });
     },
+
+    /**
+     * Edits a comment in place (8.x `PUT .../notes/:note_id` with `body`): only its author (or an
+     * admin) may. Idempotent: the same body twice leaves the same note.
+     */
+    updateMergeRequestNote(
+      project: ProjectRef,
+      mergeRequestId: number,
+      noteId: number,
+      body: string,
+      options: CallOptions = {},
+    ): Promise<Note> {
+      return http.request({
+        method: 'PUT',
+        route: `${MR_NOTES}/:note_id`,
+        params: { id: project, merge_request_id: mergeRequestId, note_id: noteId },
+        body: { body },
+        schema: noteSchema,
+        ...options,
+      });
+    },
   };
 }

@@ -1,5 +1,6 @@
 /**
- * `hookbot check [RULES_DIR]`: validates every rule file of the folder (default: `HOOKBOT_RULES`,
+ * `hookbot check [RULES_DIR]` (and `hookbot check [--allow ACTIONS] [--project NS/NAME] .hookbot.yml`
+ * for a repository's own rules, with the operator's allow-list: docs/repository-rules.md): validates every rule file of the folder (default: `HOOKBOT_RULES`,
  * else `rules`) the way the bot loads them, plus what only shows across files (duplicate names,
  * label toggles that fight, extends cycles). Exit 0 with a one-line summary; exit 1 with every
  * problem on stdout, one a line, as `file:line:column: message (hint)`, so editors and CI can jump
@@ -9,7 +10,75 @@ import type { CliIo, RegisterCommand } from './command.ts';
 
 const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
 
-export async function runCheckCommand(dir: string | undefined, io: CliIo): Promise<number> {
+/** `hookbot check [--allow ACTIONS] [--project NS/NAME] path/to/.hookbot.yml`: a repository's own rules. */
+interface RepositoryCheckOptions {
+  allow?: string;
+  project?: string;
+  /** The central rules folder: the names its rules (for `--project`, or the default) take. */
+  rules?: string;
+}
+
+async function runRepositoryCheck(file: string, options: RepositoryCheckOptions, io: CliIo): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const { checkRepositoryFile, repositoryPolicy, formatProblem } = await import('../rules/index.ts');
+  let policy;
+  try {
+    policy = repositoryPolicy(
+      (options.allow ?? '')
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    );
+  } catch (error) {
+    io.err(
+      `hookbot check: --allow: ${(error as Error).message.replace(/^rules\.repository\.allow: /, '')}\n`,
+    );
+    return 2;
+  }
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    io.err(`hookbot check: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+    return 1;
+  }
+  let central;
+  if (options.rules !== undefined) {
+    const { loadRules } = await import('../rules/index.ts');
+    const loaded = await loadRules(options.rules);
+    if (loaded.problems.length > 0) {
+      for (const problem of loaded.problems) io.out(`${formatProblem(problem)}\n`);
+      io.err(`hookbot check: the central rules in ${options.rules} have problems\n`);
+      return 1;
+    }
+    central = loaded.byProject(options.project ?? '').rules;
+  }
+  const checked = checkRepositoryFile(text, {
+    file,
+    policy,
+    ...(options.project !== undefined ? { project: options.project } : {}),
+    ...(central ? { central } : {}),
+  });
+  if (checked.problems.length > 0) {
+    for (const problem of checked.problems) io.out(`${formatProblem(problem)}\n`);
+    io.err(`hookbot check: ${plural(checked.problems.length, 'problem')} in ${file}\n`);
+    return 1;
+  }
+  io.out(`${file}: ${plural(checked.rules?.length ?? 0, 'rule')} for the repository: no problems\n`);
+  return 0;
+}
+
+export async function runCheckCommand(
+  dir: string | undefined,
+  io: CliIo,
+  options: RepositoryCheckOptions = {},
+): Promise<number> {
+  const path = await import('node:path');
+  if (dir !== undefined && path.basename(dir) === '.hookbot.yml') return runRepositoryCheck(dir, options, io);
+  if (options.allow !== undefined || options.project !== undefined || options.rules !== undefined) {
+    io.err('hookbot check: --allow, --project and --rules are for a .hookbot.yml file, not a rules folder\n');
+    return 2;
+  }
   // Loaded here so that `hookbot --help` stays fast.
   const { checkRules } = await import('../rules/index.ts');
   const { readRuleFolder } = await import('../rules/index.ts');
@@ -45,8 +114,20 @@ export const registerCheckCommand: RegisterCommand = (program, io, setExitCode) 
   program
     .command('check')
     .description('Validate the rule files: every problem as file:line:column: message (hint).')
-    .argument('[rules_dir]', 'the rules folder (default: $HOOKBOT_RULES, else rules)')
-    .action(async (dir: string | undefined) => {
-      setExitCode(await runCheckCommand(dir, io));
+    .argument('[rules_dir]', 'the rules folder (default: $HOOKBOT_RULES, else rules), or a .hookbot.yml file')
+    .option(
+      '--allow <actions>',
+      'for a .hookbot.yml: the actions the operator allows besides the defaults (rules.repository.allow), comma-separated',
+    )
+    .option(
+      '--rules <dir>',
+      "for a .hookbot.yml: the central rules folder, whose rule names (for --project, else the default's) it may not reuse",
+    )
+    .option(
+      '--project <namespace/project>',
+      'for a .hookbot.yml: the project it belongs to (a move stays in its namespace)',
+    )
+    .action(async (dir: string | undefined, options: RepositoryCheckOptions) => {
+      setExitCode(await runCheckCommand(dir, io, options));
     });
 };

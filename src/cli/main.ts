@@ -78,6 +78,7 @@ async function loadCommands(): Promise<RegisterCommand[]> {
   const { registerDemoCommand } = await import('./demo.ts');
   const { registerCheckCommand } = await import('./check.ts');
   const { registerSimulateCommand } = await import('./simulate.ts');
+  const { registerPlanCommand } = await import('./plan.ts');
   const { registerSchemaCommand } = await import('./schema.ts');
   const { registerExplainCommand } = await import('./explain.ts');
   const { registerStateCommand } = await import('./state.ts');
@@ -89,6 +90,7 @@ async function loadCommands(): Promise<RegisterCommand[]> {
     registerDemoCommand,
     registerCheckCommand,
     registerSimulateCommand,
+    registerPlanCommand,
     registerSchemaCommand,
     registerExplainCommand,
     registerStateCommand,

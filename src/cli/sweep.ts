@@ -11,6 +11,7 @@
  * processes on one state file would corrupt it). A dry run writes nothing.
  */
 import type { CliIo, RegisterCommand } from './command.ts';
+import type { ProjectRules } from '../rules/index.ts';
 
 interface SweepCommandOptions {
   once?: boolean;
@@ -55,7 +56,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
 
   // Loaded here so that `hookbot --help` stays fast.
   const { loadConfig } = await import('../config/index.ts');
-  const { loadRules } = await import('../rules/index.ts');
+  const { loadRules, createRepositoryRules, repositoryPolicy } = await import('../rules/index.ts');
   const { formatProblem } = await import('../rules/index.ts');
   const { createClient } = await import('../api/index.ts');
   const { createExecutor } = await import('../rules/index.ts');
@@ -118,11 +119,23 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       concurrency: config.api.concurrency,
       retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
     });
-    const projectRules = { forProject: (path: string) => rules.byProject(path) };
+    const central = { forProject: (path: string) => rules.byProject(path) };
     // The bot's own user, as the running bot knows it: comment markers count only in its notes.
     const me = config.api.bot_username
       ? { username: config.api.bot_username }
       : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
+    // Repository rules, as the running bot layers them (a dry run posts no hookbot/config status).
+    let projectRules: ProjectRules = central;
+    if (config.rules.repository.enabled) {
+      const repository = createRepositoryRules({
+        central,
+        policy: repositoryPolicy(config.rules.repository.allow),
+        postStatuses: !dryRun,
+        log,
+      });
+      repository.attach({ client, bot: me, planClient: () => client });
+      projectRules = repository;
+    }
     if (options.project !== undefined) {
       // Checked once here: otherwise every sweep reports the same 404 with its own stack trace.
       const missing = await missingProject(client, options.project);

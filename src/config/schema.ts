@@ -257,6 +257,25 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe('The rules folder: default.yml and <namespace>/<project>.yml.')
         .meta(meta({ env: 'HOOKBOT_RULES' })),
       watch: flag().default(true).describe('Reload rules when their files change.'),
+      repository: section({
+        enabled: flag()
+          .default(false)
+          .describe(
+            "Read each project's own .hookbot.yml (root of its default branch) and apply its rules after the central ones (docs/repository-rules.md).",
+          )
+          .meta(meta({ env: 'HOOKBOT_REPOSITORY_RULES' })),
+        allow: textList(nonEmptyText()).describe(
+          'Actions repository rules may use besides label, comment, status, assign, unassign, close, reopen, subscribe and unsubscribe: merge, merge_when_build_succeeds, cancel_merge, move (a move only within the namespace).',
+        ),
+        plan_items: integer(1)
+          .default(200)
+          .describe(
+            'The plan on a merge request that changes .hookbot.yml evaluates at most this many open items.',
+          ),
+        plan_api_calls: integer(1)
+          .default(1000)
+          .describe('And makes at most this many API calls; the comment says when the budget was reached.'),
+      }).describe("Rules in each project's repository (.hookbot.yml), and what they may do."),
     }).describe('Where the rules are.'),
 
     state: section({

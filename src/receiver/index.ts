@@ -8,6 +8,7 @@ export {
   type ItemProcessor,
   type Pipeline,
   type PipelineLog,
+  type PipelineOptions,
   createPipeline,
 } from './pipeline.ts';
 export { createReadiness } from './readiness.ts';

@@ -15,7 +15,7 @@
  *   each opens a log context (ops/log-context.ts) that the processor, the executor and the API
  *   client's call log inherit.
  */
-import { parseHookEvent } from '../events/index.ts';
+import { parseHookEvent, type HookEvent } from '../events/index.ts';
 import { hintsOf, itemKey, type Hint, type ItemRef } from '../events/index.ts';
 import { runInNewLogContext } from '../ops/index.ts';
 import type { InboxEntry } from '../state/index.ts';
@@ -77,6 +77,11 @@ export interface PipelineOptions {
   onDepth?: (depth: number) => void;
   /** Item leases across replicas; none with one instance. */
   leases?: ItemLeases;
+  /**
+   * Sees every event before its items are resolved (repository rules: a push that changed
+   * `.hookbot.yml` on the default branch). Throwing a transient error retries the delivery.
+   */
+  onEvent?: (event: HookEvent) => Promise<void>;
 }
 
 export interface Pipeline {
@@ -168,7 +173,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   async function takeNow(entry: Delivery, attempt: number): Promise<void> {
     pendingWork++;
     try {
-      const hints = hintsOfDelivery(entry);
+      const parsed = parseHookEvent(entry.kind, entry.body);
+      // What else the event means (a push that changed a project's .hookbot.yml), before its items:
+      // they are then evaluated with the rules it brought.
+      if (parsed.ok && options.onEvent) await options.onEvent(parsed.event);
+      const hints = parsed.ok ? hintsOf(parsed.event) : parsed.message;
       if (typeof hints === 'string') {
         // A payload we cannot read will not get better by waiting: record why and let it go.
         log.warn({ delivery: entry.id, problem: hints }, 'delivery skipped: payload not understood');
@@ -208,11 +217,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
    * The delivery's hints, or why its payload is not understood. Synchronous: the parsed body is
    * garbage before the first await, so deliveries waiting for the API hold only their hints.
    */
-  function hintsOfDelivery(entry: Delivery): Hint[] | string {
-    const parsed = parseHookEvent(entry.kind, entry.body);
-    return parsed.ok ? hintsOf(parsed.event) : parsed.message;
-  }
-
   /** The items a hint concerns: named directly, or the open MRs of a branch or commit. */
   function resolve(hint: Hint): Promise<ItemRef[]> {
     if (hint.target === 'item') return Promise.resolve([hint.item]);

@@ -56,3 +56,7 @@ export { formatProblem } from './grammar/problem.ts';
 export { checkRules } from './grammar/check.ts';
 export { ruleFileSchema } from './grammar/schema.ts';
 export { explainJson } from './engine/explain.ts';
+export { createRepositoryRules, type RepositoryRulesState } from './repository/repository-rules.ts';
+export { repositoryPolicy } from './repository/allow-list.ts';
+export { checkRepositoryFile } from './repository/repository-file.ts';
+export { planChange, planLines, type PlanReport } from './repository/plan.ts';

@@ -60,7 +60,7 @@ export interface GitRepos {
   /** Creates `name` at `ref` (a branch, tag or sha). Undefined when `ref` does not resolve. */
   createBranch(projectId: number, name: string, ref: string): Promise<GitCommit | undefined>;
   deleteBranch(projectId: number, name: string): Promise<void>;
-  /** Creates or updates one file on `branch` with one commit. Throws `GitError` when the branch is missing or (create) the file exists / (update) it does not. */
+  /** Creates, updates or deletes one file on `branch` with one commit. Throws `GitError` when the branch is missing or (create) the file exists / (update, delete) it does not. */
   commitFile(
     projectId: number,
     options: {
@@ -69,7 +69,7 @@ export interface GitRepos {
       content: string | Buffer;
       message: string;
       author: GitAuthor;
-      mode: 'create' | 'update';
+      mode: 'create' | 'update' | 'delete';
     },
   ): Promise<GitCommit>;
   /** Commits reachable from `ref`, newest first. Empty when `ref` does not resolve. */

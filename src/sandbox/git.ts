@@ -474,7 +474,7 @@ export function createGitRepos(dir: string, options: GitReposOptions = {}): GitR
           // An empty repository takes its first file on any branch (real servers allow the first
           // commit of an empty project through the files API); otherwise the branch must exist.
           const anyBranch = text(await run(['-C', repo, 'for-each-ref', '--count=1', 'refs/heads/']));
-          if (anyBranch || mode === 'update')
+          if (anyBranch || mode !== 'create')
             throw new GitError('missing-branch', `branch "${branch}" does not exist`);
           await checkBranchName(branch);
         }
@@ -496,14 +496,18 @@ export function createGitRepos(dir: string, options: GitReposOptions = {}): GitR
                 ? `a directory named "${filePath}" already exists`
                 : `a file named "${filePath}" already exists`,
             );
-          if (mode === 'update') {
+          if (mode !== 'create') {
             if (existing?.type !== 'blob')
               throw new GitError('file-missing', `file "${filePath}" does not exist`);
             fileMode = existing.mode; // keep an executable bit or a symlink as it was
           }
         }
-        const blob = await hashBlob(repo, content);
-        const tree = await writeTree(repo, head, [{ path: filePath, mode: fileMode, blob }]);
+        // Mode 0 with the null id takes the path out of the index (`update-index --index-info`).
+        const entry =
+          mode === 'delete'
+            ? { path: filePath, mode: '0', blob: NULL_SHA }
+            : { path: filePath, mode: fileMode, blob: await hashBlob(repo, content) };
+        const tree = await writeTree(repo, head, [entry]);
         const sha = await commitTree(repo, tree, head ? [head] : [], message, author);
         await casRef(repo, `refs/heads/${branch}`, sha, head);
         return readCommit(repo, sha);

@@ -183,11 +183,24 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
           { store, executor, now, log, ...(processor ? { retryItem: processor.retry } : {}) },
           base,
         );
-      case 'reconcile':
+      case 'reconcile': {
+        const paths = await projects(filter);
+        // Repository rules: each project's .hookbot.yml is looked at again (a push missed).
+        if (rules.refresh)
+          for (const path of paths)
+            await rules
+              .refresh(path)
+              .catch((error: unknown) =>
+                log.warn(
+                  { sweep: 'reconcile', project: path, err: error },
+                  'reconcile: cannot read the repository rules',
+                ),
+              );
         return runReconcile(
           { client, store, processItem, now, log },
-          { ...base, projects: await projects(filter), lookbackMs: settings.reconcileLookbackMs, dryRun },
+          { ...base, projects: paths, lookbackMs: settings.reconcileLookbackMs, dryRun },
         );
+      }
       case 'hook_check': {
         const paths = await projects(filter);
         return runHookCheck(

@@ -287,7 +287,35 @@ function rulesSection(data: StatusData): Html {
   const files = rules.files.length
     ? markup`<ul>${rules.files.map((file) => markup`<li><code>${file}</code></li>`)}</ul>\n`
     : '';
-  return section('rules', 'Rules in force', rules.files.length, [loaded, problems, files]);
+  return section('rules', 'Rules in force', rules.files.length, [
+    loaded,
+    problems,
+    files,
+    repositorySection(data),
+  ]);
+}
+
+/** Each project's .hookbot.yml: its rules in force, and the problems of a refused change. */
+function repositorySection(data: StatusData): Html | string {
+  const projects = data.repositoryRules;
+  if (projects === undefined) return '';
+  if (projects.length === 0)
+    return markup`<h3>Repository rules</h3><p>No project read so far has a <code>.hookbot.yml</code>.</p>
+`;
+  const rows = projects.map((project) => {
+    const loaded =
+      project.loadedAt === undefined
+        ? markup`no rules in force from it`
+        : markup`${plural(project.rules, 'rule', 'rules')} in force, taken ${when(project.loadedAt, data.now)}`;
+    const refused = project.problems.length
+      ? markup`<div class="alert"><p>The change in ${(project.problemCommit ?? '').slice(0, 8)} was refused (hookbot/config failed)${project.loadedAt === undefined ? '' : '; the last good rules stay in force'}:</p><ul>${project.problems.map(
+          (problem) => markup`<li><code>${problem}</code></li>`,
+        )}</ul></div>`
+      : '';
+    return markup`<li><code>${project.project}</code>: ${loaded}${refused}</li>`;
+  });
+  return markup`<h3>Repository rules</h3><ul>${rows}</ul>
+`;
 }
 
 const STAT_LABELS: Record<string, string> = {

@@ -9,7 +9,7 @@ import { queuePosition, queuesOf } from '../state/index.ts';
 import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
-import type { RulesState } from '../rules/index.ts';
+import type { RepositoryRulesState, RulesState } from '../rules/index.ts';
 
 export type StatusStore = Pick<
   StateStore,
@@ -29,6 +29,8 @@ export interface StatusSources {
   /** Several replicas sharing the state (PostgreSQL): the page shows the whole fleet. */
   fleet?: Pick<Fleet, 'replicaId' | 'replicas' | 'fleetInbox'>;
   rules: { state(): RulesState };
+  /** Repository rules (each project's .hookbot.yml), when they are on. */
+  repositoryRules?: () => RepositoryRulesState[];
   recentDeliveries?: () => DeliveryInfo[];
   /** Sweep names whose next run the store keeps (`rules`, `merge_watch`, `retries`...). */
   sweeps: readonly string[];
@@ -86,6 +88,8 @@ export interface StatusData {
   pausedRules: { rule: string; reason: string; at: number }[];
   sweeps: SweepView[];
   rules: RulesState;
+  /** Projects with a .hookbot.yml, when repository rules are on. */
+  repositoryRules?: RepositoryRulesState[];
   stats: StateStats;
   /**
    * With PostgreSQL: this replica's name, the deliveries pending in the whole fleet (`deliveries`
@@ -150,6 +154,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       return sweep;
     }),
     rules: sources.rules.state(),
+    ...(sources.repositoryRules ? { repositoryRules: sources.repositoryRules() } : {}),
     stats: store.stats(),
     ...(fleet === undefined ? {} : { fleet }),
   };

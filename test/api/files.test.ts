@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fileText } from '../../src/api/files.ts';
 import { api, apiAs, testClient, useNock } from '../helpers/nock.ts';
 
 const readme = {
@@ -12,6 +13,28 @@ const answer = { file_path: 'docs/README.md', branch_name: 'master' };
 describe('repository files client', () => {
   useNock();
   const client = testClient();
+
+  it('reads one file at a ref: base64 content that fileText decodes, with its blob and commits', async () => {
+    const file = {
+      file_name: '.hookbot.yml',
+      file_path: '.hookbot.yml',
+      size: 10,
+      encoding: 'base64',
+      content: Buffer.from('rules: []\n').toString('base64'),
+      ref: 'master',
+      blob_id: 'b'.repeat(40),
+      commit_id: 'c'.repeat(40),
+      last_commit_id: 'd'.repeat(40),
+    };
+    api()
+      .get('/projects/acme%2Fweb/repository/files')
+      .query({ file_path: '.hookbot.yml', ref: 'master' })
+      .reply(200, file);
+    const read = await client.files.get('acme/web', '.hookbot.yml', 'master');
+    expect(read).toMatchObject({ blob_id: file.blob_id, last_commit_id: file.last_commit_id });
+    expect(fileText(read)).toBe('rules: []\n');
+    expect(fileText({ encoding: 'text', content: 'plain' })).toBe('plain');
+  });
 
   it('creates a file with POST (201) and answers file_path and branch_name', async () => {
     api().post('/projects/acme%2Fweb/repository/files', readme).reply(201, answer);

@@ -35,6 +35,15 @@ describe('notes client', () => {
     expect(items.map((n) => [n.noteable_id, n.noteable_type])).toEqual([[1, 'MergeRequest']]);
   });
 
+  it('edits a merge request note in place with PUT and a body field', async () => {
+    const edited = { ...mrNote, body: 'Rebased twice.' };
+    api().put('/projects/8/merge_requests/1/notes/303', { body: edited.body }).reply(200, edited);
+    expect(await client.notes.updateMergeRequestNote(8, 1, 303, edited.body)).toMatchObject({
+      id: 303,
+      body: 'Rebased twice.',
+    });
+  });
+
   it('comments on a merge request as another user with sudo', async () => {
     apiAs('hookbot')
       .post('/projects/acme%2Fweb/merge_requests/1/notes', { body: mrNote.body })

@@ -235,3 +235,58 @@ describe('hookbot check', () => {
     expect(stderr).toBe('hookbot check: 17 problems in 2 files\n');
   });
 });
+
+describe('hookbot check .hookbot.yml: a repository file, with the operator allow-list', () => {
+  const file = path.join(folder('repository', {}), '.hookbot.yml');
+  writeFileSync(
+    file,
+    `rules:
+  - name: ship
+    on: [merge_request.update]
+    if:
+      - statuses: { required: [ci/build], state: success }
+    do:
+      - merge
+  - name: hand-over
+    on: [issue.open]
+    do:
+      - move: { to: support/helpdesk }
+`,
+  );
+
+  it('reports each action the defaults do not allow, at the action, with what to change (exit 1)', async () => {
+    const result = await run([file]);
+    expect(result.code).toBe(1);
+    expect(result.out.trimEnd().split('\n')).toEqual([
+      `${file}:7:9: action "merge" is not allowed in repository rules (rule "ship"): it needs the operator's permission (ask the operator to add merge to rules.repository.allow, or to move the rule to the central rules)`,
+      `${file}:11:9: action "move" is not allowed in repository rules (rule "hand-over"): it needs the operator's permission (ask the operator to add move to rules.repository.allow, or to move the rule to the central rules)`,
+    ]);
+    expect(result.err).toBe(`hookbot check: 2 problems in ${file}\n`);
+  });
+
+  it('with --allow, what the operator allows passes; a move still stays in the namespace of --project', async () => {
+    const allowed = await run([file, '--allow', 'merge,move']);
+    expect(allowed).toMatchObject({ code: 0, out: `${file}: 2 rules for the repository: no problems\n` });
+    const moved = await run([file, '--allow', 'merge,move', '--project', 'acme/web']);
+    expect(moved.code).toBe(1);
+    expect(moved.out).toContain(`${file}:11:9: move to "support/helpdesk" leaves the namespace acme`);
+  });
+
+  it('with --rules, a name the central rules use is a problem', async () => {
+    const taken = path.join(folder('taken', {}), '.hookbot.yml');
+    writeFileSync(taken, 'rules:\n  - name: triage bug reports\n    on: [issue.open]\n    do: [close]\n');
+    const result = await run([taken, '--rules', 'test/fixtures/rules/example']);
+    expect(result.code).toBe(1);
+    expect(result.out).toContain(
+      `${taken}:2:11: rule name "triage bug reports" is taken by the operator's rules for this project (test/fixtures/rules/example/default.yml:3:5)`,
+    );
+    expect((await run([taken])).code).toBe(0);
+  });
+
+  it('exit 2 for an unknown action in --allow, or --allow with a rules folder', async () => {
+    const unknown = await run([file, '--allow', 'merg']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('"merg" is not an action (did you mean "merge"?)');
+    expect((await run(['test/fixtures/rules/example', '--allow', 'merge'])).code).toBe(2);
+  });
+});

@@ -267,6 +267,39 @@ describe('sandbox repository files', () => {
     });
   });
 
+  describe('DELETE /projects/:id/repository/files', () => {
+    it('removes a file with one commit, answers 200 and tells the push listeners', async () => {
+      const w = await world();
+      const before = (await w.head())!;
+      pushes.length = 0;
+      const res = await sb().call('DELETE', w.base, {
+        body: { file_path: 'docs/guide.md', branch_name: 'master', commit_message: 'Drop the guide' },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ file_path: 'docs/guide.md', branch_name: 'master' });
+      const after = (await w.head())!;
+      expect(after.parent_ids).toEqual([before.id]);
+      expect(await w.read('master', 'docs/guide.md')).toBeUndefined();
+      expect(await w.read('master', 'README.md')).toBe('hello\n');
+      expect(await w.read(before.id, 'docs/guide.md')).toBe('# Guide\n');
+      expect(pushes).toHaveLength(1);
+      expect(pushes[0]).toMatchObject({ before: before.id, after: after.id, ref: 'refs/heads/master' });
+    });
+
+    it('refuses a missing file, and a reporter', async () => {
+      const w = await world();
+      const body = { file_path: 'nope.md', branch_name: 'master', commit_message: 'Drop' };
+      const missing = await sb().call('DELETE', w.base, { body });
+      expect(missing.status).toBe(400);
+      expect(missing.body).toEqual({ message: "A file with this name doesn't exist" });
+      const reporter = await sb().call('DELETE', w.base, {
+        token: w.users.reporter.private_token,
+        body: { ...body, file_path: 'README.md' },
+      });
+      expect(reporter.status).toBe(403);
+    });
+  });
+
   describe('GET /projects/:id/repository/files', () => {
     it('answers the file at a ref, base64 encoded, with its blob and commits', async () => {
       const { call } = sb();

@@ -114,6 +114,27 @@ describe('sandbox notes', () => {
       expect(res.body).toEqual({ message: '404 Not found' });
     });
 
+    it('PUT edits a comment in place, by its author or a master, and fires no hook', async () => {
+      const [, url] = at();
+      const posted = (await w.developer.as('POST', url, { body: { body: 'first words' } })).body;
+      const edited = await w.developer.as('PUT', `${url}/${posted.id}`, { body: { body: 'second words' } });
+      expect(edited.status).toBe(200);
+      expect(edited.body).toMatchObject({ id: posted.id, body: 'second words', author: posted.author });
+      expect((await w.owner.as('GET', `${url}/${posted.id}`)).body.body).toBe('second words');
+      const byMaster = await w.master.as('PUT', `${url}/${posted.id}`, { body: { body: 'by the master' } });
+      expect(byMaster.status).toBe(200);
+      const byReporter = await w.reporter.as('PUT', `${url}/${posted.id}`, { body: { body: 'mine now' } });
+      expect(byReporter.status).toBe(403);
+      expect((await w.owner.as('PUT', `${url}/999999`, { body: { body: 'x' } })).status).toBe(404);
+      await sandbox().ctx.hooks.idle();
+      const about = sandbox()
+        .ctx.hooks.recent()
+        .filter((d) => (d.payload.object_attributes as { id?: number } | undefined)?.id === posted.id);
+      expect(about.map((d) => (d.payload.object_attributes as { note?: string }).note)).toEqual([
+        'first words',
+      ]);
+    });
+
     it('fires Note Hook and records a `commented on` event', async () => {
       const res = await w.developer.as('POST', at()[1], { body: { body: 'hook me' } });
       const event = sandbox().db.data.events.find(

@@ -339,3 +339,55 @@ describe('basic authentication', () => {
     ).toThrow(/needs both a username and a password/);
   });
 });
+
+describe('GET /status: repository rules', () => {
+  it('lists each project with a .hookbot.yml: its rules in force, and a refused change with every problem', async () => {
+    const served = await serveFilled({
+      repositoryRules: () => [
+        { project: 'acme/web', blobId: 'b1', rules: 2, loadedAt: NOW - 60_000, problems: [], checkedAt: NOW },
+        {
+          project: 'acme/helpdesk',
+          blobId: 'b2',
+          rules: 1,
+          loadedAt: NOW - 3_600_000,
+          problems: ['4:1: YAML: Tabs are not allowed as indentation', `7:9: <b>bad</b> ${TOKEN}`],
+          problemCommit: HEAD_SHA,
+          checkedAt: NOW,
+        },
+      ],
+    });
+    try {
+      const page = await (await fetch(`${served.url}/status`)).text();
+      const rules = sectionOf(page, 'rules');
+      expect(rules).toContain('<h3>Repository rules</h3>');
+      expect(rules).toContain('<code>acme/web</code>: 2 rules in force');
+      expect(rules).toContain(
+        `The change in ${HEAD_SHA.slice(0, 8)} was refused (hookbot/config failed); the last good rules stay in force:`,
+      );
+      expect(rules).toContain('<li><code>4:1: YAML: Tabs are not allowed as indentation</code></li>');
+      expect(rules).toContain('&lt;b&gt;bad&lt;/b&gt;');
+      expect(page).not.toContain(TOKEN);
+      const json = (await (await fetch(`${served.url}/status.json`)).json()) as any;
+      expect(json.repositoryRules.map((entry: { project: string }) => entry.project)).toEqual([
+        'acme/web',
+        'acme/helpdesk',
+      ]);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('says so when repository rules are on and no project has a file yet; nothing when they are off', async () => {
+    const on = await serveFilled({ repositoryRules: () => [] });
+    const off = await serveFilled();
+    try {
+      expect(await (await fetch(`${on.url}/status`)).text()).toContain(
+        'No project read so far has a <code>.hookbot.yml</code>.',
+      );
+      expect(await (await fetch(`${off.url}/status`)).text()).not.toContain('Repository rules');
+    } finally {
+      await on.close();
+      await off.close();
+    }
+  });
+});

@@ -5,6 +5,7 @@ import { skip } from '../engine/planned-call.ts';
 import { assignCall } from '../engine/build-calls.ts';
 
 export const assign = defineAction({
+  inRepositories: 'allowed',
   name: 'assign',
   summary: 'Assigns the item to a user, by username; nothing when that user is already the assignee.',
   example: { to: 'alice' },

@@ -4,6 +4,7 @@ import { mergeRequestTarget, skip } from '../engine/planned-call.ts';
 import { isOpen } from '../engine/build-calls.ts';
 
 export const cancelMerge = defineAction({
+  inRepositories: 'operator',
   name: 'cancel_merge',
   summary: 'Cancels merge-when-build-succeeds; nothing when it is not set.',
   example: null,

@@ -4,6 +4,7 @@ import { skip } from '../engine/planned-call.ts';
 import { isOpen, updateCall } from '../engine/build-calls.ts';
 
 export const close = defineAction({
+  inRepositories: 'allowed',
   name: 'close',
   summary: 'Closes the issue or merge request; nothing when it is already closed or merged.',
   example: null,

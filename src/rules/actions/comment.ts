@@ -17,6 +17,7 @@ const shortText = (text: string): string =>
  * `repost_when_changed: true`; the identity then includes the rendered text.
  */
 export const comment = defineAction({
+  inRepositories: 'allowed',
   name: 'comment',
   summary:
     "Posts a comment; `{{ placeholder }}` inserts a field of the item. Posted once per rule and item: the body ends with a hidden marker naming the rule and the template, found again among the bot's own notes, so neither a retry, a restart nor an edit of the item posts it twice, and nobody else's note can stand in for it. `{ text: ..., repost_when_changed: true }` posts it again each time the rendered text differs from every earlier post.",

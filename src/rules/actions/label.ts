@@ -44,6 +44,7 @@ function describeChange(add: string[], remove: string[]): string {
 }
 
 export const label = defineAction({
+  inRepositories: 'allowed',
   name: 'label',
   summary:
     'Adds and removes labels. `toggle` adds while the rule matches and removes once it no longer does. Present labels are not added again, absent ones not removed; all label changes to one item become one write.',

@@ -5,6 +5,7 @@ import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
 import { shortSha } from '../engine/build-status-call.ts';
 
 export const mergeWhenBuildSucceeds = defineAction({
+  inRepositories: 'operator',
   name: 'merge_when_build_succeeds',
   summary:
     'Sets merge-when-build-succeeds, pinned to the head commit. Only when a `statuses` condition with `state: pending` held in the same rule: the required statuses of the head are all reported, some still pending or running, none failed. Never on a head commit that has no status yet (the server would merge it at once).',

@@ -7,6 +7,7 @@ import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
 import { shortSha } from '../engine/build-status-call.ts';
 
 export const merge = defineAction({
+  inRepositories: 'operator',
   name: 'merge',
   summary:
     'Merges the merge request, pinned to the head commit that was evaluated (the server refuses if the head moved). Planned only when it is open, not work in progress, without conflicts, and a `statuses` condition with `state: success` held in the same rule.',

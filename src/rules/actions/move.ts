@@ -4,6 +4,7 @@ import { projectPathSchema } from '../engine/param-schemas.ts';
 import { issueTarget, skip } from '../engine/planned-call.ts';
 
 export const move = defineAction({
+  inRepositories: 'operator',
   name: 'move',
   summary:
     'Moves the issue to another project (by path); the server closes the original. Issues only; nothing when it is already there.',

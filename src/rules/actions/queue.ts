@@ -12,6 +12,7 @@ export const DEFAULT_MAX_UPDATES = 3;
 
 export const queue = defineAction({
   name: 'queue',
+  inRepositories: 'operator',
   summary:
     "Puts the merge request in a merge queue for its target branch instead of merging it at once ([merge-queue.md](merge-queue.md)): one at a time, the head of the queue has its source branch brought up to the target's head (a merge commit pushed with git), its required statuses awaited on that very commit, and is merged pinned to it. Taken out, with one comment, on a conflict, a failed status or a status that never reports; at once when someone pushes, it is closed, or this rule no longer matches.",
   example: { statuses: ['ci/test'], priority_labels: ['urgent'], status_timeout: '30m' },

@@ -4,6 +4,7 @@ import { skip } from '../engine/planned-call.ts';
 import { updateCall } from '../engine/build-calls.ts';
 
 export const reopen = defineAction({
+  inRepositories: 'allowed',
   name: 'reopen',
   summary: 'Reopens a closed issue or merge request; nothing when it is open (a merged one cannot reopen).',
   example: null,

@@ -5,6 +5,7 @@ import { compileTemplate } from '../engine/template.ts';
 import { planStatus, shortSha } from '../engine/build-status-call.ts';
 
 export const status = defineAction({
+  inRepositories: 'allowed',
   name: 'status',
   summary:
     'Posts a commit status on the head commit of the merge request (`description` and `target_url` take placeholders); nothing when the head is unknown or the status already stands.',

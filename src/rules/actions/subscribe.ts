@@ -4,6 +4,7 @@ import { skip } from '../engine/planned-call.ts';
 import { subscriptionCall } from '../engine/build-calls.ts';
 
 export const subscribe = defineAction({
+  inRepositories: 'allowed',
   name: 'subscribe',
   summary:
     'Subscribes the bot to the item (it then gets its notifications); nothing when already subscribed.',

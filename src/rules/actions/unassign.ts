@@ -4,6 +4,7 @@ import { skip } from '../engine/planned-call.ts';
 import { assignCall } from '../engine/build-calls.ts';
 
 export const unassign = defineAction({
+  inRepositories: 'allowed',
   name: 'unassign',
   summary: 'Removes the assignee; nothing when there is none.',
   example: null,

@@ -4,6 +4,7 @@ import { skip } from '../engine/planned-call.ts';
 import { subscriptionCall } from '../engine/build-calls.ts';
 
 export const unsubscribe = defineAction({
+  inRepositories: 'allowed',
   name: 'unsubscribe',
   summary: 'Unsubscribes the bot from the item; nothing when not subscribed.',
   example: null,

@@ -20,6 +20,11 @@ export type PlanOutcome = readonly Proposal[] | Skip;
 
 export interface ActionDefinition<S extends z.ZodType = z.ZodType, C = z.output<S>> {
   name: string;
+  /**
+   * Whether the rules of a project's own `.hookbot.yml` may use it by default (`allowed`), or only
+   * when the operator lists it in `rules.repository.allow` (`operator`): docs/repository-rules.md.
+   */
+  inRepositories: 'allowed' | 'operator';
   summary: string;
   /** Example parameters for the reference; `null` when the example is the bare name. */
   example: z.input<S> | null;

@@ -57,7 +57,7 @@ const display = (dir: string, rel: string): string => path.join(dir, rel);
  * `check` passed. `rules: []` says "none" on purpose and stays valid. A file with `extends` and no
  * `rules:` is fine too: it gathers the rules of the files it extends.
  */
-function noRules(parsed: ParsedRuleFile, text: string): Problem | undefined {
+export function noRules(parsed: ParsedRuleFile, text: string): Problem | undefined {
   if (!parsed.spec || parsed.spec.rules.length > 0 || parsed.spec.extends !== undefined) return undefined;
   // Only a valid file with an empty list gets here: parse again to tell `rules: []` from no key.
   const contents = parseDocument(text).contents;

@@ -23,7 +23,33 @@ export interface ParsedRuleFile {
 /** Aliases can expand a small file into a huge value ("billion laughs"): stop early. */
 const MAX_ALIAS_COUNT = 100;
 
+/**
+ * A rule file holds rules, not data: past 256 KB it is refused before it is parsed (a repository's
+ * `.hookbot.yml` is read from the server, and a huge one would only cost the bot memory).
+ */
+export const MAX_RULE_FILE_BYTES = 256 * 1024;
+
+/** The problem of a file over the limit (`size` in bytes), at its first line. */
+export function tooLarge(file: string, size: number): Problem {
+  return {
+    file,
+    line: 1,
+    column: 1,
+    message: `the file is ${Math.ceil(size / 1024)} KB, over the ${MAX_RULE_FILE_BYTES / 1024} KB limit of a rule file`,
+    hint: 'split it, or move what is not rules elsewhere',
+  };
+}
+
 export function parseRuleFile(text: string, file: string): ParsedRuleFile {
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > MAX_RULE_FILE_BYTES)
+    return {
+      file,
+      spec: null,
+      extends: [],
+      problems: [tooLarge(file, size)],
+      locate: () => ({ line: 1, column: 1 }),
+    };
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const at = (path: ValuePath, key?: string): Position => locate(doc, lines, path, key);

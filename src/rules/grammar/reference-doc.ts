@@ -113,6 +113,7 @@ function actionSection(definition: AnyActionDefinition): string[] {
         : ''
     }`,
     `- Acts on: ${kindsText(definition.itemKinds)}`,
+    `- In a repository's \`.hookbot.yml\`: ${definition.inRepositories === 'allowed' ? 'allowed' : "only with the operator's permission (`rules.repository.allow`)"}`,
     `- Reads in explain as: ${definition.describe(params)}`,
     '',
     '```yaml',
@@ -149,6 +150,7 @@ export function renderRulesDoc(): string {
     '- Rule names must be unique within the rules a project gets. `hookbot check` reports every problem as `file:line:column: message (hint)`; `hookbot schema` prints the JSON Schema for editors.',
     '- The running bot refuses exactly what `hookbot check` reports: a reload with any problem keeps the last good rules in force, and at start (no rules in force yet) `hookbot serve` exits 1 with every problem listed rather than load the valid files alone (a broken guard rule must not leave the rules it holds back acting).',
     "- The running bot reloads the folder by itself (`rules.watch`, on by default) about 0.2 s after a change to any file in it or in a subfolder, however the file was written: in place, or replaced by a rename as `sed -i` and editors' safe writes do (each directory is watched, not each file). `kill -HUP <pid>` reloads it on demand: where change events never arrive (some network or container mounts) or with `rules.watch: false`. The log says `rules loaded`, or `rules refused` with every problem.",
+    "- With `rules.repository.enabled` (`HOOKBOT_REPOSITORY_RULES=true`), a project's own `.hookbot.yml` (at the root of its default branch, same grammar, no `extends`) adds its rules after the ones above; the operator decides which actions it may use. See [repository-rules.md](repository-rules.md).",
     '',
     '```yaml',
     'extends: [../default.yml]',

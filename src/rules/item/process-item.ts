@@ -32,6 +32,13 @@ import type { OutboxAction, StateStore } from '../../state/index.ts';
 export interface ProjectRules {
   /** The rules of a project by `namespace/project`. */
   forProject(pathWithNamespace: string): CompiledRuleSet;
+  /**
+   * Makes the project's rules ready before `forProject` (repository rules: its `.hookbot.yml` is
+   * read the first time). Throwing a transient error retries the item.
+   */
+  prepare?(pathWithNamespace: string): Promise<void>;
+  /** Reads what the project's rules come from again (the reconcile sweep). */
+  refresh?(pathWithNamespace: string): Promise<void>;
 }
 
 export interface ItemProcessorOptions {
@@ -128,6 +135,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   async function evaluateItem(item: ItemAddress, given: Trigger): Promise<ExecutionReport | undefined> {
     const itemKey = itemKeyOf(item.type, item.projectId, item.id);
     const project = await reader.projectOf(item.projectId);
+    await rules.prepare?.(project.path_with_namespace);
     const set = rules.forProject(project.path_with_namespace);
     if (set.rules.length === 0) {
       log.info({ itemKey, project: project.path_with_namespace }, 'no rules for this project');

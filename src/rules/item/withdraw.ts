@@ -58,17 +58,23 @@ export async function withdrawUnplanned(
   return reports;
 }
 
-/** After a reload: withdraws every action whose rule is no longer in its project's rules. */
+/**
+ * After a reload: withdraws every action whose rule is no longer in its project's rules. A project
+ * whose rules are not known yet (`forProject` answers undefined: its `.hookbot.yml` not read since
+ * the start) keeps its actions.
+ */
 export async function withdrawRemovedRules(
   store: Pick<StateStore, 'dueActions' | 'listParked'>,
   executor: Executor,
-  forProject: (path: string) => CompiledRuleSet,
+  forProject: (path: string) => CompiledRuleSet | undefined,
 ): Promise<CallReport[]> {
   const reports: CallReport[] = [];
   for (const action of [...store.dueActions(Number.MAX_SAFE_INTEGER), ...store.listParked()]) {
     const project = (action.call as { project?: unknown }).project;
     if (typeof project !== 'string') continue;
-    const names = new Set(forProject(project).rules.map((rule) => rule.name));
+    const set = forProject(project);
+    if (!set) continue;
+    const names = new Set(set.rules.map((rule) => rule.name));
     const gone = rulesOf(action).filter((rule) => !names.has(rule));
     if (gone.length === 0) continue;
     reports.push(

@@ -1,6 +1,6 @@
 /**
  * Repository files, the real 8.x calls (docs/api-v3.md#repository-files lists "Repository Files" as not shown): read one
- * file, and create or update one file as one commit on a branch, which is how tests and the demo
+ * file, and create, update or delete one file as one commit on a branch, which is how tests and the demo
  * put commits into the sandbox's repositories.
  */
 import type { Router } from 'express';
@@ -61,11 +61,15 @@ export function registerFileRoutes(router: Router, ctx: SandboxContext): void {
     }),
   );
 
-  async function commitFile({ res, who, p, project }: ProjectRouteCall, mode: 'create' | 'update') {
-    // 8.x `required_attributes!`, in its order; blank counts as missing, so an empty file cannot be sent.
+  async function commitFile(
+    { res, who, p, project }: ProjectRouteCall,
+    mode: 'create' | 'update' | 'delete',
+  ) {
+    // 8.x `required_attributes!`, in its order; blank counts as missing, so an empty file cannot be
+    // sent. A deletion takes no content.
     const filePath = requiredStr(p, 'file_path');
     const branch = requiredStr(p, 'branch_name');
-    const content = requiredStr(p, 'content');
+    const content = mode === 'delete' ? '' : requiredStr(p, 'content');
     const message = requiredStr(p, 'commit_message');
     if (!canPushTo(db, project, who, branch))
       throw badRequest('You are not allowed to push into this branch');
@@ -105,5 +109,9 @@ export function registerFileRoutes(router: Router, ctx: SandboxContext): void {
   router.put(
     FILES,
     projectRoute(db, requirePush, (call) => commitFile(call, 'update')),
+  );
+  router.delete(
+    FILES,
+    projectRoute(db, requirePush, (call) => commitFile(call, 'delete')),
   );
 }

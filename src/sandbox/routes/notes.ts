@@ -1,13 +1,13 @@
 /**
  * Comments on issues and merge requests (the notes resource; docs/api-v3.md#notes shows only the list path, the
- * rest follows real 8.x `lib/api/notes.rb`): list, read one, create. A comment fires `Note Hook` and
+ * rest follows real 8.x `lib/api/notes.rb`): list, read one, create, edit. A comment fires `Note Hook` and
  * leaves a `commented on` event; the system notes the sandbox writes itself (status changes, moves)
  * fire nothing, as on real servers.
  */
 import type { Router } from 'express';
 import type { SandboxContext } from '../context.ts';
 import type { NoteRec, ProjectRec, UserRec } from '../db.ts';
-import { notFound, requiredStr, sendPage } from '../http.ts';
+import { forbidden, notFound, requiredStr, sendPage } from '../http.ts';
 import {
   findIssue,
   findMergeRequest,
@@ -17,7 +17,7 @@ import {
 } from '../issuables.ts';
 import { recordEvent } from '../events.ts';
 import { notePayload } from '../payloads/index.ts';
-import { OWNER } from '../permissions.ts';
+import { MASTER, OWNER } from '../permissions.ts';
 import { userSummary } from '../views.ts';
 import { projectRoute, type ProjectRouteCall } from '../route.ts';
 
@@ -161,6 +161,24 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
           createdAt,
         );
         res.status(201).json(noteView(ctx, note));
+      }),
+    );
+
+    // 8.x `PUT .../notes/:note_id`: a new body for a comment, by its author or a master (real
+    // servers' `admin_note`); fires no hook (real servers fire Note Hook on creation only).
+    router.put(
+      `${base}/:note_id`,
+      projectRoute(db, 'visible', (call) => {
+        const { req, res, who, p, level } = call;
+        const item = itemOf(call);
+        const note = notesOf(item).find((n) => String(n.id) === String(req.params.note_id));
+        if (!note || note.system) throw notFound();
+        const body = requiredStr(p, 'body');
+        if (note.author_id !== who.user.id && !who.user.is_admin && level < MASTER) throw forbidden();
+        note.body = body;
+        note.updated_at = db.now();
+        db.changed();
+        res.json(noteView(ctx, note));
       }),
     );
   }

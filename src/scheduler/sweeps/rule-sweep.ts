@@ -264,6 +264,12 @@ export async function runRuleSweep(deps: RuleSweepDeps, options: RuleSweepOption
   }
 
   async function prepareProject(project: string): Promise<ProjectRun | undefined> {
+    // Repository rules: the project's .hookbot.yml, read once; a server away leaves the central rules.
+    await deps.rules
+      .prepare?.(project)
+      .catch((error: unknown) =>
+        log.warn({ sweep: 'rules', project, err: error }, 'rule sweep: cannot read the repository rules yet'),
+      );
     const scheduled = deps.rules
       .forProject(project)
       .rules.filter(

@@ -1,0 +1,192 @@
+/**
+ * `hookbot plan [--rules DIR] [--current DIR] [--project NS/NAME] [--format text|markdown|json]
+ * [--config FILE]`: what a change of the central rules would do. The rules of `--rules` (the
+ * proposed ones) and of `--current` (the rules in force: currentFolder below) are evaluated in dry
+ * run on every open issue and merge request of each project (the configured ones, every project
+ * the bot's user sees, or `--project`), and what would change is listed per project, as on a merge
+ * request that changes a `.hookbot.yml` (docs/repository-rules.md).
+ *
+ * Read-only like `simulate`: every call but a GET is refused before it leaves the process. Bounded
+ * per project by `rules.repository.plan_items` and `plan_api_calls`, said when reached. Exit 0 with
+ * no problems; 1 when a rules folder has problems or the server could not be read; 2 when the
+ * command line is wrong.
+ */
+import type { CliIo, RegisterCommand } from './command.ts';
+import type { PlanReport } from '../rules/index.ts';
+
+interface PlanOptions {
+  rules?: string;
+  current?: string;
+  project?: string;
+  format?: string;
+  config?: string;
+}
+
+const FORMATS = ['text', 'markdown', 'json'] as const;
+type Format = (typeof FORMATS)[number];
+const PROJECT = /^[^/\s]+\/[^/\s]+$/;
+
+const usage = (io: CliIo, message: string): number => {
+  io.err(`hookbot plan: ${message}\n`);
+  return 2;
+};
+
+/**
+ * The rules in force to compare with: `--current DIR` (`none`: nothing); else, when `--rules` names
+ * another folder, the configured one (`rules.dir`) if it exists; else nothing.
+ */
+async function currentFolder(options: PlanOptions, configured: string): Promise<string | undefined> {
+  if (options.current === 'none') return undefined;
+  if (options.current !== undefined) return options.current;
+  if (options.rules === undefined) return undefined;
+  const path = await import('node:path');
+  if (path.resolve(options.rules) === path.resolve(configured)) return undefined;
+  const { stat } = await import('node:fs/promises');
+  const found = await stat(configured).catch(() => undefined);
+  return found?.isDirectory() ? configured : undefined;
+}
+
+export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<number> {
+  const format = (options.format ?? 'text') as Format;
+  if (!FORMATS.includes(format))
+    return usage(io, `--format must be text, markdown or json (got "${format}")`);
+  if (options.project !== undefined && !PROJECT.test(options.project))
+    return usage(io, `--project must be namespace/project, e.g. acme/web (got "${options.project}")`);
+
+  // Loaded here so that `hookbot --help` stays fast.
+  const { loadConfig } = await import('../config/index.ts');
+  const { loadRules, formatProblem, planChange, planLines, ruleSet } = await import('../rules/index.ts');
+  const { readOnlyClient } = await import('./simulate-client.ts');
+  const { apiProblem, missingProject } = await import('./api-problem.ts');
+
+  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  if (!loaded.ok) {
+    io.err(
+      `hookbot plan: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
+    );
+    return 1;
+  }
+  const { config } = loaded;
+  if (config.api.url === undefined || config.api.token === undefined) {
+    io.err(
+      'hookbot plan: set api.url and api.token (HOOKBOT_API_URL, HOOKBOT_API_TOKEN): the plan reads the server\n',
+    );
+    return 1;
+  }
+  const proposedDir = options.rules ?? config.rules.dir;
+  const currentDir = await currentFolder(options, config.rules.dir);
+  const proposed = await loadRules(proposedDir);
+  const current = currentDir === undefined ? undefined : await loadRules(currentDir);
+  const problems = [...proposed.problems, ...(current?.problems ?? [])].map(formatProblem);
+  if (problems.length > 0) {
+    if (format === 'json')
+      io.out(
+        `${JSON.stringify({ proposed: proposedDir, current: currentDir ?? null, problems, projects: [] }, null, 2)}\n`,
+      );
+    else for (const problem of problems) io.out(`${problem}\n`);
+    io.err(
+      `hookbot plan: the rules have problems (the bot would refuse them; hookbot check lists them too)\n`,
+    );
+    return 1;
+  }
+
+  const client = readOnlyClient({
+    baseUrl: config.api.url,
+    token: config.api.token,
+    tokenType: config.api.token_type,
+    timeoutMs: config.api.timeout_ms,
+    concurrency: config.api.concurrency,
+    retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+  });
+  const reports: PlanReport[] = [];
+  try {
+    const me = config.api.bot_username
+      ? { username: config.api.bot_username }
+      : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
+    let projects: string[];
+    if (options.project !== undefined) {
+      const missing = await missingProject(client, options.project);
+      if (missing !== undefined) {
+        io.err(`hookbot plan: ${missing}\n`);
+        return 1;
+      }
+      projects = [options.project];
+    } else if (config.hooks.projects.length > 0) projects = [...config.hooks.projects];
+    else {
+      projects = [];
+      for await (const project of client.projects.list({ archived: false }))
+        projects.push(project.path_with_namespace);
+    }
+    const nothing = ruleSet([]);
+    for (const project of projects)
+      reports.push(
+        await planChange({
+          client,
+          project,
+          current: current?.byProject(project) ?? nothing,
+          proposed: proposed.byProject(project),
+          budget: {
+            items: config.rules.repository.plan_items,
+            apiCalls: config.rules.repository.plan_api_calls,
+          },
+          bot: me,
+        }),
+      );
+  } catch (error) {
+    const problem = apiProblem(error, config.api.url);
+    if (problem === undefined) throw error;
+    io.err(`hookbot plan: ${problem}\n`);
+    return 1;
+  }
+
+  const against = currentDir ?? 'no rules';
+  if (format === 'json') {
+    io.out(
+      `${JSON.stringify({ proposed: proposedDir, current: currentDir ?? null, problems: [], projects: reports }, null, 2)}\n`,
+    );
+  } else if (format === 'markdown') {
+    const lines = [`### hookbot plan: ${proposedDir} against ${against}`, ''];
+    for (const report of reports)
+      lines.push(
+        `**${report.project}** (${report.evaluated} open issues and merge requests evaluated):`,
+        '',
+        ...planLines(report).map((line) => `- ${line}`),
+        '',
+      );
+    io.out(`${lines.join('\n')}\n`);
+  } else {
+    const lines = [`hookbot plan: ${proposedDir} against ${against}`];
+    for (const report of reports)
+      lines.push(
+        `${report.project}: ${report.evaluated} open items evaluated`,
+        ...planLines(report).map((line) => `  ${line}`),
+      );
+    io.out(`${lines.join('\n')}\n`);
+  }
+  return 0;
+}
+
+export const registerPlanCommand: RegisterCommand = (program, io, setExitCode) => {
+  program
+    .command('plan')
+    .description(
+      'What a rules change would do: the proposed rules against the ones in force, in dry run on every open item (read-only).',
+    )
+    .option('--rules <dir>', 'the proposed rules folder (default: rules.dir, HOOKBOT_RULES)')
+    .option(
+      '--current <dir>',
+      'the rules in force to compare with; none: no rules (default: rules.dir when --rules names another folder, else none)',
+    )
+    .option(
+      '--project <namespace/project>',
+      'only this project (default: hooks.projects, else every project the bot sees)',
+    )
+    .option('--format <format>', 'text, markdown or json', 'text')
+    .option(
+      '--config <file>',
+      'the configuration file (default: HOOKBOT_CONFIG, else defaults and environment)',
+    )
+    .action(async (options: PlanOptions) => {
+      setExitCode(await runPlanCommand(options, io));
+    });
+};

@@ -1,0 +1,308 @@
+/**
+ * The plan of a rules change: the proposed rules evaluated in dry run against every open issue and
+ * merge request of a project, next to the rules in force, and what would change, in words:
+ * "would close 2 issues: #3, #7", "would merge !4 now", "would stop applying rule triage (label:
+ * add [bug]): #1". Read-only: the plan's client refuses every write (readOnly below), and nothing
+ * is recorded.
+ *
+ * Each item is read once (the needs of both sets) and evaluated twice, as if it had just been opened
+ * or changed (TRIGGERS below). "Would" lines are the calls the
+ * proposed rules plan that the rules in force do not; "would stop" lines name the rules in force
+ * that match an item and that the proposed rules no longer have or no longer match. Bounded by a
+ * budget of items and API calls: when it is reached the plan says so, and covers what it read.
+ */
+import { clientOver, type Client, type Http, type RequestSpec } from '../../api/index.ts';
+import { ruleSet, type CompiledRuleSet } from '../engine/compile.ts';
+import { evaluate, type Evaluation } from '../engine/engine.ts';
+import type { PlannedCall } from '../engine/planned-call.ts';
+import type { BotIdentity, ItemKind, Trigger } from '../engine/snapshot.ts';
+import { createSnapshotReader } from '../item/read-snapshot.ts';
+
+export interface PlanBudget {
+  /** Most open items evaluated. */
+  items: number;
+  /** Most API calls made (listings included). */
+  apiCalls: number;
+}
+
+export const DEFAULT_PLAN_BUDGET: PlanBudget = { items: 200, apiCalls: 1000 };
+
+/** One change: what would happen (or stop), and to which items. */
+export interface PlanChange {
+  /**
+   * `would close {items}`, `would add label bug to {items}`, `would stop applying rule "triage"
+   * (close) to {items}`, then `|` and the kind of item; `{items}` becomes the count and the list.
+   */
+  what: string;
+  /** `now` changes are calls the proposed rules would make; `stop` ones, rules in force that would no longer act. */
+  kind: 'now' | 'stop';
+  items: string[];
+}
+
+export interface PlanReport {
+  project: string;
+  /** Open items listed (issues and merge requests). */
+  listed: number;
+  /** False when the API calls ran out before every open item was listed: `listed` is a lower bound. */
+  listedAll: boolean;
+  evaluated: number;
+  apiCalls: number;
+  /** Which budget was reached, if one was. */
+  budgetReached?: 'items' | 'apiCalls';
+  budget: PlanBudget;
+  changes: PlanChange[];
+}
+
+/** The plan needs only the HTTP core: it builds its own read-only client over it. */
+export type PlanClient = Pick<Client, 'http'>;
+
+/**
+ * A client over `http` that refuses every method but GET before it leaves the process: the plan
+ * reads, and this makes it a guarantee rather than a habit.
+ */
+function readOnly(http: Http): Client {
+  const guard = <S extends RequestSpec<unknown>>(spec: S): S => {
+    if (spec.method !== 'GET')
+      throw new Error(`the plan makes no write: refused ${spec.method} ${spec.route}`);
+    return spec;
+  };
+  return clientOver({
+    request: (spec) => Promise.resolve().then(() => http.request(guard(spec))),
+    requestRaw: (spec) => Promise.resolve().then(() => http.requestRaw(guard(spec))),
+    requestChange: (spec) => Promise.resolve().then(() => http.requestChange(guard(spec))),
+    paginate: (spec) => http.paginate(guard(spec)),
+    all: (spec) => Promise.resolve().then(() => http.all(guard(spec))),
+    get stats() {
+      return http.stats;
+    },
+    apiUrl: http.apiUrl,
+  });
+}
+
+/**
+ * Each item as if it had just been opened or changed: the rules that listen to those events (and,
+ * for merge requests, to pushes and status changes) run; rules on notes, closes and merges, and
+ * rules that only run on a schedule, do not.
+ */
+const event = (name: string) => ({ name, byBot: false });
+const TRIGGERS: Record<ItemKind, Trigger> = {
+  issue: {
+    kind: 'issue',
+    action: 'update',
+    byBot: false,
+    events: [event('issue.open'), event('issue.update'), event('issue.reopen')],
+  },
+  merge_request: {
+    kind: 'merge_request',
+    action: 'update',
+    byBot: false,
+    events: [
+      event('merge_request.open'),
+      event('merge_request.update'),
+      event('merge_request.reopen'),
+      event('push'),
+      event('status.changed'),
+    ],
+  },
+};
+const KIND_WORDS: Record<ItemKind, [string, string]> = {
+  issue: ['issue', 'issues'],
+  merge_request: ['merge request', 'merge requests'],
+};
+
+const itemName = (kind: ItemKind, iid: number): string => `${kind === 'issue' ? '#' : '!'}${iid}`;
+
+/** Each planned call as one or more effects, in words (labels one by one). */
+function effectsOf(call: PlannedCall): string[] {
+  const { op, args } = call.call;
+  switch (op) {
+    case 'issues.update':
+    case 'mergeRequests.update': {
+      const effects: string[] = [];
+      for (const name of call.call.labels?.add ?? []) effects.push(`would add label ${name} to {items}`);
+      for (const name of call.call.labels?.remove ?? [])
+        effects.push(`would remove label ${name} from {items}`);
+      if (!call.call.labels && args.edit.labels)
+        effects.push(`would set labels ${args.edit.labels.join(', ')} on {items}`);
+      if (args.edit.state_event) effects.push(`would ${args.edit.state_event} {items}`);
+      return effects;
+    }
+    case 'issues.assign':
+    case 'mergeRequests.assign':
+      return [
+        args.username === null ? 'would unassign {items}' : `would assign @${args.username} to {items}`,
+      ];
+    case 'notes.createIssueNote':
+    case 'notes.createMergeRequestNote': {
+      const text = args.body
+        .replace(/<!-- hookbot:[^>]*-->/g, '')
+        .trim()
+        .replace(/\s+/g, ' ');
+      return [`would comment "${text.length > 60 ? `${text.slice(0, 59)}…` : text}" on {items}`];
+    }
+    case 'issues.move':
+      return [`would move {items} to ${args.to_project}`];
+    case 'statuses.create':
+      return [`would set status ${args.name} to ${args.state} on {items}`];
+    case 'mergeRequests.merge':
+      return ['would merge now'];
+    case 'mergeRequests.mergeWhenBuildSucceeds':
+      return ['would arm merge when build succeeds on {items}'];
+    case 'mergeRequests.cancelMergeWhenBuildSucceeds':
+      return ['would cancel merge when build succeeds on {items}'];
+    case 'mergeQueue.enqueue':
+      return [`would put {items} in the merge queue ${args.queue} for ${args.target_branch}`];
+    case 'issues.subscribe':
+    case 'mergeRequests.subscribe':
+      return ['would subscribe to {items}'];
+    case 'issues.unsubscribe':
+    case 'mergeRequests.unsubscribe':
+      return ['would unsubscribe from {items}'];
+  }
+}
+
+const planEffects = (evaluation: Evaluation): Set<string> => new Set(evaluation.plan.flatMap(effectsOf));
+
+/** The rules that match, by name, with what they do. */
+function matchedRules(evaluation: Evaluation): Map<string, string> {
+  const matched = new Map<string, string>();
+  for (const rule of evaluation.rules)
+    if (rule.applies && rule.matched)
+      matched.set(rule.rule, rule.actions.map((action) => action.describe).join('; '));
+  return matched;
+}
+
+/** What would change on one item, as effects. */
+export function compareEvaluations(
+  current: Evaluation,
+  proposed: Evaluation,
+): { now: string[]; stop: string[] } {
+  const before = planEffects(current);
+  const now = [...planEffects(proposed)].filter((effect) => !before.has(effect));
+  const still = matchedRules(proposed);
+  const stop = [...matchedRules(current)]
+    .filter(([name]) => !still.has(name))
+    .map(([name, actions]) => `would stop applying rule "${name}" (${actions}) to {items}`);
+  return { now, stop };
+}
+
+export interface PlanInput {
+  client: PlanClient;
+  project: string;
+  current: CompiledRuleSet;
+  proposed: CompiledRuleSet;
+  budget?: Partial<PlanBudget>;
+  bot?: BotIdentity;
+  now?: number;
+}
+
+export async function planChange(input: PlanInput): Promise<PlanReport> {
+  const budget = { ...DEFAULT_PLAN_BUDGET, ...input.budget };
+  const client = readOnly(input.client.http);
+  const startCalls = client.http.stats.calls;
+  const calls = () => client.http.stats.calls - startCalls;
+  const reader = createSnapshotReader(client, input.bot ? { bot: input.bot } : {});
+  const needs = ruleSet([...input.current.rules, ...input.proposed.rules]).needs;
+  const now = input.now ?? Date.now();
+  const report: PlanReport = {
+    project: input.project,
+    listed: 0,
+    listedAll: true,
+    evaluated: 0,
+    apiCalls: 0,
+    budget,
+    changes: [],
+  };
+  const byWhat = new Map<string, PlanChange>();
+  const note = (what: string, kind: PlanChange['kind'], item: string) => {
+    const change = byWhat.get(`${kind}:${what}`) ?? { what, kind, items: [] };
+    change.items.push(item);
+    byWhat.set(`${kind}:${what}`, change);
+  };
+
+  const project = await client.projects.get(input.project);
+  reader.rememberProject(project);
+  const filter = { state: 'opened', order_by: 'created_at', sort: 'asc' } as const;
+  outer: for (const kind of ['issue', 'merge_request'] as const) {
+    const listing =
+      kind === 'issue'
+        ? client.issues.list(project.id, filter)
+        : client.mergeRequests.list(project.id, filter);
+    for await (const item of listing) {
+      report.listed++;
+      const outOfCalls = calls() >= budget.apiCalls;
+      if (report.evaluated >= budget.items) {
+        report.budgetReached = 'items';
+        // Counting what is open goes on while the calls last (a listing page is a call).
+        if (outOfCalls) {
+          report.listedAll = false;
+          break outer;
+        }
+        continue;
+      }
+      if (outOfCalls) {
+        report.budgetReached = 'apiCalls';
+        report.listedAll = false;
+        break outer;
+      }
+      const snapshot =
+        kind === 'issue'
+          ? await reader.fromIssue(item as Parameters<typeof reader.fromIssue>[0], TRIGGERS.issue, needs)
+          : await reader.fromMergeRequest(
+              item as Parameters<typeof reader.fromMergeRequest>[0],
+              TRIGGERS.merge_request,
+              needs,
+            );
+      const name = itemName(kind, item.iid);
+      const { now: changes, stop } = compareEvaluations(
+        evaluate(input.current, snapshot, { now }),
+        evaluate(input.proposed, snapshot, { now }),
+      );
+      for (const what of changes) note(`${what}|${kind}`, 'now', name);
+      for (const what of stop) note(`${what}|${kind}`, 'stop', name);
+      report.evaluated++;
+    }
+  }
+  report.apiCalls = calls();
+  report.changes = [...byWhat.values()];
+  return report;
+}
+
+const LIST_LIMIT = 10;
+
+function itemsText(items: readonly string[]): string {
+  const shown = items.slice(0, LIST_LIMIT).join(', ');
+  return items.length > LIST_LIMIT ? `${shown}, … (${items.length - LIST_LIMIT} more)` : shown;
+}
+
+/** `would close 2 issues: #3, #7`; `would add label bug to 1 issue: #4`; `would merge !4 now`. */
+export function changeLine(change: PlanChange): string {
+  const [what, kind = 'issue'] = change.what.split('|') as [string, ItemKind | undefined];
+  const [one, many] = KIND_WORDS[kind];
+  if (what === 'would merge now' && change.items.length === 1) return `would merge ${change.items[0]} now`;
+  const count = `${change.items.length} ${change.items.length === 1 ? one : many}`;
+  if (what === 'would merge now') return `would merge ${count} now: ${itemsText(change.items)}`;
+  return what.replace('{items}', `${count}: ${itemsText(change.items)}`);
+}
+
+/** The budget, in words, when it was reached. */
+export function budgetLine(report: PlanReport): string | undefined {
+  if (report.budgetReached === 'items')
+    return `budget reached: ${report.evaluated} of ${report.listedAll ? '' : 'at least '}${report.listed} open items evaluated (at most ${report.budget.items}); the plan covers those only`;
+  if (report.budgetReached === 'apiCalls')
+    return `budget reached: ${report.apiCalls} API calls (at most ${report.budget.apiCalls}) after ${report.evaluated} items; the plan covers those only`;
+  return undefined;
+}
+
+/** The plan for people: one line per change. */
+export function planLines(report: PlanReport): string[] {
+  const lines: string[] = [];
+  const now = report.changes.filter((change) => change.kind === 'now');
+  const stop = report.changes.filter((change) => change.kind === 'stop');
+  if (now.length === 0 && stop.length === 0)
+    lines.push(`no change on the ${report.evaluated} open issues and merge requests evaluated`);
+  for (const change of [...now, ...stop]) lines.push(changeLine(change));
+  const budget = budgetLine(report);
+  if (budget) lines.push(budget);
+  return lines;
+}

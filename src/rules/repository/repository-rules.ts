@@ -1,0 +1,448 @@
+/**
+ * Rules in the repository: each project's `.hookbot.yml`, at the root of its default branch, read
+ * through the files API and layered after the operator's central rules (docs/repository-rules.md).
+ *
+ * - Freshness: a project's file is read the first time one of its items is evaluated, again when a
+ *   push to the default branch adds, modifies or removes it (the push payload lists each commit's
+ *   files), when an item is evaluated more than a minute after the last read (replicas of a fleet
+ *   never see each other's pushes), and by the reconcile sweep. What was read is kept by the file's blob id: the
+ *   same blob is never checked twice. A file that disappears leaves the central rules alone.
+ * - A broken file never half-applies: the last good repository rules stay in force, and the
+ *   commit that changed the file gets the commit status `hookbot/config` (`failed`, the first
+ *   problem as `line:column: message`; `success` when it is taken). The status page lists it.
+ * - A merge request that changes the file gets the same status on its head and one comment of the
+ *   bot, edited in place on each new push, with every problem and the plan (plan.ts): what the
+ *   proposed rules would do on the project's open items next to the rules in force. Only pushes and
+ *   merge request events start a review: the bot's own comment and status fire hooks too, and
+ *   start nothing. Its comment is found among the notes whose author (as the server says) is the bot.
+ */
+import { ApiError, fileText, type Client, type RepositoryFile } from '../../api/index.ts';
+import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
+import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
+import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
+import type { Problem } from '../grammar/problem.ts';
+import type { ProjectRules } from '../item/process-item.ts';
+import type { ItemAddress } from '../item/read-snapshot.ts';
+import type { RepositoryPolicy } from './allow-list.ts';
+import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
+import { checkRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
+
+/** The commit status the bot posts about a project's `.hookbot.yml`. */
+export const CONFIG_STATUS = 'hookbot/config';
+/** The hidden marker of the bot's plan comment on a merge request. */
+export const PLAN_MARKER = '<!-- hookbot:repository-rules-plan -->';
+
+export type RepositoryClient = Pick<
+  Client,
+  'projects' | 'files' | 'statuses' | 'notes' | 'mergeRequests' | 'issues' | 'branches'
+>;
+
+interface RepositoryLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** What the status page shows of one project's file. */
+export interface RepositoryRulesState {
+  project: string;
+  /** The blob of the file read last; undefined: no file. */
+  blobId?: string;
+  /** The rules in force from the file (the last good ones). */
+  rules: number;
+  /** When the rules in force were taken (ms since the epoch). */
+  loadedAt?: number;
+  /** Problems of the file read last (formatted); empty when it was taken. */
+  problems: string[];
+  /** The commit that brought the refused file. */
+  problemCommit?: string;
+  /** When the file was last looked for (ms). */
+  checkedAt: number;
+}
+
+interface Entry {
+  project: string;
+  blobId?: string;
+  /** The central rules the blob was checked against (their names are taken): a reload checks it again. */
+  checkedAgainst?: CompiledRuleSet;
+  good?: { rules: readonly CompiledRule[]; loadedAt: number };
+  problems: Problem[];
+  problemCommit?: string;
+  checkedAt: number;
+}
+
+export interface RepositoryRules extends ProjectRules {
+  /** The client and the bot's identity, once the bot has them (before: central rules only). */
+  attach(parts: { client: RepositoryClient; bot: BotIdentity; planClient: () => PlanClient }): void;
+  /** Reads the project's file unless it was read in the last minute (`maxAgeMs`). */
+  prepare(pathWithNamespace: string): Promise<void>;
+  /** Reads the project's file again (the reconcile sweep, a push that changed it). */
+  refresh(project: string | number): Promise<void>;
+  /** A delivery: a push to a default branch that touched the file refreshes the project. */
+  onEvent(event: DeliveredEvent): Promise<void>;
+  /** Whether the project's file was read since the start (before, its rules are not known). */
+  known(pathWithNamespace: string): boolean;
+  /** Called after a project's repository rules in force changed (taken, or the file gone). */
+  onChange(listener: (project: string) => void): void;
+  /** After an item run: a merge request that changes the file gets its status and comment. */
+  reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void>;
+  state(): RepositoryRulesState[];
+}
+
+/** A parsed delivery (events/schemas.ts `HookEvent`, which rules/ does not import): only pushes are read. */
+export interface DeliveredEvent {
+  kind: string;
+  payload: object;
+}
+
+interface PushPayload {
+  ref: string;
+  project_id: number;
+  project?: { default_branch?: unknown };
+  commits?: Record<string, unknown>[];
+}
+
+export interface RepositoryRulesOptions {
+  central: ProjectRules;
+  /**
+   * How old a read may be before an item of the project reads the file again (default 60 s): the
+   * other replicas of a fleet never see the push that changed it.
+   */
+  maxAgeMs?: number;
+  /** Post `hookbot/config` statuses (default true; false for a dry run, which writes nothing). */
+  postStatuses?: boolean;
+  policy: RepositoryPolicy;
+  budget?: Partial<PlanBudget>;
+  log?: RepositoryLog;
+  now?: () => number;
+}
+
+const quiet: RepositoryLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** `3:7: message (hint)`: a problem without its file, as the status and the comment show it. */
+export function problemText(problem: Problem): string {
+  return `${problem.line}:${problem.column}: ${problem.message}${problem.hint ? ` (${problem.hint})` : ''}`;
+}
+
+/** Statuses take a short description. */
+const short = (text: string): string => (text.length > 250 ? `${text.slice(0, 249)}…` : text);
+
+const isNotFound = (error: unknown): boolean => error instanceof ApiError && error.status === 404;
+
+/** The file at a ref, or undefined when the ref or the file does not exist. */
+async function readFile(
+  client: RepositoryClient,
+  project: number,
+  ref: string,
+): Promise<RepositoryFile | undefined> {
+  try {
+    return await client.files.get(project, REPOSITORY_FILE, ref);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+export function createRepositoryRules(options: RepositoryRulesOptions): RepositoryRules {
+  const { central, policy } = options;
+  const log = options.log ?? quiet;
+  const now = options.now ?? Date.now;
+  let parts: { client: RepositoryClient; bot: BotIdentity; planClient: () => PlanClient } | undefined;
+  const entries = new Map<string, Entry>();
+  const reading = new Map<string, Promise<void>>();
+  const listeners: ((project: string) => void)[] = [];
+  const changed = (project: string) => {
+    for (const listener of listeners) listener(project);
+  };
+  /** Merge requests reviewed, by `project:id`: the head and blob their comment shows. */
+  const reviewed = new Map<string, string>();
+  /** Combined sets, by central set: rebuilt when either side changes. */
+  const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
+
+  function check(text: string, size: number, project: string) {
+    // Explain names a repository rule's place as `acme/web:.hookbot.yml:3:5`.
+    const file = `${project}:${REPOSITORY_FILE}`;
+    if (size > MAX_RULE_FILE_BYTES) return { rules: undefined, problems: [tooLarge(file, size)] };
+    return checkRepositoryFile(text, {
+      file,
+      policy,
+      project,
+      central: central.forProject(project).rules,
+    });
+  }
+
+  /**
+   * Posts the config status unless the commit already has this very one. A status that cannot be
+   * posted is logged: it reports the rules, it does not decide them.
+   */
+  async function postStatus(
+    project: number,
+    sha: string,
+    state: 'success' | 'failed',
+    description: string,
+  ): Promise<void> {
+    const client = parts!.client;
+    if (options.postStatuses === false) return;
+    try {
+      for await (const status of client.statuses.list(project, sha))
+        if (
+          status.name === CONFIG_STATUS &&
+          status.status === state &&
+          status.description === short(description)
+        )
+          return;
+      await client.statuses.create(project, sha, {
+        state,
+        name: CONFIG_STATUS,
+        description: short(description),
+      });
+    } catch (error) {
+      log.warn({ project, sha, err: error }, `cannot post ${CONFIG_STATUS}`);
+    }
+  }
+
+  async function readNow(ref: string | number): Promise<void> {
+    const client = parts!.client;
+    const project = await client.projects.get(ref);
+    const file = project.default_branch
+      ? await readFile(client, project.id, project.default_branch)
+      : undefined;
+    // Recorded only once read: a read that failed is tried again by the next item.
+    const key = project.path_with_namespace.toLowerCase();
+    const entry: Entry = entries.get(key) ?? {
+      project: project.path_with_namespace,
+      problems: [],
+      checkedAt: 0,
+    };
+    entry.checkedAt = now();
+    entries.set(key, entry);
+    if (!file) {
+      if (entry.blobId !== undefined || entry.good)
+        log.info({ project: entry.project }, `${REPOSITORY_FILE} is gone: the central rules only`);
+      const had = entry.good !== undefined;
+      entry.blobId = undefined;
+      entry.good = undefined;
+      entry.problems = [];
+      delete entry.problemCommit;
+      if (had) changed(entry.project);
+      return;
+    }
+    const againstNow = central.forProject(project.path_with_namespace);
+    if (file.blob_id === entry.blobId && entry.checkedAgainst === againstNow) return;
+    entry.blobId = file.blob_id;
+    entry.checkedAgainst = againstNow;
+    const commit = file.last_commit_id ?? file.commit_id;
+    const checked = check(fileText(file), file.size, project.path_with_namespace);
+    if (checked.rules === undefined) {
+      entry.problems = checked.problems;
+      entry.problemCommit = commit;
+      log.error(
+        { project: entry.project, commit, problems: checked.problems.map(problemText) },
+        `${REPOSITORY_FILE} refused: ${entry.good ? 'the last good repository rules stay in force' : 'the central rules only'}`,
+      );
+      await postStatus(project.id, commit, 'failed', problemText(checked.problems[0]!));
+      return;
+    }
+    const had = entry.good !== undefined;
+    entry.good = { rules: checked.rules, loadedAt: now() };
+    entry.problems = [];
+    delete entry.problemCommit;
+    if (had) changed(entry.project);
+    log.info({ project: entry.project, commit, rules: checked.rules.length }, `${REPOSITORY_FILE} loaded`);
+    await postStatus(
+      project.id,
+      commit,
+      'success',
+      `${checked.rules.length} rule${checked.rules.length === 1 ? '' : 's'} in force`,
+    );
+  }
+
+  /**
+   * One read per project at a time. A server that is away (a retryable error) is thrown, so the
+   * delivery or the item is tried again; any other failure (the bot may not read the file, a
+   * status refused) is logged and leaves the rules as they were: the repository's file never stands
+   * between a project and its central rules.
+   */
+  function read(ref: string | number): Promise<void> {
+    const key = String(ref).toLowerCase();
+    const running = reading.get(key);
+    if (running) return running;
+    const next = readNow(ref)
+      .catch((error: unknown) => {
+        if (error instanceof ApiError && error.retryable) throw error;
+        log.warn({ project: ref, err: error }, `cannot read ${REPOSITORY_FILE}: the rules stay as they were`);
+        const known = typeof ref === 'string' ? entries.get(key) : undefined;
+        if (typeof ref === 'string' && !known)
+          entries.set(key, { project: ref, problems: [], checkedAt: now() });
+      })
+      .finally(() => reading.delete(key));
+    reading.set(key, next);
+    return next;
+  }
+
+  function forProject(pathWithNamespace: string): CompiledRuleSet {
+    const base = central.forProject(pathWithNamespace);
+    const good = entries.get(pathWithNamespace.toLowerCase())?.good;
+    if (!good) return base;
+    const cached = combined.get(base);
+    if (cached && cached.good === good) return cached.set;
+    // The file was checked against the central rules of its time: a name they took since is theirs.
+    const taken = new Set(base.rules.map((rule) => rule.name));
+    const set = ruleSet([...base.rules, ...good.rules.filter((rule) => !taken.has(rule.name))]);
+    combined.set(base, { good, set });
+    return set;
+  }
+
+  function commentBody(
+    head: string,
+    problems: readonly Problem[],
+    plan: PlanReport | undefined,
+    branches: { target: string; default: string | null },
+  ): string {
+    const lines = [
+      `**hookbot** checked \`${REPOSITORY_FILE}\` as this merge request changes it (head ${head.slice(0, 8)}).`,
+      '',
+    ];
+    if (branches.default !== null && branches.target !== branches.default)
+      lines.push(
+        `This merge request targets \`${branches.target}\`: the rules are read from the default branch, \`${branches.default}\`, so merging it changes no rules until the file reaches \`${branches.default}\`.`,
+        '',
+      );
+    if (problems.length > 0) {
+      lines.push(
+        `**${problems.length} problem${problems.length === 1 ? '' : 's'}**: merged as it is, the file would be refused and the rules in force would stay.`,
+        '',
+        ...problems.map((problem) => `- \`${problemText(problem)}\``),
+      );
+    } else if (plan) {
+      lines.push(
+        `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}, next to the rules in force:`,
+        '',
+        ...planLines(plan).map((line) => `- ${line}`),
+      );
+    }
+    lines.push('', `_This comment is updated on each push._ ${PLAN_MARKER}`);
+    return lines.join('\n');
+  }
+
+  async function reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void> {
+    if (!parts || item.type !== 'merge_request') return;
+    // The bot's own comment and status fire hooks too: only a change of the merge request starts a review.
+    if (
+      !triggers.some(
+        (trigger) => ['merge_request', 'push', 'manual'].includes(trigger.kind) && !trigger.byBot,
+      )
+    )
+      return;
+    const { client, bot } = parts;
+    const mr = await client.mergeRequests.get(item.projectId, item.id);
+    if (mr.state !== 'opened' || !mr.sha) return;
+    const key = `${item.projectId}:${item.id}`;
+    const changes = await client.mergeRequests.changes(item.projectId, item.id);
+    const touched = changes.changes.some(
+      (change) => change.new_path === REPOSITORY_FILE || change.old_path === REPOSITORY_FILE,
+    );
+    if (!touched) return;
+    const sourceProject = mr.source_project_id ?? item.projectId;
+    const file = await readFile(client, sourceProject, mr.sha);
+    const stamp = `${mr.sha}:${file?.blob_id ?? 'none'}`;
+    if (reviewed.get(key) === stamp) return;
+    const project = await client.projects.get(item.projectId);
+    const path = project.path_with_namespace;
+    const checked = file
+      ? check(fileText(file), file.size, path)
+      : { rules: [] as CompiledRule[], problems: [] as Problem[] };
+    let plan: PlanReport | undefined;
+    if (checked.rules !== undefined) {
+      plan = await planChange({
+        client: parts.planClient(),
+        project: path,
+        current: forProject(path),
+        proposed: ruleSet([...central.forProject(path).rules, ...checked.rules]),
+        ...(options.budget ? { budget: options.budget } : {}),
+        bot,
+      });
+      await postStatus(
+        sourceProject,
+        mr.sha,
+        'success',
+        file
+          ? `${checked.rules.length} rules, no problems`
+          : `${REPOSITORY_FILE} removed: the central rules only`,
+      );
+    } else await postStatus(sourceProject, mr.sha, 'failed', problemText(checked.problems[0]!));
+
+    const body = commentBody(mr.sha, checked.problems, plan, {
+      target: mr.target_branch,
+      default: project.default_branch,
+    });
+    let mine: { id: number; body: string } | undefined;
+    for await (const note of client.notes.listMergeRequestNotes(item.projectId, item.id))
+      if (!note.system && isBotUser(bot, note.author) && note.body.includes(PLAN_MARKER)) {
+        mine = note;
+        break;
+      }
+    if (!mine) await client.notes.createMergeRequestNote(item.projectId, item.id, body);
+    else if (mine.body !== body)
+      await client.notes.updateMergeRequestNote(item.projectId, item.id, mine.id, body);
+    reviewed.delete(key);
+    reviewed.set(key, stamp);
+    // Only a memory of recent reviews (a restart reviews again, and finds the same comment).
+    if (reviewed.size > 1000) reviewed.delete(reviewed.keys().next().value!);
+    log.info(
+      { project: path, mergeRequest: mr.iid, head: mr.sha, problems: checked.problems.length },
+      `${REPOSITORY_FILE} of a merge request reviewed`,
+    );
+  }
+
+  return {
+    forProject,
+    attach(given) {
+      parts = given;
+    },
+    async prepare(pathWithNamespace) {
+      if (!parts) return;
+      const entry = entries.get(pathWithNamespace.toLowerCase());
+      if (entry && now() - entry.checkedAt < (options.maxAgeMs ?? 60_000)) return;
+      await read(pathWithNamespace);
+    },
+    async refresh(project) {
+      if (!parts) return;
+      await read(project);
+    },
+    async onEvent(event) {
+      if (!parts || event.kind !== 'push') return;
+      const push = event.payload as PushPayload;
+      const touched = (push.commits ?? []).some((commit) =>
+        (['added', 'modified', 'removed'] as const).some((list) => {
+          const files: unknown = commit[list];
+          return Array.isArray(files) && files.includes(REPOSITORY_FILE);
+        }),
+      );
+      if (!touched || !push.ref.startsWith('refs/heads/')) return;
+      const branch = push.ref.slice('refs/heads/'.length);
+      const defaultBranch = push.project?.default_branch;
+      // Payloads without the project's default branch: the read finds out (it reads the default branch).
+      if (typeof defaultBranch === 'string' && defaultBranch !== branch) return;
+      await read(push.project_id);
+    },
+    reviewMergeRequest,
+    known: (pathWithNamespace) => entries.has(pathWithNamespace.toLowerCase()),
+    onChange(listener) {
+      listeners.push(listener);
+    },
+    state() {
+      return [...entries.values()]
+        .filter((entry) => entry.blobId !== undefined || entry.good)
+        .map((entry) => ({
+          project: entry.project,
+          ...(entry.blobId !== undefined ? { blobId: entry.blobId } : {}),
+          rules: entry.good?.rules.length ?? 0,
+          ...(entry.good ? { loadedAt: entry.good.loadedAt } : {}),
+          problems: entry.problems.map(problemText),
+          ...(entry.problemCommit ? { problemCommit: entry.problemCommit } : {}),
+          checkedAt: entry.checkedAt,
+        }));
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * The repository rules layer on its own, against the sandbox over HTTP: the repository's file never
+ * stands between a project and its central rules (a file the bot cannot read leaves them alone; a
+ * server that is away is thrown, so the item is tried again), and a name the central rules take
+ * after the file was accepted is theirs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError, createClient } from '../../../src/api/index.ts';
+import { compileRules, type CompiledRuleSet } from '../../../src/rules/engine/compile.ts';
+import { repositoryPolicy } from '../../../src/rules/repository/allow-list.ts';
+import { createRepositoryRules } from '../../../src/rules/repository/repository-rules.ts';
+import { DEMO_TOKENS } from '../../../src/sandbox/seed.ts';
+import { startSandbox, type Sandbox } from '../../../src/sandbox/server.ts';
+import { startFaultProxy, type FaultProxy } from '../../helpers/fault-proxy.ts';
+
+const central = (name: string): CompiledRuleSet =>
+  compileRules([{ rules: [{ name, on: ['issue.open'], do: ['close'] }] as never }]);
+
+describe('repository rules: the file never stands between a project and its central rules', () => {
+  let sb: Sandbox;
+  let proxy: FaultProxy;
+
+  beforeAll(async () => {
+    sb = await startSandbox({ seed: 'demo', adminToken: 'repository-layer-root' });
+    proxy = await startFaultProxy(sb.url);
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
+    await admin.files.create('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'master',
+      content:
+        'rules:\n  - name: triage\n    on: [issue.open]\n    do:\n      - label: { add: [needs-triage] }\n',
+      commit_message: 'Add .hookbot.yml',
+    });
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await sb?.close();
+  });
+
+  function layer(
+    token: string,
+    centralSet: () => CompiledRuleSet,
+    options: { budget?: { items: number }; maxAgeMs?: number } = {},
+  ) {
+    const rules = createRepositoryRules({
+      central: { forProject: () => centralSet() },
+      policy: repositoryPolicy([]),
+      ...options,
+    });
+    const client = createClient({ baseUrl: proxy.url, token, retry: { limit: 0 } });
+    rules.attach({ client, bot: { username: 'hookbot' }, planClient: () => client });
+    return rules;
+  }
+
+  it('takes the file after the central rules, and shows it in its state', async () => {
+    const rules = layer(DEMO_TOKENS.hookbot, () => central('seen'));
+    await rules.prepare('acme/web');
+    expect(rules.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'triage']);
+    expect(rules.state()).toEqual([
+      expect.objectContaining({ project: 'acme/web', rules: 1, problems: [], blobId: expect.any(String) }),
+    ]);
+  });
+
+  it('a file the bot may not read: logged, the central rules alone, and the item goes on', async () => {
+    // A token the server refuses (401): not a passing condition, so not worth a retry.
+    const rules = layer('no-such-token', () => central('seen'));
+    await expect(rules.prepare('acme/web')).resolves.toBeUndefined();
+    expect(rules.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen']);
+  });
+
+  it('a server that is away: thrown as retryable (the item is tried again), then read once it is back', async () => {
+    const rules = layer(DEMO_TOKENS.hookbot, () => central('seen'));
+    proxy.fail({ method: 'GET', path: /\/repository\/files$/, mode: 'down' });
+    const failure = await rules.prepare('acme/web').catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ApiError);
+    expect((failure as ApiError).retryable).toBe(true);
+    await rules.prepare('acme/web');
+    expect(rules.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'triage']);
+  });
+
+  it('a read older than maxAgeMs is made again before the next item (replicas never see the push)', async () => {
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
+    const fresh = layer(DEMO_TOKENS.hookbot, () => central('seen'), { maxAgeMs: 0 });
+    const cached = layer(DEMO_TOKENS.hookbot, () => central('seen'));
+    const changes: string[] = [];
+    fresh.onChange((project) => changes.push(project));
+    expect(fresh.known('acme/web')).toBe(false);
+    await fresh.prepare('acme/web');
+    await cached.prepare('acme/web');
+    expect(fresh.known('ACME/Web')).toBe(true);
+    expect(changes).toEqual([]);
+    const text = (await admin.files.get('acme/web', '.hookbot.yml', 'master')).content;
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'master',
+      content: 'rules:\n  - name: renamed\n    on: [issue.open]\n    do: [close]\n',
+      commit_message: 'Rename the rule',
+    });
+    await fresh.prepare('acme/web');
+    await cached.prepare('acme/web');
+    expect(fresh.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'renamed']);
+    // Its rules in force changed: listeners withdraw the pending actions of rules that are gone.
+    expect(changes).toEqual(['acme/web']);
+    expect(cached.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['seen', 'triage']);
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'master',
+      content: Buffer.from(text, 'base64').toString('utf8'),
+      commit_message: 'Back to triage',
+    });
+  });
+
+  it('a name the central rules take after the file was accepted is theirs', async () => {
+    let set = central('seen');
+    const rules = layer(DEMO_TOKENS.hookbot, () => set);
+    await rules.prepare('acme/web');
+    set = central('triage');
+    expect(rules.forProject('acme/web').rules.map((rule) => rule.name)).toEqual(['triage']);
+    expect(rules.forProject('acme/web').rules[0]!.actions[0]!.name).toBe('close');
+  });
+
+  it('the comment on a merge request says when the plan reached its budget, and a head is reviewed once', async () => {
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
+    await admin.branches.create('acme/web', { branch_name: 'budget', ref: 'master' });
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'budget',
+      content:
+        'rules:\n  - name: triage\n    on: [issue.open]\n    do:\n      - label: { add: [triage-v2] }\n',
+      commit_message: 'Another label',
+    });
+    const mr = await admin.mergeRequests.create('acme/web', {
+      source_branch: 'budget',
+      target_branch: 'master',
+      title: 'Another label',
+    });
+    const rules = layer(DEMO_TOKENS.hookbot, () => central('seen'), { budget: { items: 1 } });
+    const item = { type: 'merge_request' as const, projectId: mr.project_id, id: mr.id };
+    const notes = async () => {
+      const found = [];
+      for await (const note of admin.notes.listMergeRequestNotes('acme/web', mr.id)) found.push(note);
+      return found;
+    };
+    // The bot's own comment fires Note Hook: a note trigger starts no review.
+    await rules.reviewMergeRequest(item, [{ kind: 'note', byBot: true, noteId: 1 }]);
+    expect(await notes()).toEqual([]);
+
+    await rules.reviewMergeRequest(item, [{ kind: 'merge_request', action: 'open', byBot: false }]);
+    const [comment, ...others] = await notes();
+    expect(others).toEqual([]);
+    expect(comment!.author.username).toBe('hookbot');
+    expect(comment!.body).not.toContain('changes no rules until');
+    expect(comment!.body).toMatch(
+      /budget reached: 1 of \d+ open items evaluated \(at most 1\); the plan covers those only/,
+    );
+
+    await rules.reviewMergeRequest(item, [{ kind: 'push', byBot: false }]);
+    const again = await notes();
+    expect(again).toHaveLength(1);
+    expect(again[0]!.updated_at).toBe(comment!.updated_at);
+  });
+});
