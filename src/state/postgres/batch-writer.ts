@@ -15,16 +15,21 @@ interface Waiter<T, R> {
 export class BatchWriter<T, R> {
   readonly #write: (items: T[]) => Promise<R[]>;
   readonly #maxBatch: number;
+  readonly #maxInFlight: number;
   #queue: Waiter<T, R>[] = [];
-  #running = false;
+  #inFlight = 0;
   #scheduled = false;
   #last: Promise<void> = Promise.resolve();
   batches = 0;
 
-  /** `write` resolves one result per item, in order. */
-  constructor(write: (items: T[]) => Promise<R[]>, maxBatch: number) {
+  /**
+   * `write` resolves one result per item, in order. Up to `maxInFlight` batches are written at once
+   * (each on its own connection); the items that arrive meanwhile gather into the next.
+   */
+  constructor(write: (items: T[]) => Promise<R[]>, maxBatch: number, maxInFlight = 1) {
     this.#write = write;
     this.#maxBatch = maxBatch;
+    this.#maxInFlight = maxInFlight;
   }
 
   submit(item: T): Promise<R> {
@@ -45,7 +50,7 @@ export class BatchWriter<T, R> {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#running) return;
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -53,9 +58,10 @@ export class BatchWriter<T, R> {
     });
   }
 
+  /** One writer loop; up to `maxInFlight` of them run at once. */
   async #drain(): Promise<void> {
-    if (this.#running) return;
-    this.#running = true;
+    if (this.#inFlight >= this.#maxInFlight) return;
+    this.#inFlight++;
     try {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, this.#maxBatch);
@@ -68,7 +74,7 @@ export class BatchWriter<T, R> {
         }
       }
     } finally {
-      this.#running = false;
+      this.#inFlight--;
     }
   }
 }

@@ -1,0 +1,60 @@
+/**
+ * The PostgreSQL store's group commit: what is submitted in one event-loop turn is written as one
+ * batch, results go back in order, a failed batch fails its own items only, and with two in flight a
+ * second batch is written while the first waits.
+ */
+import { describe, expect, it } from 'vitest';
+import { BatchWriter } from '../../../src/state/postgres/batch-writer.ts';
+
+/** A write that waits until released, recording each batch it was given. */
+function gatedWrite() {
+  const batches: number[][] = [];
+  const gates: (() => void)[] = [];
+  const write = async (items: number[]) => {
+    batches.push(items);
+    await new Promise<void>((resolve) => gates.push(resolve));
+    if (items.includes(-1)) throw new Error('refused');
+    return items.map((n) => n * 10);
+  };
+  const releaseAll = () => gates.splice(0).forEach((open) => open());
+  return { batches, gates, write, releaseAll };
+}
+
+const until = async (probe: () => boolean) => {
+  while (!probe()) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('BatchWriter', () => {
+  it('one batch per event-loop turn, results in order, and one batch at a time by default', async () => {
+    const g = gatedWrite();
+    const writer = new BatchWriter(g.write, 100);
+    const first = [1, 2, 3].map((n) => writer.submit(n));
+    await until(() => g.batches.length === 1);
+    const second = [4, 5].map((n) => writer.submit(n));
+    // The second turn's items wait for the first batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(g.batches).toEqual([[1, 2, 3]]);
+    g.releaseAll();
+    expect(await Promise.all(first)).toEqual([10, 20, 30]);
+    await until(() => g.batches.length === 2);
+    g.releaseAll();
+    expect(await Promise.all(second)).toEqual([40, 50]);
+  });
+
+  it('with two in flight, the next batch is written while the first waits; a failure fails its own items', async () => {
+    const g = gatedWrite();
+    const writer = new BatchWriter(g.write, 100, 2);
+    const first = [1, -1].map((n) => writer.submit(n));
+    await until(() => g.batches.length === 1);
+    const second = [7, 8].map((n) => writer.submit(n));
+    await until(() => g.batches.length === 2);
+    expect(g.batches).toEqual([
+      [1, -1],
+      [7, 8],
+    ]);
+    g.releaseAll();
+    await expect(Promise.all(first)).rejects.toThrow('refused');
+    expect(await Promise.all(second)).toEqual([70, 80]);
+    await writer.idle();
+  });
+});
