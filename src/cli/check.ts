@@ -80,9 +80,7 @@ export async function runCheckCommand(
     return 2;
   }
   // Loaded here so that `hookbot --help` stays fast.
-  const { checkRules } = await import('../rules/index.ts');
-  const { readRuleFolder } = await import('../rules/index.ts');
-  const { formatProblem } = await import('../rules/index.ts');
+  const { checkRules, readRuleFolder, formatProblem } = await import('../rules/index.ts');
 
   const folder = dir ?? (process.env.HOOKBOT_RULES || 'rules');
   const problems = await checkRules(folder);

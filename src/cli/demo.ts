@@ -28,11 +28,9 @@ export const registerDemoCommand: RegisterCommand = (program, io, setExitCode) =
 
 async function demo(options: DemoOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
-  const { createLogger } = await import('../ops/index.ts');
-  const { createMetrics } = await import('../ops/index.ts');
+  const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
-  const { startSandbox } = await import('../sandbox/index.ts');
-  const { DEMO_TOKENS } = await import('../sandbox/index.ts');
+  const { startSandbox, DEMO_TOKENS } = await import('../sandbox/index.ts');
   const { createClient } = await import('../api/index.ts');
 
   const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-demo-'));

@@ -25,8 +25,7 @@ function parsePort(value: string): number {
 
 async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<void> {
   // Loaded here so that `hookbot --help` does not load the server.
-  const { startSandbox } = await import('../sandbox/index.ts');
-  const { DEMO_TOKENS } = await import('../sandbox/index.ts');
+  const { startSandbox, DEMO_TOKENS } = await import('../sandbox/index.ts');
   // Listen for the signals before starting, so a stop that arrives during startup is not lost.
   const signals = watchSignals();
   const sandbox = await startSandbox({

@@ -39,8 +39,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     );
     return 1;
   }
-  const { createLogger } = await import('../ops/index.ts');
-  const { createMetrics } = await import('../ops/index.ts');
+  const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { config } = loaded;
   const log = createLogger({ level: config.log.level, format: config.log.format });

@@ -78,8 +78,7 @@ export async function runSimulateCommand(options: SimulateOptions, io: CliIo): P
 
   // Loaded here so that `hookbot --help` stays fast.
   const { readDelivery } = await import('./simulate-delivery.ts');
-  const { loadRules } = await import('../rules/index.ts');
-  const { formatProblem } = await import('../rules/index.ts');
+  const { loadRules, formatProblem } = await import('../rules/index.ts');
   const { hintsOf } = await import('../events/index.ts');
   const { ApiError } = await import('../api/index.ts');
 
@@ -148,8 +147,7 @@ async function simulateAll(
   problems: string[],
   remarks: string[],
 ) {
-  const { evaluate } = await import('../rules/index.ts');
-  const { createExecutor } = await import('../rules/index.ts');
+  const { evaluate, createExecutor } = await import('../rules/index.ts');
   const { createMemoryStore } = await import('../state/index.ts');
   const { itemKeyOf } = await import('../rules/index.ts');
   // Dry run: the executor describes each call and touches neither the client nor the store.
@@ -268,8 +266,7 @@ interface Report {
 }
 
 async function print(io: CliIo, options: SimulateOptions, report: Report): Promise<void> {
-  const { explainJson } = await import('../rules/index.ts');
-  const { decisionText } = await import('../rules/index.ts');
+  const { explainJson, decisionText } = await import('../rules/index.ts');
   if (options.json) {
     const json = {
       event: report.header,

@@ -37,8 +37,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     return 1;
   }
   const { config } = loaded;
-  const { createLogger } = await import('../ops/index.ts');
-  const { createMetrics } = await import('../ops/index.ts');
+  const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { quietOnTerminal, startBanner } = await import('./start-banner.ts');
   const quiet =
@@ -66,8 +65,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
       );
     } else {
       // The embedded default. The sandbox keeps its state in data/ so the demo survives restarts.
-      const { startSandbox } = await import('../sandbox/index.ts');
-      const { DEMO_GIT_TOKEN, DEMO_TOKENS } = await import('../sandbox/index.ts');
+      const { startSandbox, DEMO_GIT_TOKEN, DEMO_TOKENS } = await import('../sandbox/index.ts');
       sandbox = await startSandbox({
         port: config.sandbox.port,
         host: '127.0.0.1',

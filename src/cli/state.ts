@@ -26,11 +26,15 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
       `--to must be postgres or file (got ${options.to === undefined ? 'nothing' : JSON.stringify(options.to)})`,
       2,
     );
-  const { loadConfig } = await import('../config/index.ts');
-  const { SWEEP_DEFAULTS } = await import('../config/index.ts');
-  const { createFileStore } = await import('../state/index.ts');
-  const { createPostgresStore, describeDatabase } = await import('../state/index.ts');
-  const { holdsAnything, transferClock, transferState } = await import('../state/index.ts');
+  const { loadConfig, SWEEP_DEFAULTS } = await import('../config/index.ts');
+  const {
+    createFileStore,
+    createPostgresStore,
+    describeDatabase,
+    holdsAnything,
+    transferClock,
+    transferState,
+  } = await import('../state/index.ts');
 
   const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
   if (!loaded.ok)

@@ -56,18 +56,23 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
 
   // Loaded here so that `hookbot --help` stays fast.
   const { loadConfig } = await import('../config/index.ts');
-  const { loadRules, createRepositoryRules, repositoryPolicy } = await import('../rules/index.ts');
-  const { formatProblem } = await import('../rules/index.ts');
+  const { loadRules, createRepositoryRules, repositoryPolicy, formatProblem } =
+    await import('../rules/index.ts');
   const { createClient } = await import('../api/index.ts');
-  const { createExecutor } = await import('../rules/index.ts');
-  const { createFreshCheck } = await import('../rules/index.ts');
-  const { createSnapshotReader } = await import('../rules/index.ts');
+  const { createExecutor, createFreshCheck, createSnapshotReader } = await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/index.ts');
-  const { createSweepSet } = await import('../scheduler/index.ts');
-  const { enabledSweeps, gitAccessOf, sweepSettingsOf } = await import('../scheduler/index.ts');
-  const { summarise, needsAttention } = await import('../scheduler/index.ts');
-  const { approve, definitionHash, pauseOf } = await import('../scheduler/index.ts');
+  const {
+    createSweepSet,
+    enabledSweeps,
+    gitAccessOf,
+    sweepSettingsOf,
+    summarise,
+    needsAttention,
+    approve,
+    definitionHash,
+    pauseOf,
+  } = await import('../scheduler/index.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
   // A sweep receives no deliveries: it needs no webhook secret.

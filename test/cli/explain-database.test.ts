@@ -156,6 +156,31 @@ describe.skipIf(!postgresAvailable)('hookbot explain --database', () => {
     expect(created.rows[0].n).toBe(0);
   });
 
+  it('a row that is not JSON hookbot writes is a clear error, not a crash', async () => {
+    const broken = newSchemaName();
+    await adminQuery(`CREATE SCHEMA "${broken}"`);
+    await adminQuery(`CREATE TABLE "${broken}".hookbot_meta (schema_version int)`);
+    await adminQuery(`INSERT INTO "${broken}".hookbot_meta VALUES (1)`);
+    await adminQuery(
+      `CREATE TABLE "${broken}".hookbot_latest_decisions (item_key text, n bigint, record text)`,
+    );
+    await adminQuery(`INSERT INTO "${broken}".hookbot_latest_decisions VALUES ('issue:1:1', 1, '{not json')`);
+    try {
+      const result = await explain([
+        'acme/web',
+        'issue',
+        '1',
+        `--database=${TEST_DATABASE_URL}`,
+        '--database-schema',
+        broken,
+      ]);
+      expect(result.code).toBe(1);
+      expect(result.err).toContain('is not the JSON hookbot writes');
+    } finally {
+      await adminQuery(`DROP SCHEMA "${broken}" CASCADE`);
+    }
+  });
+
   it('refuses two sources at once', async () => {
     const result = await explain([
       'acme/web',

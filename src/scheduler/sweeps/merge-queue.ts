@@ -25,13 +25,13 @@ import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import {
   actionIdOf,
   type CallReport,
-  classifyStatus,
   type Executor,
   type PlannedCall,
   type StatusBucket,
   type StoredCall,
 } from '../../rules/index.ts';
-import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
+import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
+import { requiredBuckets, sourceHead } from './head-statuses.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 
 export interface MergeQueueDeps {
@@ -164,7 +164,6 @@ export async function runMergeQueue(
     return { ...base(entry), outcome: 'dropped', detail: why };
   }
 
-  /** Out with one comment saying why and how to come back. */
   /**
    * Out with one comment. The entry stays as a memory of `at`, the head it left at (queue-order.ts
    * keeps it out of every queue): the rule, evaluated again on that head, does not put it back.
@@ -235,16 +234,6 @@ export async function runMergeQueue(
     return url;
   }
 
-  async function headOf(mr: MergeRequest): Promise<string | null> {
-    if (mr.sha) return mr.sha;
-    try {
-      return (await client.branches.get(mr.source_project_id, mr.source_branch)).commit.id;
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 404) return null;
-      throw error;
-    }
-  }
-
   async function step(entry: QueueEntry): Promise<QueueItemReport> {
     let mr: MergeRequest;
     try {
@@ -257,7 +246,7 @@ export async function runMergeQueue(
     if (!isOpen(mr.state)) return drop(entry, `the merge request is ${mr.state}`);
     if (mr.target_branch !== entry.targetBranch)
       return drop(entry, `its target branch is ${mr.target_branch} now`);
-    const head = await headOf(mr);
+    const head = await sourceHead(client, mr);
     if (head === null) return drop(entry, 'its source branch is gone');
     if (entry.pinnedSha === undefined) return update(entry, mr, head);
     if (head !== entry.pinnedSha)
@@ -266,7 +255,7 @@ export async function runMergeQueue(
         `pushed by someone else: the queue tested ${short(entry.pinnedSha)}, the branch is at ${short(head)}`,
       );
 
-    const statuses = await requiredBuckets(mr, entry.pinnedSha, entry.required);
+    const statuses = await requiredBuckets(client, mr, entry.pinnedSha, entry.required);
     const failed = Object.entries(statuses).filter(([, bucket]) => bucket === 'failed');
     if (failed.length > 0)
       return remove(
@@ -381,24 +370,6 @@ export async function runMergeQueue(
         );
         return remove(entry, mr, `the bot could not update the branch (${outcome.message})`, head);
     }
-  }
-
-  async function requiredBuckets(
-    mr: MergeRequest,
-    sha: string,
-    required: readonly string[],
-  ): Promise<Record<string, StatusBucket>> {
-    const all = [];
-    for await (const status of client.statuses.list(mr.source_project_id, sha)) all.push(status);
-    const latest = latestByName(all);
-    const buckets: Record<string, StatusBucket> = {};
-    for (const name of required) {
-      const status = latest.find((s) => s.name === name);
-      buckets[name] = classifyStatus(
-        status && { name: status.name, status: status.status, allow_failure: status.allow_failure },
-      );
-    }
-    return buckets;
   }
 
   async function merge(

@@ -24,7 +24,6 @@ import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import {
   actionIdOf,
   type CallReport,
-  classifyStatus,
   type Executor,
   type ItemProcessorFn,
   type PlannedCall,
@@ -32,7 +31,8 @@ import {
   type StoredCall,
   type Trigger,
 } from '../../rules/index.ts';
-import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
+import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
+import { requiredBuckets, sourceHead } from './head-statuses.ts';
 
 export interface MergeWatchDeps {
   client: {
@@ -177,10 +177,10 @@ export async function runMergeWatch(
       throw error;
     }
     if (!isOpen(mr.state)) return drop(entry, `the merge request is ${mr.state}`);
-    const head = await headOf(mr);
+    const head = await sourceHead(client, mr);
     if (head !== entry.headSha) return headMoved(entry, mr, head);
 
-    const statuses = await requiredBuckets(mr, entry);
+    const statuses = await requiredBuckets(client, mr, entry.headSha, entry.required);
     const pending = Object.entries(statuses).filter(([, bucket]) => bucket !== 'passed');
     if (pending.length > 0)
       return {
@@ -190,32 +190,6 @@ export async function runMergeWatch(
         detail: `at ${short(entry.headSha)}: ${pending.map(([name, bucket]) => `${name} ${bucket}`).join(', ')}`,
       };
     return merge(entry, mr, statuses);
-  }
-
-  /** The source branch's head: the merge request's `sha` where the server gives it, else the branch. */
-  async function headOf(mr: MergeRequest): Promise<string | null> {
-    if (mr.sha) return mr.sha;
-    try {
-      return (await client.branches.get(mr.source_project_id, mr.source_branch)).commit.id;
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 404) return null;
-      throw error;
-    }
-  }
-
-  /** Latest status per name of the pinned head; a required one that is absent is `missing`, never passed. */
-  async function requiredBuckets(mr: MergeRequest, entry: WatchEntry): Promise<Record<string, StatusBucket>> {
-    const all = [];
-    for await (const status of client.statuses.list(mr.source_project_id, entry.headSha)) all.push(status);
-    const latest = latestByName(all);
-    const buckets: Record<string, StatusBucket> = {};
-    for (const name of entry.required) {
-      const status = latest.find((s) => s.name === name);
-      buckets[name] = classifyStatus(
-        status && { name: status.name, status: status.status, allow_failure: status.allow_failure },
-      );
-    }
-    return buckets;
   }
 
   async function drop(entry: WatchEntry, why: string): Promise<WatchItemReport> {

@@ -49,7 +49,16 @@ export async function readLatestDecisions(url: string, schema: string): Promise<
       `SELECT record FROM ${quoteIdent(schema)}.hookbot_latest_decisions ORDER BY n`,
     );
     await client.query('COMMIT');
-    return rows.rows.map((row) => JSON.parse(row.record) as DecisionRecord);
+    return rows.rows.map((row) => {
+      try {
+        return JSON.parse(row.record) as DecisionRecord;
+      } catch {
+        throw new StateError(
+          'corrupt',
+          `${where}: a row of hookbot_latest_decisions is not the JSON hookbot writes; ask a running replica with --bot instead`,
+        );
+      }
+    });
   } finally {
     await client.end().catch(() => undefined);
   }

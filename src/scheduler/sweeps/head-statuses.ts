@@ -1,0 +1,42 @@
+/**
+ * What the merge watch and the merge queue both read of a merge request before merging it: the
+ * source branch's head, and the latest status per required name on a pinned commit.
+ */
+import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
+import { classifyStatus, type StatusBucket } from '../../rules/index.ts';
+
+interface HeadClient {
+  branches: Pick<Client['branches'], 'get'>;
+  statuses: Pick<Client['statuses'], 'list'>;
+}
+
+/** The source branch's head: the merge request's `sha` where the server gives it, else the branch; null when the branch is gone. */
+export async function sourceHead(client: HeadClient, mr: MergeRequest): Promise<string | null> {
+  if (mr.sha) return mr.sha;
+  try {
+    return (await client.branches.get(mr.source_project_id, mr.source_branch)).commit.id;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
+    throw error;
+  }
+}
+
+/** Latest status per required name on `sha`; a required one that is absent is `missing`, never passed. */
+export async function requiredBuckets(
+  client: HeadClient,
+  mr: MergeRequest,
+  sha: string,
+  required: readonly string[],
+): Promise<Record<string, StatusBucket>> {
+  const all = [];
+  for await (const status of client.statuses.list(mr.source_project_id, sha)) all.push(status);
+  const latest = latestByName(all);
+  const buckets: Record<string, StatusBucket> = {};
+  for (const name of required) {
+    const status = latest.find((s) => s.name === name);
+    buckets[name] = classifyStatus(
+      status && { name: status.name, status: status.status, allow_failure: status.allow_failure },
+    );
+  }
+  return buckets;
+}
