@@ -93,16 +93,17 @@ if (mode === 'probot') {
         res.writeHead(401).end();
         return;
       }
-      const text = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      const text = bytes.toString('utf8');
       const body = JSON.parse(text) as { object_kind: string };
       const key = createHash('sha256')
         .update(String(req.headers['x-gitlab-event']))
         .update('\0')
-        .update(text)
+        .update(bytes)
         .digest('hex');
-      // The received text too, as the hook route passes it: the same persist work in both.
+      // The received bytes too, as the hook route passes them: the same persist work in both.
       store
-        .accept({ key, kind: body.object_kind, receivedAt: Date.now(), headers: {}, body, bodyText: text })
+        .accept({ key, kind: body.object_kind, receivedAt: Date.now(), headers: {}, body, bodyJson: bytes })
         .then(
           (r) => {
             res
@@ -157,6 +158,7 @@ process.on('SIGTERM', () => {
   console.log(`COMMIT_MS ${at(0.5)} ${at(0.99)} ${sorted.length}`);
   const cpu = process.cpuUsage(cpuFrom);
   console.log(`CPU_US ${cpu.user + cpu.system}`);
+  console.log(`CPU_SPLIT ${cpu.user} ${cpu.system}`);
   void store
     .close({ compact: false })
     .then(async () => {

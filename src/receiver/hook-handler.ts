@@ -18,8 +18,11 @@ export interface Inbox {
     receivedAt: number;
     headers: Record<string, string>;
     body: unknown;
-    /** The body's text as received (it parses to `body`): stored as is, not serialised again. */
-    bodyText?: string;
+    /**
+     * The body's bytes as received (they parse to `body`), in a buffer of their own: stored as they
+     * are, not serialised again.
+     */
+    bodyJson?: string | Buffer;
   }): Promise<{ id: string; duplicate: boolean }>;
 }
 
@@ -72,6 +75,17 @@ export const DEFAULT_HANDLED_KINDS: readonly string[] = KNOWN_KINDS.filter((k) =
 
 type Header = (name: string) => string | undefined;
 
+/** What an answer reports beside its status and outcome. */
+interface AnswerExtra {
+  kind?: string;
+  id?: string;
+  error?: unknown;
+  reason?: string;
+}
+
+const NO_EXTRA: AnswerExtra = {};
+const ignore = (): void => undefined;
+
 export function createHookHandler(options: HookHandlerOptions) {
   const limit = options.limitBytes ?? DEFAULT_LIMIT_BYTES;
   // Never below one body at the limit: a lone delivery the body limit admits is always read.
@@ -80,46 +94,103 @@ export function createHookHandler(options: HookHandlerOptions) {
   const handled = new Set(options.handledKinds ?? DEFAULT_HANDLED_KINDS);
   const now = options.now ?? Date.now;
   const verifier = createDeliveryVerifier(options.verify);
+  const onOutcome = options.onOutcome;
   /** Bytes of the bodies being read or handled now, all requests together. */
   let reading = 0;
 
+  // The helpers below are made once per route, not per request: every delivery crosses them.
+  const answer = (
+    res: ServerResponse,
+    started: number,
+    status: number,
+    outcome: DeliveryOutcome,
+    json: string,
+    extra: AnswerExtra = NO_EXTRA,
+  ): void => {
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(json),
+    });
+    res.end(json);
+    onOutcome?.(outcome, { status, ackMs: performance.now() - started, ...extra });
+  };
+  const message = (text: string): string => JSON.stringify({ message: text });
+  /** Answers without reading (the rest of) the body: the connection closes once the answer is out. */
+  const refuseUnread = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    started: number,
+    status: number,
+    outcome: DeliveryOutcome,
+    text: string,
+  ): void => {
+    res.setHeader('connection', 'close');
+    if (status === 503) res.setHeader('retry-after', retryAfter);
+    answer(res, started, status, outcome, message(text), status === 503 ? { reason: text } : NO_EXTRA);
+    res.once('finish', () => req.destroy());
+  };
+  const tooLarge = (req: IncomingMessage, res: ServerResponse, started: number): void =>
+    refuseUnread(req, res, started, 413, 'too_large', `body too large (limit ${limit} bytes)`);
+  const overloaded = (req: IncomingMessage, res: ServerResponse, started: number): void =>
+    refuseUnread(req, res, started, 503, 'overloaded', overloadedMessage(readingLimit));
+
+  /** Verified, parsed and persisted: the answer once the delivery is durable (or why it is not). */
+  async function finish(res: ServerResponse, started: number, header: Header, raw: Buffer): Promise<void> {
+    // The signature, when one is configured, needs the body (as text only then). Verified before
+    // parsing: an unauthenticated caller learns nothing about what we accept.
+    if (verifier.readsBody && !(await verifier.verify(header, () => raw.toString('utf8')))) {
+      return answer(res, started, 401, 'unauthorized', message('unauthorized'));
+    }
+    const parsed = parseDelivery(header('x-gitlab-event'), raw);
+    if (!parsed.ok) return answer(res, started, 400, 'bad_request', message(parsed.message));
+    const kind = parsed.kind;
+    if (!handled.has(kind)) {
+      return answer(res, started, 202, 'ignored', JSON.stringify({ message: 'ignored', kind }), { kind });
+    }
+    let stored: { id: string; duplicate: boolean };
+    try {
+      stored = await options.inbox.accept({
+        key: parsed.key,
+        kind,
+        receivedAt: now(),
+        headers: { 'x-gitlab-event': parsed.event },
+        body: parsed.body,
+        bodyJson: parsed.bytes,
+      });
+    } catch (error) {
+      // Not persisted means not accepted: say so, so nobody believes it will be processed.
+      res.setHeader('retry-after', retryAfter);
+      if (isInboxFull(error)) {
+        const reason = `inbox full: ${error.message}`;
+        return answer(res, started, 503, 'inbox_full', message(reason), { kind, reason });
+      }
+      return answer(res, started, 503, 'error', message('could not persist the delivery; try again'), {
+        kind,
+        error,
+      });
+    }
+    const id = stored.id;
+    const outcome = stored.duplicate ? 'duplicate' : 'accepted';
+    answer(res, started, 202, outcome, JSON.stringify({ message: outcome, id }), { kind, id });
+    if (!stored.duplicate) options.onAccepted?.({ id, kind, body: parsed.body });
+  }
+
   const handleHook = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
+    const headers = req.headers;
     const header: Header = (name) => {
-      const value = req.headers[name];
+      const value = headers[name];
       return Array.isArray(value) ? value[0] : value;
     };
-    const answer = (
-      status: number,
-      outcome: DeliveryOutcome,
-      body: Record<string, unknown>,
-      extra: { kind?: string; id?: string; error?: unknown; reason?: string } = {},
-    ) => {
-      const json = JSON.stringify(body);
-      res.writeHead(status, {
-        'content-type': 'application/json; charset=utf-8',
-        'content-length': Buffer.byteLength(json),
-      });
-      res.end(json);
-      options.onOutcome?.(outcome, { status, ackMs: performance.now() - started, ...extra });
-    };
-    /** Answers without reading (the rest of) the body: the connection closes once the answer is out. */
-    const refuseUnread = (status: number, outcome: DeliveryOutcome, message: string) => {
-      res.setHeader('connection', 'close');
-      if (status === 503) res.setHeader('retry-after', retryAfter);
-      answer(status, outcome, { message }, status === 503 ? { reason: message } : {});
-      res.once('finish', () => req.destroy());
-    };
-    const tooLarge = () => refuseUnread(413, 'too_large', `body too large (limit ${limit} bytes)`);
 
     // What the headers settle is settled before a byte of the body is read: a caller without the
     // token costs no memory, however large or slow its body.
-    if (!verifier.headersPass(header)) return refuseUnread(401, 'unauthorized', 'unauthorized');
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) return tooLarge();
+    if (!verifier.headersPass(header))
+      return refuseUnread(req, res, started, 401, 'unauthorized', 'unauthorized');
+    const declared = Number(headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) return tooLarge(req, res, started);
     let held = Number.isFinite(declared) ? declared : 0;
-    if (reading + held > readingLimit)
-      return refuseUnread(503, 'overloaded', overloadedMessage(readingLimit));
+    if (reading + held > readingLimit) return overloaded(req, res, started);
     reading += held;
     // Released once, when the answer is out or the connection is gone, whichever comes first.
     res.once('close', () => {
@@ -135,8 +206,7 @@ export function createHookHandler(options: HookHandlerOptions) {
       size += chunk.length;
       if (size > limit) {
         over = true;
-        tooLarge();
-        return;
+        return tooLarge(req, res, started);
       }
       // A body without a declared length counts as it arrives.
       if (size > held) {
@@ -144,71 +214,34 @@ export function createHookHandler(options: HookHandlerOptions) {
         held = size;
         if (reading > readingLimit) {
           over = true;
-          refuseUnread(503, 'overloaded', overloadedMessage(readingLimit));
-          return;
+          return overloaded(req, res, started);
         }
       }
       chunks.push(chunk);
     });
-    req.on('error', () => undefined); // a client that goes away mid-body: nothing to answer
+    req.on('error', ignore); // a client that goes away mid-body: nothing to answer
     req.on('end', () => {
       if (over) return;
-      const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      void finish(raw).catch((error: unknown) => {
-        if (!res.headersSent) answer(500, 'error', { message: 'internal error' }, { error });
+      const raw = chunks.length === 1 ? chunks[0]! : joinChunks(chunks, size);
+      finish(res, started, header, raw).catch((error: unknown) => {
+        if (!res.headersSent) answer(res, started, 500, 'error', message('internal error'), { error });
       });
     });
-
-    async function finish(raw: Buffer): Promise<void> {
-      // The signature, when one is configured, needs the body (as text only then). Verified before
-      // parsing: an unauthenticated caller learns nothing about what we accept.
-      if (verifier.readsBody && !(await verifier.verify(header, () => raw.toString('utf8')))) {
-        return answer(401, 'unauthorized', { message: 'unauthorized' });
-      }
-      const event = header('x-gitlab-event');
-      const parsed = parseDelivery(event, raw);
-      if (!parsed.ok) return answer(400, 'bad_request', { message: parsed.message });
-      if (!handled.has(parsed.kind)) {
-        return answer(202, 'ignored', { message: 'ignored', kind: parsed.kind }, { kind: parsed.kind });
-      }
-      let stored: { id: string; duplicate: boolean };
-      try {
-        stored = await options.inbox.accept({
-          key: parsed.key,
-          kind: parsed.kind,
-          receivedAt: now(),
-          headers: { 'x-gitlab-event': parsed.event },
-          body: parsed.body,
-          bodyText: parsed.text,
-        });
-      } catch (error) {
-        // Not persisted means not accepted: say so, so nobody believes it will be processed.
-        res.setHeader('retry-after', retryAfter);
-        if (isInboxFull(error)) {
-          const reason = `inbox full: ${error.message}`;
-          return answer(503, 'inbox_full', { message: reason }, { kind: parsed.kind, reason });
-        }
-        return answer(
-          503,
-          'error',
-          { message: 'could not persist the delivery; try again' },
-          { kind: parsed.kind, error },
-        );
-      }
-      if (stored.duplicate) {
-        return answer(
-          202,
-          'duplicate',
-          { message: 'duplicate', id: stored.id },
-          { kind: parsed.kind, id: stored.id },
-        );
-      }
-      answer(202, 'accepted', { message: 'accepted', id: stored.id }, { kind: parsed.kind, id: stored.id });
-      options.onAccepted?.({ id: stored.id, kind: parsed.kind, body: parsed.body });
-    }
   };
   /** Bytes of bodies being read or handled now (for tests and metrics). */
   return Object.assign(handleHook, { readingBytes: () => reading });
+}
+
+/**
+ * The chunks in one buffer of its own: the store keeps the body's bytes until the delivery is
+ * processed, and a small buffer from Buffer.concat would be a slice of a shared pool, holding it all.
+ * (A single chunk from node:http already owns its memory.)
+ */
+function joinChunks(chunks: readonly Buffer[], size: number): Buffer {
+  const joined = Buffer.allocUnsafeSlow(size);
+  let at = 0;
+  for (const chunk of chunks) at += chunk.copy(joined, at);
+  return joined;
 }
 
 function overloadedMessage(limit: number): string {

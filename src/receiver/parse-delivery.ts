@@ -6,7 +6,15 @@ import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 
 export type ParsedDelivery =
-  | { ok: true; event: string; kind: string; body: Record<string, unknown>; text: string; key: string }
+  | {
+      ok: true;
+      event: string;
+      kind: string;
+      body: Record<string, unknown>;
+      /** The body's bytes as received, a leading byte order mark dropped (they parse to `body`). */
+      bytes: Buffer;
+      key: string;
+    }
   | { ok: false; message: string };
 
 export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDelivery {
@@ -36,7 +44,7 @@ export function parseDelivery(event: string | undefined, raw: Buffer): ParsedDel
     event,
     kind,
     body: body as Record<string, unknown>,
-    text,
+    bytes,
     key: deliveryKey(event, bytes),
   };
 }

@@ -5,7 +5,7 @@
  * Every configured check must pass; the caller answers one 401 whichever failed.
  */
 import { verify as verifyHmac } from '@octokit/webhooks-methods';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
 export interface VerifyOptions {
   /** The shared secret expected in `X-Gitlab-Token`. Undefined only when running open (explicitly). */
@@ -16,7 +16,8 @@ export interface VerifyOptions {
 
 export const DEFAULT_SIGNATURE_HEADER = 'x-hookbot-signature-256';
 
-const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
+/** One-shot (no Hash object per call): every delivery's token goes through it. */
+const sha256 = (text: string): Buffer => hash('sha256', text, 'buffer');
 
 /** Checks a delivery against the configured secrets. */
 export interface DeliveryVerifier {

@@ -18,23 +18,31 @@ import type { InboxEntry } from './store.ts';
 /** What is kept beside the text, for bounds, de-duplication, the pipeline and the status page. */
 export type HeldFields = Pick<InboxEntry, 'id' | 'key' | 'kind' | 'receivedAt'>;
 
+/** A piece of an entry's JSON: text, or the UTF-8 bytes of text. */
+export type JsonPiece = string | Buffer;
+
 export class HeldEntry extends RawJson {
   readonly id: string;
   readonly key: string;
   readonly kind: string;
   readonly receivedAt: number;
-  readonly json: string;
+  /** The JSON, whole or in pieces to be read one after the other (see `fromPieces`). */
+  readonly #pieces: string | readonly JsonPiece[];
   /** Its size as stored (UTF-8): what the inbox's byte bound counts. */
   readonly bytes: number;
 
-  private constructor(fields: HeldFields, json: string, bytes?: number) {
+  private constructor(fields: HeldFields, pieces: string | readonly JsonPiece[], bytes?: number) {
     super();
     this.id = fields.id;
     this.key = fields.key;
     this.kind = fields.kind;
     this.receivedAt = fields.receivedAt;
-    this.json = json;
-    this.bytes = bytes ?? Buffer.byteLength(json);
+    this.#pieces = pieces;
+    this.bytes =
+      bytes ??
+      (typeof pieces === 'string'
+        ? Buffer.byteLength(pieces)
+        : pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0));
   }
 
   /**
@@ -45,9 +53,27 @@ export class HeldEntry extends RawJson {
     return new HeldEntry(fields, json, bytes);
   }
 
+  /**
+   * From its JSON in pieces, the received body among them as the bytes it arrived in: on the hook
+   * route those bytes go to the journal as they are (no string is built, joined or encoded again per
+   * delivery) and are held off the JavaScript heap until the delivery is processed.
+   */
+  static fromPieces(fields: HeldFields, pieces: readonly JsonPiece[], bytes: number): HeldEntry {
+    return new HeldEntry(fields, pieces, bytes);
+  }
+
   /** From a parsed entry (journal replay, the document): kept as text, the parsed form let go. */
   static fromEntry(entry: InboxEntry): HeldEntry {
     return new HeldEntry(entry, JSON.stringify(entry));
+  }
+
+  /** The JSON text (built from the pieces on each call: a compaction or a database insert). */
+  get json(): string {
+    const pieces = this.#pieces;
+    if (typeof pieces === 'string') return pieces;
+    let json = '';
+    for (const piece of pieces) json += typeof piece === 'string' ? piece : piece.toString('utf8');
+    return json;
   }
 
   /** The entry, parsed anew on each read (nothing parsed is kept). */

@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { StateError } from './errors.ts';
-import { HeldEntry } from './held-entry.ts';
+import { HeldEntry, type JsonPiece } from './held-entry.ts';
 import { mutationSchema, queueEntrySchema, type Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import { HeldState } from './held-state.ts';
@@ -67,7 +67,7 @@ export abstract class HeldStateStore implements StateStore {
   abstract close(options?: CloseOptions): Promise<void>;
   abstract stats(): StateStats;
   /** Makes an applied mutation durable; `json` is its encoding (in pieces, to be written in order). */
-  protected abstract persist(json: string | readonly string[]): Promise<void>;
+  protected abstract persist(json: string | readonly JsonPiece[]): Promise<void>;
   /** Resolves once every mutation persisted so far is durable. */
   protected abstract settled(): Promise<void>;
 
@@ -114,7 +114,7 @@ export abstract class HeldStateStore implements StateStore {
   protected prepareAccept(
     delivery: Delivery,
     now: number,
-  ): { entry: InboxEntry; held: HeldEntry; pieces: string[]; expiresAt: number } {
+  ): { entry: InboxEntry; held: HeldEntry; pieces: readonly JsonPiece[]; expiresAt: number } {
     const entry: InboxEntry = {
       id: randomUUID(),
       key: delivery.key,
@@ -126,15 +126,13 @@ export abstract class HeldStateStore implements StateStore {
     };
     const expiresAt = now + this.options.dedupTtlMs;
     this.checkAccept(entry, expiresAt);
-    const pieces =
-      delivery.bodyText === undefined ? [JSON.stringify(entry)] : entryJsonPieces(entry, delivery.bodyText);
+    if (delivery.bodyJson === undefined) {
+      const json = JSON.stringify(entry);
+      return { entry, held: HeldEntry.fromJson(entry, json), pieces: [json], expiresAt };
+    }
+    const pieces = entryJsonPieces(entry, delivery.bodyJson);
     const bytes = pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0);
-    // Concatenated, not joined: a join copies the 4 KB body into a new string at once.
-    const held = HeldEntry.fromJson(
-      entry,
-      pieces.reduce((json, piece) => json + piece),
-      bytes,
-    );
+    const held = HeldEntry.fromPieces(entry, pieces, bytes);
     return { entry, held, pieces, expiresAt };
   }
 
@@ -422,16 +420,26 @@ export abstract class HeldStateStore implements StateStore {
 }
 
 /**
- * The entry's JSON with the body's received text spliced in, rather than the parsed body serialised
- * again, in three pieces (before the body, the body, after it). The text is valid JSON (the caller
+ * The entry's JSON with the body's received JSON spliced in, rather than the parsed body serialised
+ * again, in three pieces (before the body, the body, after it). The body is valid JSON (the caller
  * parsed it), so a line break can only be whitespace between tokens (JSON strings cannot hold one
- * unescaped): it becomes a space, and the journal's one line per record holds. Read back, the text
- * parses to the same body the caller had.
+ * unescaped): it becomes a space, and the journal's one line per record holds. Read back, it parses
+ * to the same body the caller had. Bytes stay bytes: they are written to the journal as they are.
  */
-export function entryJsonPieces(entry: InboxEntry, bodyText: string): [string, string, string] {
+export function entryJsonPieces(entry: InboxEntry, bodyJson: string | Buffer): [string, JsonPiece, string] {
   const head = JSON.stringify({ ...entry, body: undefined });
-  // indexOf, not a regular expression: this runs over every 4 KB body on the hook route.
-  const text =
-    bodyText.includes('\n') || bodyText.includes('\r') ? bodyText.replace(/[\r\n]/g, ' ') : bodyText;
-  return [`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"body":`, text, '}'];
+  return [`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"body":`, withoutLineBreaks(bodyJson), '}'];
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** Line breaks as spaces; indexOf (native), not a regular expression, on every body of the hook route. */
+function withoutLineBreaks(json: string | Buffer): string | Buffer {
+  if (typeof json === 'string')
+    return json.includes('\n') || json.includes('\r') ? json.replace(/[\r\n]/g, ' ') : json;
+  if (json.indexOf(LF) === -1 && json.indexOf(CR) === -1) return json;
+  const copy = Buffer.from(json); // the caller's bytes are left as they are
+  for (let at = 0; at < copy.length; at++) if (copy[at] === LF || copy[at] === CR) copy[at] = 0x20;
+  return copy;
 }

@@ -143,6 +143,11 @@ export class HeldState {
     if (!this.inbox.has(held.id)) this.#hold(held);
   }
 
+  /** Lets a delivery go from this view without processing it (another replica holds it now). */
+  release(id: string): void {
+    this.apply({ op: 'processed', id });
+  }
+
   /** The id of the delivery first accepted with `key`, if the key is still within its window at `now`. */
   duplicateOf(key: string, now: number): string | undefined {
     const seen = this.dedup.get(key);

@@ -25,11 +25,13 @@ export interface Delivery {
   headers: Record<string, string>;
   body: unknown;
   /**
-   * The body's JSON text as received, when the caller has it and has checked that it parses to
-   * `body`: the file store then keeps this text instead of serialising `body` again (on the hook
-   * route that is a 4 KB JSON.stringify per delivery saved).
+   * The body's JSON as received (its text, or its UTF-8 bytes), when the caller has it and has
+   * checked that it parses to `body`: the store then keeps it instead of serialising `body` again.
+   * On the hook route these are the received bytes: they go to the journal as they are. The store
+   * keeps the Buffer until the delivery is processed: pass one that owns its memory (not a slice of
+   * a larger buffer, which would be kept whole).
    */
-  bodyText?: string;
+  bodyJson?: string | Buffer;
 }
 
 /** An accepted delivery that is not processed yet. */

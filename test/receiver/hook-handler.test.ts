@@ -15,6 +15,7 @@ interface Kept {
   key: string;
   kind: string;
   body: unknown;
+  /** The received bytes, as text (the store keeps the bytes as they are). */
   bodyText?: string;
   headers: Record<string, string>;
 }
@@ -39,7 +40,7 @@ function memoryInbox(): Inbox & { entries: Kept[]; fail: boolean; full: boolean 
         key: delivery.key,
         kind: delivery.kind,
         body: delivery.body,
-        bodyText: delivery.bodyText,
+        bodyText: delivery.bodyJson?.toString(),
         headers: delivery.headers,
       });
       return { id, duplicate: false };

@@ -30,7 +30,7 @@ import {
 } from './durable-fs.ts';
 import { refuseFile, StateError } from '../errors.ts';
 import { GroupCommit } from '../group-commit.ts';
-import { HeldEntry } from '../held-entry.ts';
+import { HeldEntry, type JsonPiece } from '../held-entry.ts';
 import { acquireLock, type HeldLock } from './lock-file.ts';
 import { encodeLine, JournalWriter, type FsyncCounter, type JournalLine } from './journal.ts';
 import { migrateDocument } from './document-migrations.ts';
@@ -311,7 +311,7 @@ class FileStore extends HeldStateStore {
     };
   }
 
-  protected persist(json: string | readonly string[]): Promise<void> {
+  protected persist(json: string | readonly JsonPiece[]): Promise<void> {
     // Numbers are given out in the order mutations were applied, which is the journal's order.
     this.#seq += 1;
     return this.#current().commit.submit({ seq: this.#seq, data: encodeLine(this.#seq, json) });

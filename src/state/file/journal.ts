@@ -11,12 +11,12 @@
  * - a damaged line with anything after it, a line with a valid checksum but an unknown shape, or
  *   records out of sequence, make the journal refused, naming the file and the line.
  */
-import { writeSync } from 'node:fs';
+import { writevSync } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { StateError, refuseFile, refuseNewer } from '../errors.ts';
 import { replaceFile, STATE_FILE_MODE } from './durable-fs.ts';
-import { HeldEntry } from '../held-entry.ts';
+import { HeldEntry, type JsonPiece } from '../held-entry.ts';
 import { mutationSchema, type Mutation } from '../mutations.ts';
 
 export interface JournalRecord {
@@ -50,18 +50,43 @@ export function headerLine(version: number): string {
 
 /** One journal line for the mutation `json` (already encoded) as record `seq`. */
 export function encodeRecord(seq: number, json: string): string {
-  return encodeLine(seq, json).toString('utf8');
+  return Buffer.concat(lineParts(encodeLine(seq, json))).toString('utf8');
 }
 
 /**
- * The same line as bytes, ready to append: checksummed over those bytes (checksumming the string and
- * then encoding the batch encoded every 4 KB body twice). The mutation's JSON may come in pieces,
- * written one after the other into the line and never joined into one string first: on the hook
- * route the body's received text is one piece, copied once, into the line.
+ * The same line as bytes, ready to append, checksummed over those bytes. The mutation's JSON may
+ * come in pieces, written one after the other and never joined into one string first. A piece that
+ * is already bytes (the body of a delivery, as it was received) is not copied at all: the line is
+ * then a list of buffers, the body's among them, written with one writev.
  */
-export function encodeLine(seq: number, json: string | readonly string[]): Buffer {
-  const pieces = typeof json === 'string' ? [json] : json;
+export function encodeLine(seq: number, json: string | readonly JsonPiece[]): Buffer | Buffer[] {
   const head = `${PREFIX}00000000","s":${seq},"m":`;
+  if (typeof json === 'string' || json.every((piece) => typeof piece === 'string'))
+    return encodeTextLine(head, typeof json === 'string' ? [json] : (json as readonly string[]));
+  // Consecutive text pieces become one buffer; byte pieces go in as they are.
+  const parts: Buffer[] = [];
+  let text = head;
+  for (const piece of json) {
+    if (typeof piece === 'string') {
+      text += piece;
+      continue;
+    }
+    parts.push(Buffer.from(text, 'utf8'), piece);
+    text = '';
+  }
+  parts.push(Buffer.from(`${text}}\n`, 'utf8'));
+  // The checksum covers everything after the prefix and before the newline.
+  const first = parts[0] as Buffer;
+  const last = parts.length - 1;
+  let crc = crc32(first.subarray(CHECKED_FROM));
+  for (let i = 1; i < last; i++) crc = crc32(parts[i] as Buffer, crc);
+  const tail = parts[last] as Buffer;
+  crc = crc32(tail.subarray(0, tail.length - 1), crc);
+  first.write(hex(crc), PREFIX.length, 'latin1');
+  return parts;
+}
+
+function encodeTextLine(head: string, pieces: readonly string[]): Buffer {
   const sizes = pieces.map((piece) => Buffer.byteLength(piece));
   const line = Buffer.allocUnsafe(head.length + sizes.reduce((sum, size) => sum + size, 0) + 2);
   let at = line.write(head, 0, 'latin1');
@@ -71,6 +96,11 @@ export function encodeLine(seq: number, json: string | readonly string[]): Buffe
   line[at + 1] = NEWLINE;
   line.write(checksum(line.subarray(CHECKED_FROM, line.length - 1)), PREFIX.length, 'latin1');
   return line;
+}
+
+/** A line's buffers, in order. */
+function lineParts(data: Buffer | readonly Buffer[]): readonly Buffer[] {
+  return Buffer.isBuffer(data) ? [data] : data;
 }
 
 /** Reads and checks the whole journal; throws a StateError naming the file when it must be refused. */
@@ -169,14 +199,21 @@ function parseHeader(text: string): number | undefined {
 }
 
 function checksum(text: string | Uint8Array): string {
-  return crc32(text).toString(16).padStart(8, '0');
+  return hex(crc32(text));
+}
+
+function hex(crc: number): string {
+  return crc.toString(16).padStart(8, '0');
 }
 
 /** A line on its way to the journal: the record's number and its encoded line (`encodeLine`). */
 export interface JournalLine {
   seq: number;
-  data: Buffer;
+  data: Buffer | Buffer[];
 }
+
+/** Buffers per writev: Linux's IOV_MAX. */
+const MAX_IOVECS = 1024;
 
 /** fsync calls, counted across the writers of one store (segments come and go). */
 export interface FsyncCounter {
@@ -293,19 +330,23 @@ export class JournalWriter {
   }
 
   /**
-   * Appends the lines in one write and makes them durable before resolving. The write is
+   * Appends the lines in one writev and makes them durable before resolving. The write is
    * synchronous: it only copies into the page cache (0.12 ms for a batch of 64 deliveries of 4 KB),
    * while the asynchronous one took 2 ms at the median under load, waiting for a thread of the pool
    * and then for the event loop, on the path of every acknowledgement. The fdatasync, which waits
    * for the disk, stays asynchronous.
    */
   async append(lines: readonly JournalLine[]): Promise<void> {
-    const data =
-      lines.length === 1 ? (lines[0] as JournalLine).data : Buffer.concat(lines.map((line) => line.data));
+    const buffers: Buffer[] = [];
+    let bytes = 0;
+    for (const line of lines)
+      for (const part of lineParts(line.data)) {
+        buffers.push(part);
+        bytes += part.length;
+      }
     const started = performance.now();
     try {
-      for (let written = 0; written < data.length;)
-        written += writeSync(this.#file.fd, data, written, data.length - written);
+      writeAll(this.#file.fd, buffers);
       // fdatasync: the data and the new size, without the timestamps a full fsync would also flush.
       await this.#file.datasync();
     } catch (cause) {
@@ -316,8 +357,8 @@ export class JournalWriter {
       );
     }
     this.#counter.fsyncs++;
-    this.#counter.onCommit?.({ ms: performance.now() - started, records: lines.length, bytes: data.length });
-    this.#bytes += data.length;
+    this.#counter.onCommit?.({ ms: performance.now() - started, records: lines.length, bytes });
+    this.#bytes += bytes;
     this.#records += lines.length;
     this.#firstSeq ??= lines[0]?.seq;
     this.#lastSeq = lines.at(-1)?.seq ?? this.#lastSeq;
@@ -325,5 +366,25 @@ export class JournalWriter {
 
   async close(): Promise<void> {
     await this.#file.close();
+  }
+}
+
+/**
+ * Writes every buffer, in order, with as few writev calls as the kernel allows: no copy of the batch
+ * into one buffer first (each delivery's body is written straight from the bytes it arrived in). A
+ * short write (the kernel may stop early) goes on from where it stopped.
+ */
+function writeAll(fd: number, buffers: Buffer[]): void {
+  let from = 0;
+  while (from < buffers.length) {
+    const chunk = buffers.slice(from, from + MAX_IOVECS);
+    let written = writevSync(fd, chunk);
+    if (written === 0) throw new Error('the write made no progress');
+    // Past the buffers written whole; a buffer written in part is replaced by its rest.
+    while (from < buffers.length && written >= (buffers[from] as Buffer).length) {
+      written -= (buffers[from] as Buffer).length;
+      from += 1;
+    }
+    if (written > 0) buffers[from] = (buffers[from] as Buffer).subarray(written);
   }
 }

@@ -22,7 +22,7 @@
  */
 import pg from 'pg';
 import { StateError } from '../errors.ts';
-import { HeldEntry } from '../held-entry.ts';
+import { HeldEntry, type JsonPiece } from '../held-entry.ts';
 import { HeldState } from '../held-state.ts';
 import { HeldStateStore } from '../held-state-store.ts';
 import { inboxEntrySchema, outboxActionSchema, type Mutation } from '../mutations.ts';
@@ -414,8 +414,9 @@ class PostgresStore extends HeldStateStore implements Fleet {
 
   // For HeldStateStore
 
-  protected persist(json: string | readonly string[]): Promise<void> {
-    const mutation = JSON.parse(typeof json === 'string' ? json : json.join('')) as Mutation;
+  protected persist(json: string | readonly JsonPiece[]): Promise<void> {
+    const text = typeof json === 'string' ? json : json.map((piece) => piece.toString()).join('');
+    const mutation = JSON.parse(text) as Mutation;
     const write = this.#writeThrough(mutation);
     return write === undefined ? Promise.resolve() : this.#serial(write);
   }
@@ -701,18 +702,39 @@ class PostgresStore extends HeldStateStore implements Fleet {
     // and be taken over, or it would be renewed, unprocessed, for as long as this replica lives
     // (found by the replicas scenario: two deliveries answered 202 as duplicates on another
     // replica were never processed).
-    const held = [...this.model.inbox.keys(), ...this.#unfinishedDeletes];
-    if (held.length > 0)
-      await pool.query(
+    const viewed = [...this.model.inbox.keys()];
+    const held = [...viewed, ...this.#unfinishedDeletes];
+    if (held.length > 0) {
+      const renewed = await pool.query<{ id: string }>(
         `UPDATE hookbot_inbox SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
-         WHERE holder = $1 AND id = ANY($3::text[])`,
+         WHERE holder = $1 AND id = ANY($3::text[]) RETURNING id`,
         [...extend, held],
       );
+      if (renewed.rows.length < held.length) this.#releaseLost(viewed, renewed.rows);
+    }
     if (this.#heldLeases.size > 0)
       await pool.query(
         `UPDATE hookbot_leases SET until = clock_timestamp() + $2 * interval '1 millisecond'
          WHERE holder = $1 AND name = ANY($3::text[])`,
         [...extend, [...this.#heldLeases]],
+      );
+  }
+
+  /**
+   * Deliveries of this view the renewal did not find held by this replica: processed meanwhile (gone
+   * already), or their lease ran out before this renewal (a pause longer than the lease: a stalled
+   * process, the database away) and another replica took them over. Those leave this view: the other
+   * replica processes them, and both doing so would act twice (found by the replicas test on a busy
+   * machine: two replicas each holding the same three deliveries).
+   */
+  #releaseLost(viewed: readonly string[], renewed: readonly { id: string }[]): void {
+    const kept = new Set(renewed.map((row) => row.id));
+    const lost = viewed.filter((id) => !kept.has(id) && this.model.inbox.has(id));
+    for (const id of lost) this.model.release(id);
+    if (lost.length > 0)
+      this.options.log?.warn(
+        { deliveries: lost.length },
+        'deliveries whose lease ran out before it was renewed were taken over by another replica; left to it',
       );
   }
 

@@ -40,7 +40,7 @@ async function fill(): Promise<void> {
   let accepted = 0;
   for (let n = 1; ; n++) {
     const body = pushBody(n, 1_900);
-    const bodyText = JSON.stringify(body);
+    const bodyJson = Buffer.from(JSON.stringify(body));
     try {
       await store.accept({
         key: `push-${n}`,
@@ -48,7 +48,7 @@ async function fill(): Promise<void> {
         receivedAt: Date.now(),
         headers: { 'x-gitlab-event': 'Push Hook' },
         body,
-        bodyText,
+        bodyJson,
       });
       accepted++;
     } catch (error) {

@@ -90,6 +90,32 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, several replicas', () => 
     expect(fleet.map((r) => r.id).sort()).toEqual(['b', 'c', 'dead']);
   });
 
+  it('a replica whose delivery leases ran out before it renewed them lets go of what another took over', async () => {
+    const shared = schema();
+    // A replica that stalls longer than its lease (no refresh between), then comes back.
+    const slow = await replica('slow', shared, { leaseMs: 200, refreshMs: 3_600_000 });
+    const accepted = await Promise.all(['p', 'q'].map((key) => slow.accept(delivery(key))));
+    const other = await replica('other', shared, { leaseMs: 60_000, refreshMs: 3_600_000 });
+    await until(async () => {
+      await other.refresh();
+      return other.pending().length === 2;
+    }, 'the deliveries taken over');
+    expect(slow.pending()).toHaveLength(2); // its view is stale until it renews
+    await slow.refresh();
+    // Held by one replica only: the one that took them over.
+    expect(slow.pending()).toEqual([]);
+    expect(
+      other
+        .pending()
+        .map((entry) => entry.id)
+        .sort(),
+    ).toEqual(accepted.map((r) => r.id).sort());
+    // What it still holds, it keeps.
+    const own = await slow.accept(delivery('r'));
+    await slow.refresh();
+    expect(slow.pending().map((entry) => entry.id)).toEqual([own.id]);
+  });
+
   it('a lease is held by one replica at a time, and another gets it once it expired or was released', async () => {
     const shared = schema();
     const a = await replica('a', shared, { leaseMs: 300, refreshMs: 3_600_000 });
