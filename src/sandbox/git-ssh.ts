@@ -65,13 +65,15 @@ function ownerOfKey(ctx: SandboxContext, key: Buffer): { user: UserRec; text: st
   return undefined;
 }
 
-/** Public key only, as user `git`, with a registered key whose signature checks out. */
-function authenticate(ctx: SandboxContext, auth: AuthContext): UserRec | undefined {
+/**
+ * Public key only, as user `git`, with a registered key: `query` when the client only asks whether the
+ * key would do (it signs in the next round), the key's owner once its signature checks out.
+ */
+function authenticate(ctx: SandboxContext, auth: AuthContext): UserRec | 'query' | undefined {
   if (auth.username !== 'git' || auth.method !== 'publickey') return undefined;
   const owner = ownerOfKey(ctx, auth.key.data);
   if (!owner) return undefined;
-  // Without a signature the client only asks whether the key would do (it signs in the next round).
-  if (!auth.signature || !auth.blob) return owner.user;
+  if (!auth.signature || !auth.blob) return 'query';
   const parsed = utils.parseKey(owner.text);
   if (parsed instanceof Error) return undefined;
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
@@ -96,7 +98,8 @@ export async function startGitSsh(ctx: SandboxContext, options: GitSshOptions): 
     client.on('authentication', (auth) => {
       const who = authenticate(ctx, auth);
       if (!who) return auth.reject(['publickey']);
-      user = who;
+      // Only a verified signature names the user; a query names nobody.
+      if (who !== 'query') user = who;
       auth.accept();
     });
     client.on('ready', () => {

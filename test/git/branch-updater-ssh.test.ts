@@ -19,7 +19,8 @@ import { DEVELOPER } from '../../src/sandbox/permissions.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import { knownHostsFile, sshKeyPair, type KeyPair } from '../helpers/ssh-keys.ts';
 
-describe('branch updater over SSH', () => {
+// Each test runs several real git and ssh processes: allow for a slow, busy machine.
+describe('branch updater over SSH', { timeout: 60_000 }, () => {
   const sb = useSandbox({ sshPort: 0 });
   let dir = '';
   let botKey: KeyPair;

@@ -58,7 +58,8 @@ function exec(file: string, args: string[], cwd: string, env: Record<string, str
 const git = (key: KeyPair, cwd: string, args: string[]) =>
   exec('git', args, cwd, { GIT_SSH_COMMAND: gitSshCommand(key.keyFile, knownHosts) });
 
-describe('sandbox git over SSH', () => {
+// Each test runs several real git and ssh processes: allow for a slow, busy machine.
+describe('sandbox git over SSH', { timeout: 60_000 }, () => {
   const sb = useSandbox({ sshPort: 0 });
   const pushes: PushEvent[] = [];
   const keys: Record<string, KeyPair> = {};
