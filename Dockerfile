@@ -25,8 +25,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:22-bookworm-slim AS runtime
-# git: the embedded sandbox keeps real repositories (only used when no server is configured).
-RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
+# git: the embedded sandbox keeps real repositories (only used when no server is configured), and the
+# merge queue fetches and pushes with it; openssh-client: its ssh, for git.ssh_key_file (the known_hosts
+# file then comes through git.ssh_known_hosts_file: the node user has no ~/.ssh of its own).
+RUN apt-get update && apt-get install -y --no-install-recommends git openssh-client && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production HOOKBOT_IN_DOCKER=1 HOOKBOT_HOST=0.0.0.0 HOOKBOT_PORT=3000 HOOKBOT_STATE=/app/data/hookbot.json
 # A sidecar's heap: the bot's live data is about 30 MB (bounded by the state store's limits), and

@@ -1,7 +1,8 @@
 /**
  * `hookbot sandbox`: runs the local simulator of the v3 server until SIGINT or SIGTERM. It prints the
  * API URL once it accepts requests, the administrator's token and, with `--seed demo`, the demo
- * users' tokens, so a person (or a test) can start talking to it at once.
+ * users' tokens, so a person (or a test) can start talking to it at once; with `--ssh-port`, the SSH
+ * port and the known_hosts line that trusts it.
  */
 import { InvalidArgumentError, Option } from 'commander';
 import type { CliIo, RegisterCommand } from './command.ts';
@@ -14,6 +15,7 @@ interface SandboxCommandOptions {
   adminToken?: string;
   data?: string;
   seed: 'demo' | 'empty';
+  sshPort?: number;
 }
 
 function parsePort(value: string): number {
@@ -34,6 +36,7 @@ async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<vo
     adminToken: options.adminToken,
     dataFile: options.data,
     seed: options.seed,
+    ...(options.sshPort !== undefined ? { sshPort: options.sshPort } : {}),
     log: (line) => io.out(`${line}\n`),
   }).catch((error: unknown) => {
     signals.release();
@@ -51,6 +54,11 @@ async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<vo
       if (user) lines.push(`  ${name} token: ${user.private_token}`);
     }
   }
+  if (sandbox.ssh)
+    lines.push(
+      `  git over SSH on port ${sandbox.ssh.port}, user git, keys registered through the API`,
+      `  known_hosts line: ${sandbox.ssh.knownHostsLine}`,
+    );
   if (options.data) lines.push(`  state saved in ${options.data}`);
   lines.push('Press Ctrl+C to stop.');
   io.out(`${lines.join('\n')}\n`);
@@ -69,6 +77,11 @@ export const registerSandboxCommand: RegisterCommand = (program, io) => {
     .description('Run the local simulator of the v3 server (the sandbox) until stopped.')
     .option('--port <port>', 'port to listen on (0 picks a free one)', parsePort, 8929)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option(
+      '--ssh-port <port>',
+      'also serve git over SSH on this port (0 picks a free one); off when not given',
+      parsePort,
+    )
     .option('--admin-token <token>', "the administrator's (root) private token; random when not given")
     .option('--data <file>', 'keep the state in this JSON file (repositories beside it); in memory otherwise')
     .addOption(

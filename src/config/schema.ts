@@ -159,11 +159,13 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .meta(meta({ env: 'HOOKBOT_GIT_PASSWORD_FILE' })),
       ssh_key_file: optionalText()
         .describe(
-          "A private key file for git over SSH (the projects' ssh_url_to_repo) instead of HTTPS. Keep it readable by hookbot only.",
+          "A private key file for git over SSH (the projects' ssh_url_to_repo) instead of HTTPS; its public key registered for the bot user (POST /user/keys). Keep it readable by hookbot only (mode 0600).",
         )
         .meta(meta({ env: 'HOOKBOT_GIT_SSH_KEY_FILE' })),
       ssh_known_hosts_file: optionalText()
-        .describe('A known_hosts file the server key must be in. Empty: the key is trusted on first use.')
+        .describe(
+          "A known_hosts file the server's SSH host key must be in (a line `[host]:port ssh-ed25519 AAAA…`, or `host ssh-…` for port 22). Empty: ssh's own known_hosts files of the user hookbot runs as. An unknown or changed host key is always refused, never trusted on first use.",
+        )
         .meta(meta({ env: 'HOOKBOT_GIT_SSH_KNOWN_HOSTS_FILE' })),
       cache_dir: nonEmptyText()
         .default('data/git-cache')

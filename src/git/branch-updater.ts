@@ -12,11 +12,20 @@
  * Credentials (git.ts of config): HTTPS with a username and password or personal access token, sent
  * as a Basic `Authorization` header through git's `http.extraHeader` in the child's environment (never
  * in a URL, an argument or a file); or an SSH key file. Every text that leaves this module (errors,
- * log lines) goes through `redact`, which removes the password, its Basic form and URL credentials.
+ * log lines) goes through `redact`, which removes the password, its Basic form and URL credentials,
+ * and the key file's path (texts may end up in a merge request comment).
+ *
+ * SSH always checks the server's host key strictly (`StrictHostKeyChecking=yes`): against the
+ * known_hosts file given, or else ssh's own (`~/.ssh/known_hosts` of the user hookbot runs as,
+ * `/etc/ssh/ssh_known_hosts`). An unknown or changed host key is never accepted, not even on first use:
+ * a bot that pushes unattended cannot tell a new server from an intercepted connection, and in a
+ * container "first use" is every start. That failure is a GitCommandError saying which of the two it
+ * was, not a refusal: the merge requests stay queued until the known_hosts file is put right.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 export type GitCredentials =
@@ -79,19 +88,45 @@ export class GitCommandError extends Error {
   }
 }
 
-/** Removes the credentials from a text: the password, its Basic header form and `user:pass@` in URLs. */
+/**
+ * Removes the credentials from a text: the password, its Basic header form and `user:pass@` in URLs;
+ * the SSH key file's path as given and as resolved (ssh names it when it cannot use it).
+ */
 export function redactor(credentials: GitCredentials | undefined): (text: string) => string {
   const secrets: string[] = [];
+  const paths: string[] = [];
   if (credentials?.kind === 'https' && credentials.password) {
     secrets.push(credentials.password, encodeURIComponent(credentials.password));
     secrets.push(basic(credentials));
   }
-  const sorted = secrets.filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
+  if (credentials?.kind === 'ssh' && credentials.keyFile)
+    paths.push(credentials.keyFile, path.resolve(credentials.keyFile));
+  const longestFirst = (list: string[]) =>
+    list.filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
+  const sortedSecrets = longestFirst(secrets);
+  const sortedPaths = longestFirst(paths);
   return (text) => {
     let out = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@"']+:)[^\s/@"']+@/gi, '$1[REDACTED]@');
-    for (const secret of sorted) out = out.split(secret).join('[REDACTED]');
+    for (const secret of sortedSecrets) out = out.split(secret).join('[REDACTED]');
+    for (const file of sortedPaths) out = out.split(file).join('[key file]');
     return out.replace(/(Authorization:\s*Basic\s+)\S+/gi, '$1[REDACTED]');
   };
+}
+
+/**
+ * What ssh says when it will not talk to the server or cannot use the key, as one plain sentence (ssh's
+ * own warning is a banner of a dozen lines); undefined for anything else.
+ */
+export function sshProblem(stderr: string): string | undefined {
+  if (/REMOTE HOST IDENTIFICATION HAS CHANGED/.test(stderr))
+    return "the server's SSH host key is not the one the known_hosts file holds for it (git.ssh_known_hosts_file): the connection may be intercepted, or the server's key changed (Host key verification failed)";
+  if (/host key is known for|Host key verification failed/i.test(stderr))
+    return "the server's SSH host key is not in the known_hosts file (git.ssh_known_hosts_file): add the server's key there (Host key verification failed)";
+  if (/UNPROTECTED PRIVATE KEY FILE/.test(stderr))
+    return 'the SSH key file (git.ssh_key_file) is readable by other users: ssh refuses it (chmod 600)';
+  if (/Load key .*: invalid format/i.test(stderr))
+    return 'the SSH key file (git.ssh_key_file) is not a private key';
+  return undefined;
 }
 
 function basic(credentials: { username: string; password: string }): string {
@@ -126,10 +161,11 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
   if (credentials?.kind === 'https')
     config.push(['http.extraHeader', `Authorization: Basic ${basic(credentials)}`]);
   if (credentials?.kind === 'ssh') {
+    // Absolute paths: git runs ssh in the cache repository (git -C), not where hookbot was started.
     const known = credentials.knownHostsFile
-      ? `-o UserKnownHostsFile=${shellQuote(credentials.knownHostsFile)} -o StrictHostKeyChecking=yes`
-      : '-o StrictHostKeyChecking=accept-new';
-    env.GIT_SSH_COMMAND = `ssh -i ${shellQuote(credentials.keyFile)} -o IdentitiesOnly=yes -o BatchMode=yes ${known}`;
+      ? ` -o UserKnownHostsFile=${shellQuote(path.resolve(credentials.knownHostsFile))}`
+      : '';
+    env.GIT_SSH_COMMAND = `ssh -i ${shellQuote(path.resolve(credentials.keyFile))} -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes${known}`;
   }
   env.GIT_CONFIG_COUNT = String(config.length);
   config.forEach(([key, value], i) => {
@@ -155,7 +191,8 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
   }
 
   function fail(what: string, r: GitRun): never {
-    throw new GitCommandError(redact(`git ${what} failed (exit ${r.code}): ${r.stderr.trim()}`));
+    const ssh = sshProblem(r.stderr);
+    throw new GitCommandError(redact(`git ${what} failed (exit ${r.code}): ${ssh ?? r.stderr.trim()}`));
   }
 
   /** Authentication, permission, a hook's refusal: what retrying with the same credentials cannot fix. */
@@ -210,6 +247,7 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
     ]);
     if (r.code !== 0) {
       if (/couldn't find remote ref/i.test(r.stderr)) return { missing: true as const };
+      if (sshProblem(r.stderr)) fail('fetch', r);
       const refused = refusal(r.stderr);
       if (refused) return { refused };
       fail('fetch', r);
@@ -218,7 +256,19 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
     return { sha };
   }
 
+  /** ssh says nothing of a key file it cannot read (it just offers no key): say it here. */
+  async function checkKeyFile(): Promise<void> {
+    if (credentials?.kind !== 'ssh') return;
+    try {
+      await access(path.resolve(credentials.keyFile), constants.R_OK);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new GitCommandError(`the SSH key file (git.ssh_key_file) cannot be read (${code})`);
+    }
+  }
+
   async function update(request: UpdateRequest): Promise<UpdateOutcome> {
+    await checkKeyFile();
     const sourceUrl = request.sourceUrl ?? request.targetUrl;
     const repo = await cacheRepo(request.targetUrl);
     const id = randomBytes(4).toString('hex');
@@ -273,6 +323,7 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
       // server when the branch moved between that advertisement and the push (`cannot lock ref`).
       if (/stale info|fetch first|non-fast-forward|cannot lock ref|failed to update ref/i.test(output))
         return { kind: 'moved' };
+      if (sshProblem(output)) fail('push', push);
       const refused = refusal(output);
       if (refused) return { kind: 'refused', message: refused };
       fail('push', push);

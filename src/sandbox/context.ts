@@ -180,6 +180,24 @@ export interface SandboxContext {
   on: SandboxListeners;
   /** The externally visible base URL, e.g. `http://127.0.0.1:8929` (for web_url and payload URLs). */
   baseUrl(): string;
+  /** `ssh://git@127.0.0.1:2222` while the sandbox serves git over SSH (git-ssh.ts); undefined otherwise. */
+  sshBase?(): string | undefined;
+}
+
+/**
+ * A project's SSH clone URL: `ssh://git@<host>:<port>/<ns>/<p>.git` while the sandbox serves SSH (what
+ * real servers show for a port other than 22), the scp-like `git@<host>:<ns>/<p>.git` otherwise.
+ */
+export function sshUrlToRepo(ctx: SandboxContext, fullPath: string): string {
+  const base = ctx.sshBase?.();
+  if (base) return `${base}/${fullPath}.git`;
+  let host = 'localhost';
+  try {
+    host = new URL(ctx.baseUrl()).hostname || host;
+  } catch {
+    // no base URL yet: localhost
+  }
+  return `git@${host}:${fullPath}.git`;
 }
 
 /** The caller of a request, after authentication and sudo. */

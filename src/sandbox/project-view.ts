@@ -4,7 +4,7 @@
  * while create, edit, star, archive and fork answers do not. `runners_token` only reaches callers who
  * may administer the project (master or above), `owner` only projects in a user namespace.
  */
-import type { SandboxContext } from './context.ts';
+import { type SandboxContext, sshUrlToRepo } from './context.ts';
 import type { ProjectRec, UserRec } from './db.ts';
 import { MASTER, accessLevel, nameWithNamespace, pathWithNamespace } from './permissions.ts';
 
@@ -24,9 +24,8 @@ function openIssuesCount(ctx: SandboxContext, project: ProjectRec): number {
 export function projectUrls(ctx: SandboxContext, project: ProjectRec) {
   const base = ctx.baseUrl();
   const full = pathWithNamespace(ctx.db, project);
-  const host = base ? new URL(base).hostname : 'localhost';
   return {
-    ssh_url_to_repo: `git@${host}:${full}.git`,
+    ssh_url_to_repo: sshUrlToRepo(ctx, full),
     http_url_to_repo: `${base}/${full}.git`,
     web_url: `${base}/${full}`,
   };

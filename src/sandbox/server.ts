@@ -14,7 +14,9 @@ import { authenticate } from './auth.ts';
 import type { SandboxContext } from './context.ts';
 import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
 import { createGitRepos } from './git.ts';
+import { installPushHooks } from './git-access.ts';
 import { registerGitHttp } from './git-http.ts';
+import { type GitSshServer, startGitSsh } from './git-ssh.ts';
 import { createHookDispatcher } from './hook-dispatcher.ts';
 import { HttpError } from './http.ts';
 import { routeFamilies } from './routes/index.ts';
@@ -32,6 +34,11 @@ export interface SandboxOptions {
   clock?: () => Date;
   /** Called with each line worth telling a person (the CLI prints them). */
   log?: (line: string) => void;
+  /**
+   * Serve git over SSH (git-ssh.ts) on this port of `host` (0: any free port); off when not given.
+   * Then `ssh_url_to_repo` is `ssh://git@<host>:<port>/<ns>/<p>.git`.
+   */
+  sshPort?: number;
 }
 
 export interface Sandbox {
@@ -41,6 +48,8 @@ export interface Sandbox {
   apiUrl: string;
   adminToken: string;
   ctx: SandboxContext;
+  /** While git over SSH is served: its port, the host's public key and the known_hosts line to trust it. */
+  ssh?: { port: number; hostKey: string; knownHostsLine: string };
   close(): Promise<void>;
 }
 
@@ -168,12 +177,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   else if (options.adminToken) root.private_token = adminToken;
 
   let baseUrl = '';
+  let sshBase: string | undefined;
   const ctx: SandboxContext = {
     db,
     git: createGitRepos(reposDir),
     hooks: createHookDispatcher(db, { timeoutMs: options.hookTimeoutMs ?? 10_000 }),
     on: { push: [], status: [] },
     baseUrl: () => baseUrl,
+    sshBase: () => sshBase,
   };
   if (!stored && options.seed === 'demo') {
     const { seedDemo } = await import('./seed.ts');
@@ -182,18 +193,26 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   db.changed();
 
   const gitWork = await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-git-'));
-  const app = createSandboxApp(ctx, (root) => registerGitHttp(root, ctx, { reposDir, workDir: gitWork }));
+  const hooksDir = await installPushHooks(gitWork);
+  const gitDirs = { reposDir, workDir: gitWork, hooksDir };
+  const app = createSandboxApp(ctx, (root) => registerGitHttp(root, ctx, gitDirs));
   // Not app.listen: express 5 calls its callback on failure too (with the error as argument), so a
   // taken port would look like a started server. The plain server rejects with Node's own error
   // (code EADDRINUSE, address, port), which the CLI turns into a message naming the port's setting.
   const server = createServer(app);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  let ssh: GitSshServer | undefined;
+  await (async () => {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  }).catch(async (error: unknown) => {
+    if (options.sshPort !== undefined)
+      ssh = await startGitSsh(ctx, { ...gitDirs, host: options.host ?? '127.0.0.1', port: options.sshPort });
+  })().catch(async (error: unknown) => {
+    if (server.listening) await new Promise((resolve) => server.close(resolve));
     await ctx.hooks.close();
     await writing;
     if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
@@ -203,17 +222,20 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   baseUrl = `http://${host}:${address.port}`;
+  if (ssh) sshBase = `ssh://git@${host}:${ssh.port}`;
 
   return {
     url: baseUrl,
     apiUrl: `${baseUrl}/api/v3`,
     adminToken: data.users.find((u) => u.id === 1)!.private_token,
     ctx,
+    ...(ssh ? { ssh: { port: ssh.port, hostKey: ssh.hostKey, knownHostsLine: ssh.knownHostsLine } } : {}),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await ssh?.close();
       await ctx.hooks.close();
       await writing;
       if (tempRepos) await rm(tempRepos, { recursive: true, force: true });

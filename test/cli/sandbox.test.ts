@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -64,6 +65,23 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
     expect(await res.json()).toMatchObject({ id: 1, username: 'root', is_admin: true });
     expect(await stop(running)).toEqual({ code: 0, signal: null });
     expect(running.output()).toContain('stopped (SIGTERM)');
+  });
+
+  it('serves git over SSH with --ssh-port and prints the known_hosts line that trusts it', async () => {
+    const running = await startCli(['--ssh-port', '0']);
+    started.push(running);
+    const line = /known_hosts line: (\[127\.0\.0\.1\]:(\d+) ssh-ed25519 \S+)/.exec(running.output());
+    expect(line).not.toBeNull();
+    const greeting = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(line![2]), '127.0.0.1');
+      socket.once('data', (data: Buffer) => {
+        socket.destroy();
+        resolve(data.toString());
+      });
+      socket.once('error', reject);
+    });
+    expect(greeting).toMatch(/^SSH-2\.0-/);
+    expect(await stop(running)).toEqual({ code: 0, signal: null });
   });
 
   it('generates and prints an admin token when none is given, and stops on SIGINT', async () => {

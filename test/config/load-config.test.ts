@@ -445,6 +445,7 @@ describe('loadConfig: secrets from files', () => {
           ...SECRETS,
           HOOKBOT_GIT_PASSWORD_FILE: 'git-password',
           HOOKBOT_GIT_USERNAME: 'hookbot',
+          HOOKBOT_GIT_SSH_KEY_FILE: '/run/secrets/hookbot_key',
           HOOKBOT_GIT_SSH_KNOWN_HOSTS_FILE: '/etc/ssh/known',
         },
       }),
@@ -452,6 +453,7 @@ describe('loadConfig: secrets from files', () => {
     expect(fromFile.config.git).toMatchObject({
       username: 'hookbot',
       password: 'git-pat-0001',
+      ssh_key_file: '/run/secrets/hookbot_key',
       ssh_known_hosts_file: '/etc/ssh/known',
       cache_dir: 'data/git-cache',
       timeout_ms: 120_000,

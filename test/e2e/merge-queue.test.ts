@@ -1,7 +1,8 @@
 /**
  * The merge queue end to end against the sandbox over real HTTP and real git: the bot's parts wired
  * as in production (client, memory store, rules from a folder, executor with its fresh check, item
- * processor, the merge_queue sweep with a branch updater pushing over git HTTP), and a simulated CI
+ * processor, the merge_queue sweep with a branch updater pushing over git HTTP, and once over git
+ * SSH with the bot's key), and a simulated CI
  * that builds every new head and fails a head where a semantic conflict is present.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,6 +14,7 @@ import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import type { CiMode } from '../helpers/simulated-ci.ts';
 import { makeQueueWorld, masterLine, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+import { knownHostsFile, sshKeyPair } from '../helpers/ssh-keys.ts';
 
 const RULES = `
 rules:
@@ -29,7 +31,7 @@ describe('merge queue against the sandbox', () => {
   let cacheDir = '';
   const cleanups: (() => Promise<void>)[] = [];
   beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'mq-root-token', hookTimeoutMs: 2_000 });
+    sb = await startSandbox({ adminToken: 'mq-root-token', hookTimeoutMs: 2_000, sshPort: 0 });
     cacheDir = await mkdtemp(path.join(tmpdir(), 'hookbot-mq-e2e-'));
   });
   afterEach(async () => {
@@ -41,13 +43,17 @@ describe('merge queue against the sandbox', () => {
   });
 
   let n = 0;
-  async function world(modeOf?: (branch: string) => CiMode): Promise<QueueWorld> {
+  async function world(
+    modeOf?: (branch: string) => CiMode,
+    ssh?: Parameters<typeof makeQueueWorld>[1]['ssh'],
+  ): Promise<QueueWorld> {
     n += 1;
     const w = await makeQueueWorld(sb, {
       prefix: `mq${n}`,
       rules: RULES,
       workDir: cacheDir,
       ...(modeOf ? { modeOf } : {}),
+      ...(ssh ? { ssh } : {}),
     });
     cleanups.push(() => w.close());
     return w;
@@ -302,4 +308,48 @@ describe('merge queue against the sandbox', () => {
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain('master moved again after 3 updates of the branch (max_updates)');
   });
+
+  // Real ssh processes on top of the queue's work: room for a busy machine (drive itself waits up to 60 s).
+  it(
+    'with an SSH key: a merge request whose branch is behind is brought up over ssh_url_to_repo and merged',
+    { timeout: 90_000 },
+    async () => {
+      const key = await sshKeyPair(cacheDir, `id_mq${n + 1}`);
+      const knownHosts = await knownHostsFile(cacheDir, `known_hosts_mq${n + 1}`, sb.ssh!.knownHostsLine);
+      const w = await world(undefined, { ...key, knownHostsFile: knownHosts });
+      const mr = await mergeRequest(w, 'behind', { 'b.txt': 'calls: foo\n' });
+      // master moves after the branch was made: the branch is behind and must be updated before merging.
+      const response = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+        method: 'POST',
+        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          file_path: 'moved.txt',
+          branch_name: 'master',
+          content: 'x\n',
+          commit_message: 'moved',
+        }),
+      });
+      expect(response.ok).toBe(true);
+      const movedMaster = (await w.admin.branches.get(w.project.id, 'master')).commit.id;
+      await w.ci.idle();
+      await w.processItem(mr.id);
+      expect(w.active()).toBe(1);
+
+      const reports = await w.drive(() => w.active() === 0, 'the queue to empty');
+      expect(reports.flatMap((r) => r.items).map((i) => i.outcome)).toEqual(
+        expect.arrayContaining(['updated', 'merged']),
+      );
+      expect(w.pushes()).toBe(1);
+      expect(w.gitUrls.length).toBeGreaterThan(0);
+      for (const url of w.gitUrls) expect(url).toBe(`ssh://git@127.0.0.1:${sb.ssh!.port}/${w.path}.git`);
+      expect((await w.admin.mergeRequests.get(w.project.id, mr.id)).state).toBe('merged');
+      // What master became holds the moved master and the branch, through the update pushed over SSH.
+      const merge = (await sb.ctx.git.commit(w.project.id, 'master'))!;
+      const [before, tested] = merge.parent_ids as [string, string];
+      expect(before).toBe(movedMaster);
+      const updated = (await sb.ctx.git.commit(w.project.id, tested))!;
+      expect(updated.parent_ids[1]).toBe(movedMaster);
+      expect(updated.author_name).toBe('hookbot');
+    },
+  );
 });

@@ -1,8 +1,8 @@
 /**
  * A project in the sandbox served by the bot's parts wired as in production, for the merge queue's
  * end-to-end tests and benchmark: API client over HTTP, memory store, rules from a folder, executor
- * with its fresh check, item processor, the sweeps with a branch updater pushing over git HTTP, and
- * the simulated CI (simulated-ci.ts) building every new head.
+ * with its fresh check, item processor, the sweeps with a branch updater pushing over git HTTP (or
+ * over SSH with the bot's key, `ssh`), and the simulated CI (simulated-ci.ts) building every new head.
  */
 import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
@@ -43,6 +43,8 @@ export interface QueueWorld {
   active(): number;
   /** Pushes made by the bot's branch updater. */
   pushes: () => number;
+  /** The clone URLs the branch updater was given, one per update. */
+  gitUrls: string[];
   /** Runs the queue until `done` holds, letting the simulated CI build in between. */
   drive(done: () => boolean, what: string, timeoutMs?: number): Promise<MergeQueueReport[]>;
   close(): Promise<void>;
@@ -56,6 +58,8 @@ export interface QueueWorldOptions {
   workDir: string;
   modeOf?: (branch: string) => CiMode;
   buildMs?: number;
+  /** Git over SSH (the sandbox must serve it): the bot's key pair, registered for it here, and known_hosts. */
+  ssh?: { keyFile: string; publicKey: string; knownHostsFile: string };
 }
 
 /** Files every project starts with: a definition the CI's check knows, and a file to conflict on. */
@@ -116,20 +120,43 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
   });
   const processor = createItemProcessor({ client, store, rules: projectRules, executor, reader, now });
   let pushes = 0;
+  const gitUrls: string[] = [];
+  if (options.ssh) {
+    const added = await fetch(`${sb.apiUrl}/user/keys`, {
+      method: 'POST',
+      headers: { 'private-token': bot.private_token, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'hookbot', key: options.ssh.publicKey }),
+    });
+    if (added.status !== 201) throw new Error(`could not register the bot's key: ${added.status}`);
+  }
   const base = createBranchUpdater({
     cacheDir: path.join(options.workDir, `${prefix}-git`),
-    credentials: { kind: 'https', username: bot.username, password },
+    credentials: options.ssh
+      ? { kind: 'ssh', keyFile: options.ssh.keyFile, knownHostsFile: options.ssh.knownHostsFile }
+      : { kind: 'https', username: bot.username, password },
     identity: { name: 'hookbot', email: 'hookbot@example.com' },
   });
   const updater = {
     async update(request: Parameters<typeof base.update>[0]) {
+      gitUrls.push(request.targetUrl);
       const outcome = await base.update(request);
       if (outcome.kind === 'updated') pushes++;
       return outcome;
     },
   };
   const sweeps = createSweepSet(
-    { client, store, rules: projectRules, executor, reader, bot: me, now, updater, processItem: processor },
+    {
+      client,
+      store,
+      rules: projectRules,
+      executor,
+      reader,
+      bot: me,
+      now,
+      updater,
+      processItem: processor,
+      gitSsh: options.ssh !== undefined,
+    },
     {
       projects: [projectPath],
       budget: 30,
@@ -156,6 +183,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     clock,
     ci,
     pushes: () => pushes,
+    gitUrls,
     active: () => store.queued().filter((entry) => !entry.left).length,
     processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
     async drive(done, what, timeoutMs = 60_000) {

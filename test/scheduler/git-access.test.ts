@@ -11,11 +11,12 @@ import { createConfigSchema } from '../../src/config/schema.ts';
 import { gitAccessOf } from '../../src/scheduler/from-config.ts';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
+import { knownHostsFile, sshKeyPair } from '../helpers/ssh-keys.ts';
 
 const configWith = (git: Record<string, unknown>) => createConfigSchema().parse({ git });
 
 describe('gitAccessOf', () => {
-  const sb = useSandbox();
+  const sb = useSandbox({ sshPort: 0 });
 
   it('has no updater without a password or key: the queue says so instead of failing to push', () => {
     expect(gitAccessOf(configWith({}), 'hookbot')).toEqual({ gitSsh: false });
@@ -70,6 +71,56 @@ describe('gitAccessOf', () => {
       expect(lines.join('\n')).not.toContain('ga-bot-password-99');
     } finally {
       await rm(cacheDir, { recursive: true, force: true });
+    }
+  });
+
+  it('git.ssh_key_file and git.ssh_known_hosts_file reach the updater: it pushes over ssh_url_to_repo', async () => {
+    const { ctx, db, call } = sb();
+    const owner = addUser(db, { username: 'gsowner' });
+    const bot = addUser(db, { username: 'gsbot' });
+    const project = await addProject(ctx, {
+      name: 'gs',
+      namespace_id: ensureUserNamespace(db, owner).id,
+      creator_id: owner.id,
+      initialFiles: { 'README.md': 'x\n' },
+    });
+    db.data.members.push({ project_id: project.id, user_id: bot.id, access_level: 30, created_at: db.now() });
+    await ctx.git.createBranch(project.id, 'feature', 'master');
+    await ctx.git.commitFile(project.id, {
+      branch: 'master',
+      path: 'm.txt',
+      content: 'm\n',
+      message: 'm',
+      author: { name: 'o', email: 'o@example.com' },
+      mode: 'create',
+    });
+    const dir = await mkdtemp(path.join(tmpdir(), 'hookbot-git-access-ssh-'));
+    try {
+      const key = await sshKeyPair(dir, 'id_bot');
+      await call('POST', '/user/keys', {
+        token: bot.private_token,
+        body: { title: 'bot', key: key.publicKey },
+      });
+      const known = await knownHostsFile(dir, 'known_hosts', sb().sb.ssh!.knownHostsLine);
+      const access = gitAccessOf(
+        configWith({
+          ssh_key_file: key.keyFile,
+          ssh_known_hosts_file: known,
+          cache_dir: path.join(dir, 'cache'),
+        }),
+        'gsbot',
+      );
+      expect(access.gitSsh).toBe(true);
+      const { body } = await call('GET', `/projects/${project.id}`);
+      const outcome = await access.updater!.update({
+        targetUrl: body.ssh_url_to_repo,
+        sourceBranch: 'feature',
+        targetBranch: 'master',
+      });
+      expect(outcome.kind).toBe('updated');
+      expect((await ctx.git.branch(project.id, 'feature'))?.author_name).toBe('gsbot');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -2,7 +2,7 @@
  * The parts every hook payload shares: the payload time form, and the user, project, repository and
  * commit attributes as 8.x `hook_attrs` builds them.
  */
-import type { GitCommit, SandboxContext } from '../context.ts';
+import { type GitCommit, type SandboxContext, sshUrlToRepo } from '../context.ts';
 import type { ProjectRec, Timestamp, UserRec } from '../db.ts';
 import { pathWithNamespace } from '../permissions.ts';
 import { knownCommit } from './commit-memo.ts';
@@ -39,14 +39,6 @@ export function webUrl(ctx: SandboxContext, project: ProjectRec): string {
   return `${ctx.baseUrl()}/${pathWithNamespace(ctx.db, project)}`;
 }
 
-export function sshHost(ctx: SandboxContext): string {
-  try {
-    return new URL(ctx.baseUrl()).hostname || 'localhost';
-  } catch {
-    return 'localhost';
-  }
-}
-
 /** 8.x `User#hook_attrs`. */
 export function userHookAttrs(user: UserRec) {
   return { name: user.name, username: user.username, avatar_url: null as string | null };
@@ -64,7 +56,7 @@ export function projectHookAttrsCurrent(ctx: SandboxContext, project: ProjectRec
     description: project.description,
     web_url: web,
     avatar_url: null as string | null,
-    git_ssh_url: `git@${sshHost(ctx)}:${path}.git`,
+    git_ssh_url: sshUrlToRepo(ctx, path),
     git_http_url: `${web}.git`,
     namespace: namespace?.name ?? '',
     visibility_level: project.visibility_level,

@@ -1,0 +1,174 @@
+/**
+ * What git over HTTP (git-http.ts) and git over SSH (git-ssh.ts) share, so the two transports cannot
+ * drift apart: who may fetch or push a project, and what a push goes through and becomes.
+ *
+ * A push goes through two hooks the sandbox installs for every repository (through `core.hooksPath`,
+ * no file inside the repositories): `pre-receive` refuses what gitlab-shell refused (a push to a
+ * protected branch by less than a master, a force push to or the deletion of a protected branch), and
+ * `post-receive` writes the updated refs to a file the sandbox reads when `receive-pack` is done, then
+ * tells `ctx.on.push` about each, exactly as a file commit through the API does: the Push Hook, the
+ * project event, the refresh of the merge requests from or into the branch (with its `update` hook
+ * and the cancellation of merge-when-build-succeeds on a pushed source branch).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { SandboxContext } from './context.ts';
+import { notify } from './context.ts';
+import type { ProjectRec, UserRec } from './db.ts';
+import { accessLevel, canRead, DEVELOPER, MASTER, pathWithNamespace, REPORTER } from './permissions.ts';
+
+const PRE_RECEIVE = `#!/bin/sh
+# The sandbox's pre-receive: gitlab-shell's refusals for protected branches.
+zero=0000000000000000000000000000000000000000
+status=0
+while read -r old new ref; do
+  branch=\${ref#refs/heads/}
+  [ "$branch" = "$ref" ] && continue
+  printf '%s\\n' "$SANDBOX_PROTECTED" | grep -qxF -- "$branch" || continue
+  if [ "$SANDBOX_MAY_PUSH_PROTECTED" != 1 ]; then
+    echo "GitLab: You are not allowed to push code to protected branches on this project."
+    status=1
+  elif [ "$new" = "$zero" ]; then
+    echo "GitLab: You are not allowed to delete protected branches from this project."
+    status=1
+  elif [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
+    echo "GitLab: You are not allowed to force push code to a protected branch on this project."
+    status=1
+  fi
+done
+exit $status
+`;
+
+const POST_RECEIVE = `#!/bin/sh
+# The sandbox's post-receive: the updated refs, for the sandbox to turn into push events.
+cat >> "$SANDBOX_PUSH_LOG"
+`;
+
+export type GitService = 'git-upload-pack' | 'git-receive-pack';
+
+/** A project by `namespace/path` (case-insensitive, as real servers resolve clone URLs). */
+export function projectByPath(ctx: SandboxContext, fullPath: string): ProjectRec | undefined {
+  const full = fullPath.toLowerCase();
+  return ctx.db.data.projects.find((p) => pathWithNamespace(ctx.db, p).toLowerCase() === full);
+}
+
+/**
+ * Whether `user` (undefined: anonymous) may run `service` on `project` (undefined: no such path).
+ * `anonymous`: credentials would change the answer (HTTP asks for them with 401). The messages are
+ * the real servers' words, without gitlab-shell's `GitLab: ` prefix.
+ */
+export type GitDecision =
+  | { allowed: true; project: ProjectRec; level: number }
+  | { allowed: false; why: 'anonymous' | 'not-found' | 'forbidden'; message: string };
+
+const NOT_FOUND = 'The project you were looking for could not be found.';
+
+export function decideGitAccess(
+  ctx: SandboxContext,
+  project: ProjectRec | undefined,
+  user: UserRec | undefined,
+  service: GitService,
+  options: { readOnly?: boolean } = {},
+): GitDecision {
+  const anonymous = { allowed: false, why: 'anonymous', message: 'Access denied' } as const;
+  const visible =
+    project !== undefined && (user ? canRead(ctx.db, project, user) : project.visibility_level === 20);
+  if (!project || !visible)
+    return user ? { allowed: false, why: 'not-found', message: NOT_FOUND } : anonymous;
+  const level = user ? accessLevel(ctx.db, project, user) : 0;
+  if (service === 'git-upload-pack') {
+    if (project.visibility_level === 0 && level < REPORTER)
+      return {
+        allowed: false,
+        why: 'forbidden',
+        message: 'You are not allowed to download code from this project.',
+      };
+  } else {
+    if (!user) return anonymous;
+    if (options.readOnly || level < DEVELOPER || project.archived)
+      return {
+        allowed: false,
+        why: 'forbidden',
+        message: 'You are not allowed to push code to this project.',
+      };
+  }
+  return { allowed: true, project, level };
+}
+
+/** Writes the two hooks into `<workDir>/hooks` and answers that folder (for `core.hooksPath`). */
+export async function installPushHooks(workDir: string): Promise<string> {
+  const hooksDir = path.join(workDir, 'hooks');
+  await mkdir(hooksDir, { recursive: true });
+  await writeFile(path.join(hooksDir, 'pre-receive'), PRE_RECEIVE, { mode: 0o755 });
+  await writeFile(path.join(hooksDir, 'post-receive'), POST_RECEIVE, { mode: 0o755 });
+  return hooksDir;
+}
+
+export interface GitServiceRun {
+  /** The environment of `git upload-pack`, `receive-pack` or `http-backend` (plus the caller's own). */
+  env: Record<string, string>;
+  /** After the git process ended: each ref it updated becomes a push event; the push log goes. */
+  finish(): Promise<void>;
+}
+
+/**
+ * The environment one git service process runs in, and what happens after it: the hooks, the
+ * protected branches and whether the caller may push to them, and the push log to read back.
+ * `config` adds the transport's own settings (HTTP's `http.receivepack`).
+ */
+export function gitServiceRun(
+  ctx: SandboxContext,
+  dirs: { workDir: string; hooksDir: string },
+  access: { project: ProjectRec; user: UserRec | undefined; level: number },
+  config: [string, string][] = [],
+): GitServiceRun {
+  const { project, user, level } = access;
+  const pushLog = path.join(dirs.workDir, `push-${randomBytes(8).toString('hex')}.log`);
+  const protectedNames = ctx.db.data.protectedBranches
+    .filter((b) => b.project_id === project.id)
+    .map((b) => b.name);
+  const settings: [string, string][] = [
+    ...config,
+    ['core.hooksPath', dirs.hooksDir],
+    ['gc.auto', '0'],
+    ['receive.advertisePushOptions', 'false'],
+  ];
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: dirs.workDir,
+    LC_ALL: 'C',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_COUNT: String(settings.length),
+    SANDBOX_PROTECTED: protectedNames.join('\n'),
+    SANDBOX_MAY_PUSH_PROTECTED: level >= MASTER ? '1' : '0',
+    SANDBOX_PUSH_LOG: pushLog,
+    GIT_COMMITTER_NAME: user?.name ?? 'Sandbox',
+    GIT_COMMITTER_EMAIL: user?.email ?? 'sandbox@localhost',
+  };
+  settings.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return {
+    env,
+    async finish() {
+      let lines: string;
+      try {
+        lines = await readFile(pushLog, 'utf8');
+      } catch {
+        return; // nothing was pushed (a fetch, or a refused push)
+      }
+      try {
+        if (!user) return;
+        for (const line of lines.split('\n')) {
+          const [before, after, ref] = line.trim().split(' ');
+          if (!before || !after || !ref) continue;
+          await notify(ctx.on.push, { project, ref, before, after, user });
+        }
+      } finally {
+        await rm(pushLog, { force: true });
+      }
+    },
+  };
+}
