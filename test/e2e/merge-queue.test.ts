@@ -193,8 +193,11 @@ describe('merge queue against the sandbox', () => {
     expect(notes[0]).toMatch(/ci\/test \(running\) did not succeed on [0-9a-f]{7} within 600 s/);
   });
 
-  it('a push by someone else, or a removed label, takes the merge request out at once without a comment', async () => {
-    const w = await world((branch) => (branch === 'pushed' ? 'pending-forever' : 'normal'));
+  it('a push by someone else (then back at the end), or a removed label, takes the merge request out at once without a comment', async () => {
+    // Neither reports: each waits at the head (a green head already up to date is merged at once).
+    const w = await world((branch) =>
+      ['pushed', 'relabelled'].includes(branch) ? 'pending-forever' : 'normal',
+    );
     const pushed = await mergeRequest(w, 'pushed', { 'p.txt': 'calls: foo\n' });
     const relabelled = await mergeRequest(w, 'relabelled', { 'q.txt': 'calls: foo\n' });
     await w.ci.idle();
@@ -221,10 +224,15 @@ describe('merge queue against the sandbox', () => {
       outcome: 'dropped',
       detail: expect.stringContaining('pushed by someone else'),
     });
+    // Out of its place at once, then evaluated again on its new head: its rule still matches, so
+    // it enters again at the end, untested (whichever of its hooks and the sweep came first).
+    expect(report.items[0]?.detail).toContain('it enters again at the end of the queue');
+    expect(w.store.queued().map((entry) => entry.mrId)).toEqual([relabelled.id, pushed.id]);
+    expect(w.store.queued().find((entry) => entry.mrId === pushed.id)?.pinnedSha).toBeUndefined();
     // The label goes: the next evaluation takes the other one out.
     await w.admin.mergeRequests.update(w.project.id, relabelled.id, { labels: [] });
     await w.processItem(relabelled.id);
-    expect(w.store.queued()).toEqual([]);
+    expect(w.store.queued().map((entry) => entry.mrId)).toEqual([pushed.id]);
     expect(await botNotes(w, pushed.id)).toEqual([]);
     expect(await botNotes(w, relabelled.id)).toEqual([]);
   });
