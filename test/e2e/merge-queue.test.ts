@@ -24,7 +24,8 @@ rules:
       - queue: { statuses: [ci/test], priority_labels: [urgent], status_timeout: 10m, max_updates: 3 }
 `;
 
-describe('merge queue against the sandbox', () => {
+// Generous: git, the sandbox and the CI share a busy 2-core machine (each wait is on a condition).
+describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
   let sb: Sandbox;
   let cacheDir = '';
   const cleanups: (() => Promise<void>)[] = [];
@@ -240,10 +241,24 @@ describe('merge queue against the sandbox', () => {
   it('the merge is made only while the rule still holds on a fresh read: a label removed unseen takes it out', async () => {
     const w = await world();
     const mr = await mergeRequest(w, 'unseen', { 'u.txt': 'calls: foo\n' });
+    // Master moves first: the queue pushes an update, whose statuses come after its run (a head
+    // already up to date and green would be merged in the run that pins it).
+    const moved = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+      method: 'POST',
+      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'm.txt',
+        branch_name: 'master',
+        content: 'm\n',
+        commit_message: 'm',
+      }),
+    });
+    expect(moved.ok).toBe(true);
     await w.ci.idle();
     await w.processItem(mr.id);
     // Tested and green, but before the merge the label goes, and no hook tells the bot.
     await w.drive(() => w.store.queued()[0]?.pinnedSha !== undefined, 'the head to be tested');
+    expect(w.store.queued()[0]?.updates).toBe(1);
     await w.ci.idle();
     await w.admin.mergeRequests.update(w.project.id, mr.id, { labels: [] });
     const [report] = await w.drive(() => w.active() === 0, 'the queue to empty');
