@@ -36,6 +36,8 @@ import { waitFor } from '../helpers/wait-for.ts';
 const SECRET = 'merge-queue-hooks-secret';
 const BOT = { username: 'mqh-bot', token: 'mqh-bot-token-0123456789', password: 'mqh-bot-password' };
 const CI = { username: 'mqh-ci', token: 'mqh-ci-token-0123456789', password: 'mqh-ci-password' };
+/** A maintainer of the project's group, who takes a label off. */
+const MAINTAINER = { username: 'mqh-maintainer', token: 'mqh-maintainer-token-0123456789' };
 /** Generous: a busy 2-core machine runs git, the sandbox, the bot and the CI at once. */
 const LONG = 120_000;
 const TEST_TIMEOUT = 300_000;
@@ -54,6 +56,7 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
   let sb: Sandbox;
   let ci: SimulatedCi;
   let admin: Client;
+  let maintainer: Client;
   let dir = '';
   let groupId = 0;
   const runtimes: Runtime[] = [];
@@ -71,6 +74,11 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
       private_token: CI.token,
       password: CI.password,
     });
+    const maintainerUser = addUser(sb.ctx.db, {
+      username: MAINTAINER.username,
+      private_token: MAINTAINER.token,
+      password: 'mqh-maintainer-password',
+    });
     // The bot is a master of the group (it merges into protected master and pushes source
     // branches); the CI a developer (it posts statuses).
     groupId = addGroup(sb.ctx.db, {
@@ -79,9 +87,11 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
       members: [
         { user_id: bot.id, access_level: 40 },
         { user_id: ciUser.id, access_level: 30 },
+        { user_id: maintainerUser.id, access_level: 40 },
       ],
     }).id;
     admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
+    maintainer = createClient({ baseUrl: sb.url, token: MAINTAINER.token, retry: { limit: 0 } });
     // Builds on branches named `stuck-*` post `pending` and never report.
     ci = startSimulatedCi(sb, {
       token: CI.token,
@@ -371,7 +381,11 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
         };
         expect(JSON.stringify(status.mergeQueue)).toContain(p.path);
 
-        await label(p.id, relabelled, []);
+        // A maintainer takes the label off. (Not the user who put it on: the same user editing one
+        // merge request twice within a second sends byte-identical Merge Request Hooks, v3 hooks
+        // carrying no labels and whole seconds, and the receiver's de-duplication takes the second
+        // for a redelivery of the first: a known gap, reported with this test.)
+        await maintainer.mergeRequests.update(p.id, relabelled.id, { labels: [] });
         await until(
           async () => ((await stateOf(p.id, next)) === 'merged' ? true : undefined),
           'the next merge request to be merged',
