@@ -156,6 +156,15 @@ export async function startRuntime(
       );
     },
   };
+  // Hooks drive the merge queue (docs/merge-queue.md): after an item run that concerns a merge
+  // request in a queue (its status changed, it was queued, relabelled, pushed to, merged, closed),
+  // the merge_queue sweep is woken instead of waiting for its next tick. Set once the scheduler runs.
+  let wakeQueue: (() => void) | undefined;
+  const inQueue = (item: { type: string; projectId: number; id: number }): boolean =>
+    item.type === 'merge_request' &&
+    store
+      .queued()
+      .some((entry) => !entry.left && entry.projectId === item.projectId && entry.mrId === item.id);
   let bot: Bot;
   let executor: Executor | undefined;
   let reader: SnapshotReader | undefined;
@@ -208,12 +217,17 @@ export async function startRuntime(
           reader,
           log: log.child({ part: 'process' }),
         });
-        if (!repository) return processItem;
         const reviewLog = log.child({ part: 'repository-rules' });
         return async (item, triggers) => {
-          await processItem(item, triggers);
+          const wasQueued = inQueue(item);
+          try {
+            await processItem(item, triggers);
+          } finally {
+            // Queued by this run, or taken out by it (its head then moves on), or news of it.
+            if (wasQueued || inQueue(item)) wakeQueue?.();
+          }
           await repository
-            .reviewMergeRequest(item, triggers)
+            ?.reviewMergeRequest(item, triggers)
             .catch((error: unknown) =>
               reviewLog.warn({ err: error }, 'could not review the .hookbot.yml of a merge request'),
             );
@@ -294,7 +308,10 @@ export async function startRuntime(
     store,
     log: log.child({ part: 'scheduler' }),
   });
-  if (overrides.scheduler !== false) scheduler.start();
+  if (overrides.scheduler !== false) {
+    scheduler.start();
+    if (config.scheduler.sweeps.merge_queue.enabled) wakeQueue = () => scheduler.wake('merge_queue');
+  }
 
   let closing: Promise<void> | undefined;
   return {

@@ -56,7 +56,7 @@ export const SWEEP_DEFAULTS = {
   },
   merge_queue: {
     every: '30s',
-    what: 'Merge queue: bring the head of each queue up to its target, wait for its statuses, merge it (docs/merge-queue.md).',
+    what: 'Merge queue: bring the head of each queue up to its target, wait for its statuses, merge it (docs/merge-queue.md). Hooks about a queued merge request also run it at once; the timer finds status timeouts.',
   },
   retries: { every: '1m', what: 'Retry actions that failed with a retryable error (backoff per action).' },
   reconcile: {

@@ -53,6 +53,13 @@ export interface Scheduler {
   stop(): Promise<void>;
   /** Runs a sweep now, unless it is running already; resolves when it is done. */
   trigger(name: string): Promise<void>;
+  /**
+   * Something happened that a sweep should act on soon (a hook about a queued merge request wakes
+   * the merge queue): once started, the sweep runs now when it is idle, or once more as soon as
+   * the run in progress ends (that run may have read the state before the news). Wakes during one
+   * run make one more run, not one each. Nothing before start or after stop.
+   */
+  wake(name: string): void;
   /** Sweeps running now. */
   running(): string[];
 }
@@ -74,6 +81,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
   let bree: Bree | undefined;
   let stopping = false;
+  /** Sweeps woken during their run: they run once more when it ends. */
+  const wokenDuringRun = new Set<string>();
 
   /** Runs started by this scheduler: the run number in job ids. */
   let runCount = 0;
@@ -169,6 +178,22 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
+  function wake(name: string): void {
+    if (!bree || stopping || !sweeps.has(name)) return;
+    const current = runs.get(name);
+    if (!current) {
+      void trigger(name);
+      return;
+    }
+    if (wokenDuringRun.has(name)) return;
+    wokenDuringRun.add(name);
+    // `done` settles after the run left `runs`: the wake then starts a new one.
+    void current.done.then(() => {
+      wokenDuringRun.delete(name);
+      wake(name);
+    });
+  }
+
   function jobOf(sweep: ScheduledSweep): Bree.JobOptions {
     const next = store.nextRun(sweep.name);
     const delay = next === undefined ? 0 : Math.max(0, next - now());
@@ -225,6 +250,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     },
 
     trigger: (name) => trigger(name),
+    wake,
     running: () => [...runs.keys()],
   };
 }

@@ -127,12 +127,19 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
     return visible;
   }
 
-  /** Does any rule of these projects listen to status changes (so the hook needs build events)? */
+  /**
+   * Does any rule of these projects listen to status changes, or queue merge requests (the merge
+   * queue is woken by its heads' status hooks), so the hook needs build events?
+   */
   function statusEvents(paths: readonly string[]): boolean {
     return paths.some((path) =>
       rules
         .forProject(path)
-        .rules.some((rule) => rule.events?.some((pattern) => eventMatches(pattern, 'status.changed'))),
+        .rules.some(
+          (rule) =>
+            rule.events?.some((pattern) => eventMatches(pattern, 'status.changed')) ||
+            rule.actions.some((action) => action.name === 'queue'),
+        ),
     );
   }
 
@@ -175,7 +182,16 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
         );
       case 'merge_queue':
         return runMergeQueue(
-          { client, store, executor, updater: deps.updater, ssh: deps.gitSsh ?? false, now, log },
+          {
+            client,
+            store,
+            executor,
+            updater: deps.updater,
+            ssh: deps.gitSsh ?? false,
+            processItem,
+            now,
+            log,
+          },
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );
       case 'retries':

@@ -28,6 +28,14 @@ rules:
     do: [ merge ]
 `;
 
+const QUEUE_RULE = `
+rules:
+  - name: queue automerge
+    on: [merge_request.open, merge_request.update]
+    if: [ { labels: { any: [automerge] } } ]
+    do: [ { queue: { statuses: [ci/test] } } ]
+`;
+
 function hooksOf(world: World) {
   return world.sb.ctx.db.data.hooks.filter((hook) => hook.project_id === world.project.id);
 }
@@ -86,6 +94,23 @@ describe('hook check', () => {
 
   it('asks for build and pipeline events when a rule listens to status changes', async () => {
     const world = await makeWorld(sandbox().sb, { prefix: 'hooks3', rules: STATUS_RULE });
+    await world.admin.hooks.create(world.project.id, {
+      url: HOOK_URL,
+      push_events: true,
+      issues_events: true,
+      merge_requests_events: true,
+      note_events: true,
+    });
+
+    const report = await check(world, false);
+
+    expect(report.projects).toMatchObject([
+      { state: 'changed', missingEvents: ['build_events', 'pipeline_events'] },
+    ]);
+  });
+
+  it('asks for build and pipeline events when a rule queues merge requests (status hooks wake the queue)', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'hooks6', rules: QUEUE_RULE });
     await world.admin.hooks.create(world.project.id, {
       url: HOOK_URL,
       push_events: true,

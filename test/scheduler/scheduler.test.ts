@@ -135,6 +135,44 @@ describe('scheduler', () => {
     expect(sweep.runs).toBe(1);
   });
 
+  it('wake runs an idle sweep now, and a sweep woken during its run once more right after it', async () => {
+    const store = await openStore();
+    await store.setNextRun('merge_queue', undefined, Date.now() + HOUR);
+    const releases: (() => void)[] = [];
+    const sweep = counting(
+      'merge_queue',
+      timingOfSweep({ every: '1h' }),
+      () => new Promise<void>((r) => releases.push(r)),
+    );
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    // Not started: a wake does nothing (the demo and `--once` drive the sweeps themselves).
+    scheduler.wake('merge_queue');
+    expect(sweep.runs).toBe(0);
+    await scheduler.start();
+    await settle();
+    expect(sweep.runs).toBe(0);
+
+    scheduler.wake('merge_queue');
+    expect(sweep.runs).toBe(1);
+    // Three wakes while it runs: one more run, after this one.
+    scheduler.wake('merge_queue');
+    scheduler.wake('merge_queue');
+    scheduler.wake('merge_queue');
+    expect(sweep.runs).toBe(1);
+    releases.shift()!();
+    await waitFor(() => sweep.runs === 2);
+    releases.shift()!();
+    await waitFor(() => scheduler?.running().length === 0);
+    await settle();
+    expect(sweep.runs).toBe(2);
+    // A woken run sets the next periodic run from its start, as a timer's run does.
+    expect(store.nextRun('merge_queue')).toBeGreaterThan(Date.now() + HOUR - 60_000);
+
+    await scheduler.stop();
+    scheduler.wake('merge_queue');
+    expect(sweep.runs).toBe(2);
+  });
+
   it('stop asks a running sweep to stop and leaves it due for the next start', async () => {
     const store = await openStore();
     const due = Date.now() - HOUR;

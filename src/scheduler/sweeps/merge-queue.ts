@@ -6,7 +6,8 @@
  *   1. re-reads the merge request (gone, closed or merged: out at once);
  *   2. not started yet: brings its source branch up to the target's head with the branch updater
  *      (src/git: a merge commit made without a working tree, pushed with a lease) and pins the
- *      pushed head, or the head as it is when it already holds the target;
+ *      pushed head, or the head as it is when it already holds the target (whose statuses are
+ *      then read in the same run: no hook would come for statuses already in);
  *   3. started: the source head must still be the pinned one (a push by someone else: out at
  *      once); the required statuses of the pinned head are read: a failure, or a wait past the
  *      status timeout, takes it out with one comment; when all passed and the target has not moved,
@@ -29,6 +30,8 @@ import {
   type PlannedCall,
   type StatusBucket,
   type StoredCall,
+  type ItemProcessorFn,
+  type Trigger,
 } from '../../rules/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
@@ -47,6 +50,11 @@ export interface MergeQueueDeps {
   updater: BranchUpdater | undefined;
   /** Clone over SSH (`ssh_url_to_repo`) rather than HTTP(S). */
   ssh?: boolean;
+  /**
+   * Evaluates a merge request again (the item processor), after someone else pushed to it: on its
+   * new head its rule puts it back at the end of the queue, or not, whichever hook came first.
+   */
+  processItem?: ItemProcessorFn;
   now: () => number;
   log: SweepLog;
 }
@@ -165,6 +173,30 @@ export async function runMergeQueue(
   }
 
   /**
+   * Out at once after a push by someone else, then evaluated again on the new head: it enters
+   * again at the end if its rule still matches. Without this, the outcome would hang on the order
+   * of two hooks: the merge request's own update evaluated before the drop would leave it out.
+   */
+  async function pushedOut(entry: QueueEntry, why: string): Promise<QueueItemReport> {
+    const report = await drop(entry, why);
+    if (dryRun || !deps.processItem) return report;
+    const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
+    try {
+      await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
+        trigger,
+      ]);
+    } catch (error) {
+      // Its own hook, or the reconcile sweep, evaluates it again later.
+      log.warn(
+        { sweep: 'merge_queue', itemKey: entry.itemKey, err: messageOf(error) },
+        'merge queue: could not evaluate a merge request pushed by someone else again',
+      );
+    }
+    const back = store.queued().find((one) => one.itemKey === entry.itemKey && !one.left);
+    return back ? { ...report, detail: `${why}; it enters again at the end of the queue` } : report;
+  }
+
+  /**
    * Out with one comment. The entry stays as a memory of `at`, the head it left at (queue-order.ts
    * keeps it out of every queue): the rule, evaluated again on that head, does not put it back.
    */
@@ -250,12 +282,25 @@ export async function runMergeQueue(
     if (head === null) return drop(entry, 'its source branch is gone');
     if (entry.pinnedSha === undefined) return update(entry, mr, head);
     if (head !== entry.pinnedSha)
-      return drop(
+      return pushedOut(
         entry,
         `pushed by someone else: the queue tested ${short(entry.pinnedSha)}, the branch is at ${short(head)}`,
       );
+    return test(entry, mr, head, true);
+  }
 
-    const statuses = await requiredBuckets(client, mr, entry.pinnedSha, entry.required);
+  /**
+   * The pinned head's required statuses: out on a failure or past the timeout, waiting, or (all
+   * passed) merged, or brought up again when the target moved (`mayUpdate`: not twice in one step).
+   * `head` is the pinned sha.
+   */
+  async function test(
+    entry: QueueEntry,
+    mr: MergeRequest,
+    head: string,
+    mayUpdate: boolean,
+  ): Promise<QueueItemReport> {
+    const statuses = await requiredBuckets(client, mr, head, entry.required);
     const failed = Object.entries(statuses).filter(([, bucket]) => bucket === 'failed');
     if (failed.length > 0)
       return remove(
@@ -294,6 +339,13 @@ export async function runMergeQueue(
           entry.pinnedSha!,
           statuses,
         );
+      if (!mayUpdate)
+        return {
+          ...base(entry),
+          outcome: 'waiting',
+          statuses,
+          detail: `${entry.targetBranch} moved to ${short(target)} meanwhile; brought up again next run`,
+        };
       return update(entry, mr, head);
     }
     return merge(entry, mr, statuses);
@@ -334,20 +386,29 @@ export async function runMergeQueue(
       case 'up-to-date':
       case 'updated': {
         const pushed = outcome.kind === 'updated';
-        await store.enqueue({
+        const pinned: QueueEntry = {
           ...entry,
           pinnedSha: outcome.sha,
           targetSha: outcome.targetSha,
           testingSince: deps.now(),
           updates: entry.updates + (pushed ? 1 : 0),
-        });
-        return {
-          ...base(entry),
-          outcome: pushed ? 'updated' : 'waiting',
-          detail: pushed
-            ? `pushed ${short(outcome.sha)} (${mr.source_branch} merged with ${entry.targetBranch} at ${short(outcome.targetSha)}); waiting for ${entry.required.join(', ')}`
-            : `${mr.source_branch} already holds ${entry.targetBranch} at ${short(outcome.targetSha)}; waiting for ${entry.required.join(', ')} on ${short(outcome.sha)}`,
         };
+        await store.enqueue(pinned);
+        if (pushed)
+          return {
+            ...base(entry),
+            outcome: 'updated',
+            detail: `pushed ${short(outcome.sha)} (${mr.source_branch} merged with ${entry.targetBranch} at ${short(outcome.targetSha)}); waiting for ${entry.required.join(', ')}`,
+          };
+        // Nothing pushed: its statuses may all be in already (no hook will come for them), so they
+        // are read now, and a green head is merged in this run rather than at the next tick.
+        const tested = await test(pinned, mr, outcome.sha, false);
+        return tested.outcome === 'waiting'
+          ? {
+              ...tested,
+              detail: `${mr.source_branch} already holds ${entry.targetBranch} at ${short(outcome.targetSha)}; ${tested.detail}`,
+            }
+          : tested;
       }
       case 'conflict':
         return remove(
@@ -357,7 +418,7 @@ export async function runMergeQueue(
           head,
         );
       case 'moved':
-        return drop(
+        return pushedOut(
           entry,
           `pushed by someone else while the queue updated it${outcome.sha ? ` (now ${short(outcome.sha)})` : ''}`,
         );
