@@ -112,6 +112,8 @@ export async function startBot(options: BotOptions): Promise<Bot> {
   store.fleet?.onAdopted(() => pipeline.resume());
 
   const refusals = createRefusalLog(options.log);
+  /** Copies of accepted deliveries seen so far: each re-run hint gets an id of its own. */
+  let duplicates = 0;
   const hookHandler = createHookHandler({
     verify: options.webhook,
     inbox: store,
@@ -120,6 +122,11 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     // The store's handle on the delivery, not the parsed body: a delivery waiting for its turn (or
     // for the server to come back) then holds only its stored text.
     onAccepted: (delivery) => pipeline.wake(store.delivery(delivery.id, delivery.kind, delivery.body)),
+    // A copy of a delivery already accepted: its items run again on their fresh state (a run is
+    // level-triggered, so a true redelivery costs a re-read and nothing else). Under its own id,
+    // not stored: a hint, which a crash may lose and the sweeps then cover.
+    onDuplicate: (delivery) =>
+      pipeline.wake({ id: `${delivery.id}+again-${++duplicates}`, kind: delivery.kind, body: delivery.body }),
     onOutcome: (outcome, info) => {
       options.onDelivery?.(outcome, info);
       // A full inbox refuses every delivery until some are processed: one line per burst.

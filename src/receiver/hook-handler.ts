@@ -52,6 +52,13 @@ export interface HookHandlerOptions {
   handledKinds?: readonly string[];
   /** Called after a delivery is durable and answered, to wake the processing pipeline. */
   onAccepted?: (delivery: AcceptedDelivery) => void;
+  /**
+   * Called after a copy of a delivery already accepted is answered `duplicate` (`id` is the first
+   * copy's). The same bytes are not always the same event: a v3 merge request hook carries no labels
+   * and gives times in whole seconds, so one user's two edits within a second send identical bodies.
+   * The pipeline runs the items again on their fresh state rather than lose the second event.
+   */
+  onDuplicate?: (delivery: AcceptedDelivery) => void;
   /** Called once per delivery with its outcome and timing, for logs and metrics. */
   onOutcome?: (
     outcome: DeliveryOutcome,
@@ -172,7 +179,8 @@ export function createHookHandler(options: HookHandlerOptions) {
     const id = stored.id;
     const outcome = stored.duplicate ? 'duplicate' : 'accepted';
     answer(res, started, 202, outcome, JSON.stringify({ message: outcome, id }), { kind, id });
-    if (!stored.duplicate) options.onAccepted?.({ id, kind, body: parsed.body });
+    if (stored.duplicate) options.onDuplicate?.({ id, kind, body: parsed.body });
+    else options.onAccepted?.({ id, kind, body: parsed.body });
   }
 
   const handleHook = (req: IncomingMessage, res: ServerResponse): void => {

@@ -7,9 +7,11 @@
  * 2. a merge kept for retry was carried out after its rule stopped matching;
  * 3. a note's text and author were taken from the delivery (a forged Note Hook acted "as" anyone);
  * 4. a user could suppress a planned comment by pasting its marker, and a comment with `{{ title }}`
- *    was posted again on every title edit.
+ *    was posted again on every title edit;
+ * 6. a second event whose hook carried the same bytes as the first (v3 merge request hooks carry no
+ *    labels and whole seconds) was taken for a redelivery and dropped.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -296,6 +298,50 @@ describe('decisions follow the current state (over HTTP, the bot as it runs)', (
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain(marker.html);
   });
+
+  it('6. the same bytes again after the item changed (one user, two edits in a second): the rules run again on the fresh state', async () => {
+    // No hooks from the sandbox: the test sends the deliveries itself, byte for byte the same.
+    await admin.hooks.remove('acme/web', hookId);
+    const mr = await openMergeRequest(admin, projectId, `again-${++branches}`, {
+      labels: ['automerge', 'do-not-merge'],
+      statuses: { 'ci/test': 'success' },
+    });
+    const fixture = JSON.parse(
+      readFileSync(new URL('../fixtures/hooks/merge_request.json', import.meta.url), 'utf8'),
+    ) as { object_attributes: Record<string, unknown> };
+    Object.assign(fixture.object_attributes, {
+      id: mr.id,
+      target_project_id: projectId,
+      source_project_id: projectId,
+      action: 'update',
+    });
+    const body = JSON.stringify(fixture);
+    const deliver = async () => {
+      const res = await fetch(runtime.bot.hookUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-gitlab-event': 'Merge Request Hook',
+          'x-gitlab-token': SECRET,
+        },
+        body,
+      });
+      return ((await res.json()) as { message: string }).message;
+    };
+    expect(await deliver()).toBe('accepted');
+    await settle();
+    expect(decisionOf('merge_request', mr.id)).toBeDefined();
+    expect((await admin.mergeRequests.get(projectId, mr.id)).state).toBe('opened'); // do-not-merge
+    // The label comes off; the server's hook for it would carry the same bytes as the first.
+    await admin.mergeRequests.update(projectId, mr.id, { labels: ['automerge'] });
+    expect(await deliver()).toBe('duplicate');
+    await waitFor(
+      async () => ((await admin.mergeRequests.get(projectId, mr.id)).state === 'merged' ? true : undefined),
+      20_000,
+      'the merge after the label came off',
+    );
+    hookId = (await addHook()).id;
+  }, 60_000);
 
   it('5. rules reloaded without a rule: its pending actions are withdrawn', async () => {
     const branch = `removed-${++branches}`;

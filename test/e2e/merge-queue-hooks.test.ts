@@ -381,10 +381,9 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
         };
         expect(JSON.stringify(status.mergeQueue)).toContain(p.path);
 
-        // A maintainer takes the label off. (Not the user who put it on: the same user editing one
-        // merge request twice within a second sends byte-identical Merge Request Hooks, v3 hooks
-        // carrying no labels and whole seconds, and the receiver's de-duplication takes the second
-        // for a redelivery of the first: a known gap, reported with this test.)
+        // A maintainer takes the label off. (One user's two edits within a second send byte-identical
+        // Merge Request Hooks, v3 hooks carrying no labels and whole seconds; the bot runs the items
+        // of such a copy again, tested in current-state.test.ts, case 6.)
         await maintainer.mergeRequests.update(p.id, relabelled.id, { labels: [] });
         await until(
           async () => ((await stateOf(p.id, next)) === 'merged' ? true : undefined),

@@ -55,6 +55,7 @@ function start(
   const outcomes: DeliveryOutcome[] = [];
   const reasons: string[] = [];
   const woken: string[] = [];
+  const again: string[] = [];
   const handler = createHookHandler({
     verify: {
       token: options.open ? undefined : SECRET,
@@ -64,13 +65,14 @@ function start(
     limitBytes: options.limitBytes,
     readingLimitBytes: options.readingLimitBytes,
     onAccepted: (delivery) => woken.push(delivery.id),
+    onDuplicate: (delivery) => again.push(delivery.id),
     onOutcome: (outcome, info) => {
       outcomes.push(outcome);
       if (info.reason !== undefined) reasons.push(info.reason);
     },
   });
   const server = createReceiverServer({ hookPath: '/hooks', hookHandler: handler, app: express() });
-  return { server, inbox, outcomes, woken, reasons, handler };
+  return { server, inbox, outcomes, woken, again, reasons, handler };
 }
 
 describe('POST /hooks intake', () => {
@@ -116,12 +118,15 @@ describe('POST /hooks intake', () => {
     expect(s.inbox.entries).toHaveLength(0);
   });
 
-  it('answers the same delivery twice as duplicate and processes it once', async () => {
+  it('answers the same delivery twice as duplicate, stores it once, and hands the copy on as a re-run hint', async () => {
     const first = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
     const again = await post(fixtureText('issue.json'), { 'x-gitlab-event': 'Issue Hook' });
     expect(first.body).toEqual({ message: 'accepted', id: 'd1' });
     expect(again).toEqual({ status: 202, body: { message: 'duplicate', id: 'd1' } });
+    expect(s.inbox.entries).toHaveLength(1);
     expect(s.woken).toEqual(['d1']);
+    // The same bytes may be a second event (v3 hooks: whole seconds, no labels): the items run again.
+    expect(s.again).toEqual(['d1']);
   });
 
   it.each([
