@@ -6,6 +6,7 @@ export { ApiError, redactSecrets } from './errors.ts';
 export { fileText, type RepositoryFile } from './files.ts';
 export { type HookSettings, type ProjectHook } from './hooks.ts';
 export { createHttp, type Http, type HttpOptions, type RequestSpec } from './http.ts';
+export { refuseWrites } from './read-only.ts';
 export { type Issue } from './issues.ts';
 export { type MergeOutcome, type MergeRequest } from './merge-requests.ts';
 export { latestByName } from './statuses.ts';

@@ -2,6 +2,7 @@ import {
   type Client,
   clientOver,
   createHttp,
+  refuseWrites,
   type Http,
   type HttpOptions,
   type RequestSpec,
@@ -13,30 +14,14 @@ import {
  * call is made at all.
  */
 
-function refuseWrites(http: Http): Http {
-  const guard = <S extends RequestSpec<unknown>>(spec: S): S => {
-    if (spec.method !== 'GET')
-      throw new Error(
-        `simulate makes no write: refused ${spec.method} ${spec.route} (a bug: please report it)`,
-      );
-    return spec;
-  };
-  return {
-    request: (spec) => Promise.resolve().then(() => http.request(guard(spec))),
-    requestRaw: (spec) => Promise.resolve().then(() => http.requestRaw(guard(spec))),
-    requestChange: (spec) => Promise.resolve().then(() => http.requestChange(guard(spec))),
-    paginate: (spec) => http.paginate(guard(spec)),
-    all: (spec) => Promise.resolve().then(() => http.all(guard(spec))),
-    get stats() {
-      return http.stats;
-    },
-    apiUrl: http.apiUrl,
-  };
-}
-
 /** A client that reads through the API and refuses to write. */
 export function readOnlyClient(options: HttpOptions): Client {
-  return clientOver(refuseWrites(createHttp(options)));
+  return clientOver(
+    refuseWrites(
+      createHttp(options),
+      (spec) => `simulate makes no write: refused ${spec.method} ${spec.route} (a bug: please report it)`,
+    ),
+  );
 }
 
 /** A client with no server behind it: the offline simulation hands it to code that must not call. */

@@ -2,7 +2,7 @@
  * The plan of a rules change: the proposed rules evaluated in dry run against every open issue and
  * merge request of a project, next to the rules in force, and what would change, in words:
  * "would close 2 issues: #3, #7", "would merge !4 now", "would stop applying rule triage (label:
- * add [bug]): #1". Read-only: the plan's client refuses every write (readOnly below), and nothing
+ * add [bug]): #1". Read-only: the plan's client refuses every write (refuseWrites), and nothing
  * is recorded.
  *
  * Each item is read once (the needs of both sets) and evaluated twice, as if it had just been opened
@@ -11,7 +11,7 @@
  * that match an item and that the proposed rules no longer have or no longer match. Bounded by a
  * budget of items and API calls: when it is reached the plan says so, and covers what it read.
  */
-import { clientOver, type Client, type Http, type RequestSpec } from '../../api/index.ts';
+import { clientOver, refuseWrites, type Client } from '../../api/index.ts';
 import { ruleSet, type CompiledRuleSet } from '../engine/compile.ts';
 import { evaluate, type Evaluation } from '../engine/engine.ts';
 import type { PlannedCall } from '../engine/planned-call.ts';
@@ -55,29 +55,6 @@ export interface PlanReport {
 
 /** The plan needs only the HTTP core: it builds its own read-only client over it. */
 export type PlanClient = Pick<Client, 'http'>;
-
-/**
- * A client over `http` that refuses every method but GET before it leaves the process: the plan
- * reads, and this makes it a guarantee rather than a habit.
- */
-function readOnly(http: Http): Client {
-  const guard = <S extends RequestSpec<unknown>>(spec: S): S => {
-    if (spec.method !== 'GET')
-      throw new Error(`the plan makes no write: refused ${spec.method} ${spec.route}`);
-    return spec;
-  };
-  return clientOver({
-    request: (spec) => Promise.resolve().then(() => http.request(guard(spec))),
-    requestRaw: (spec) => Promise.resolve().then(() => http.requestRaw(guard(spec))),
-    requestChange: (spec) => Promise.resolve().then(() => http.requestChange(guard(spec))),
-    paginate: (spec) => http.paginate(guard(spec)),
-    all: (spec) => Promise.resolve().then(() => http.all(guard(spec))),
-    get stats() {
-      return http.stats;
-    },
-    apiUrl: http.apiUrl,
-  });
-}
 
 /**
  * Each item as if it had just been opened or changed: the rules that listen to those events (and,
@@ -198,7 +175,12 @@ export interface PlanInput {
 
 export async function planChange(input: PlanInput): Promise<PlanReport> {
   const budget = { ...DEFAULT_PLAN_BUDGET, ...input.budget };
-  const client = readOnly(input.client.http);
+  const client = clientOver(
+    refuseWrites(
+      input.client.http,
+      (spec) => `the plan makes no write: refused ${spec.method} ${spec.route}`,
+    ),
+  );
   const startCalls = client.http.stats.calls;
   const calls = () => client.http.stats.calls - startCalls;
   const reader = createSnapshotReader(client, input.bot ? { bot: input.bot } : {});
