@@ -12,6 +12,7 @@
  * command line is wrong.
  */
 import type { CliIo, RegisterCommand } from './command.ts';
+import { configProblems } from './config-problems.ts';
 import type { PlanReport } from '../rules/index.ts';
 
 interface PlanOptions {
@@ -61,9 +62,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
 
   const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
   if (!loaded.ok) {
-    io.err(
-      `hookbot plan: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
-    );
+    io.err(`hookbot plan: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   const { config } = loaded;

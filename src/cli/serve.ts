@@ -5,6 +5,7 @@
  * exits 0.
  */
 import type { CliIo, RegisterCommand } from './command.ts';
+import { configProblems } from './config-problems.ts';
 import { apiProblem } from './api-problem.ts';
 import { serveBanner } from './hook-address.ts';
 import { listenProblem } from './listen-problem.ts';
@@ -28,9 +29,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
   const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
   if (!loaded.ok) {
-    io.err(
-      `hookbot serve: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
-    );
+    io.err(`hookbot serve: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   if (loaded.mode === 'sandbox') {

@@ -5,6 +5,7 @@
  * Ctrl-C stops both cleanly.
  */
 import { randomBytes } from 'node:crypto';
+import { configProblems } from './config-problems.ts';
 import type { Runtime } from '../start-from-config.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
@@ -31,9 +32,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
   const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
   if (!loaded.ok) {
-    io.err(
-      `hookbot start: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
-    );
+    io.err(`hookbot start: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   const { config } = loaded;

@@ -8,6 +8,7 @@
  * hand once the bot runs on the target. What does not come over: src/state/transfer.ts.
  */
 import type { CliIo, RegisterCommand } from './command.ts';
+import { configProblems } from './config-problems.ts';
 
 interface StateMigrateOptions {
   to?: string;
@@ -37,8 +38,7 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
   } = await import('../state/index.ts');
 
   const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
-  if (!loaded.ok)
-    return fail(`the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}`);
+  if (!loaded.ok) return fail(configProblems(loaded.problems));
   const { state } = loaded.config;
   if (!state.database_url)
     return fail(

@@ -11,6 +11,7 @@
  * processes on one state file would corrupt it). A dry run writes nothing.
  */
 import type { CliIo, RegisterCommand } from './command.ts';
+import { configProblems } from './config-problems.ts';
 import type { ProjectRules } from '../rules/index.ts';
 
 interface SweepCommandOptions {
@@ -78,9 +79,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   // A sweep receives no deliveries: it needs no webhook secret.
   const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
   if (!loaded.ok) {
-    io.err(
-      `hookbot sweep: the configuration has problems:\n${loaded.problems.map((p) => `  ${p}`).join('\n')}\n`,
-    );
+    io.err(`hookbot sweep: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   const { config } = loaded;
