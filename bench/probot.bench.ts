@@ -1,6 +1,6 @@
 /**
  * hookbot's receiver against a minimal Probot app (issue 8: "at least 2x its requests/s"), same run:
- * `POST /hooks` with the ~4 KB merge request payload of receiver.bench.ts under autocannon at 64
+ * `POST /hooks` with the ~4 KB merge request payload of receiver.bench.ts under wrk (loads.ts) at 64
  * connections, Probot verifying `X-Hub-Signature-256` (HMAC-SHA256) on each. Each server runs in its
  * own process on one core, the load generator on the other (pinning.ts, bench/receiver-server.ts). hookbot checks the token and persists each
  * delivery durably before answering 202; Probot verifies the signature, parses and runs the app's
@@ -9,12 +9,12 @@
  * generator give any server, and the CPU node:http alone costs per request, so the 2x target can be
  * read against what is left of Probot's half for the work itself.
  */
-import autocannon from './autocannon.ts';
 import { createHmac } from 'node:crypto';
+import { distinctBodiesLoad, LOAD_GENERATOR, pooledLoad } from './loads.ts';
 import { canPin, onLoadCore } from './pinning.ts';
-import { loadOf, measureRound, median, payloadFor, payloadTemplate, type Load } from './receiver-driver.ts';
+import { measureRound, median, payloadFor, payloadTemplate, type Load } from './receiver-driver.ts';
 
-type Mode = 'hookbot' | 'probot' | 'noop';
+type Mode = 'hookbot' | 'probot' | 'durable-floor' | 'noop';
 
 const DURATION_S = Number(process.env.BENCH_PROBOT_SECONDS ?? 4);
 // Five short rounds rather than three long ones: on a shared machine the median of more rounds holds
@@ -33,25 +33,15 @@ const GITLAB_HEADERS = {
 };
 
 /**
- * hookbot and the do-nothing server get a distinct body per request (`idReplacement`). Probot must
- * get a signature of each body, which autocannon cannot compute per request without a JavaScript
- * callback per request (what made the load generator the limit): it gets a pool of bodies signed
- * beforehand, each connection going through them in turn. Probot keeps nothing, so a body it saw
- * before costs it the same as a new one.
+ * hookbot, the durable floor and the do-nothing server get a distinct body per request. Probot must
+ * get a signature of each body, which the load generator cannot compute per request without work per
+ * request that would make it the limit: it gets a pool of bodies signed beforehand, each taken in
+ * turn. Probot keeps nothing, so a body it saw before costs it the same as a new one.
  */
 function load(mode: Mode) {
   return async (port: number, durationS: number): Promise<Load> => {
+    if (mode !== 'probot') return distinctBodiesLoad(port, durationS, GITLAB_HEADERS);
     const template = payloadTemplate();
-    const common = {
-      url: `http://127.0.0.1:${port}/hooks`,
-      connections: 64,
-      duration: durationS,
-      method: 'POST' as const,
-    };
-    if (mode !== 'probot')
-      return loadOf(
-        await autocannon({ ...common, headers: GITLAB_HEADERS, body: template, idReplacement: true }),
-      );
     const requests = Array.from({ length: SIGNED_BODIES }, (_, i) => {
       const body = payloadFor(template, i);
       return {
@@ -64,7 +54,7 @@ function load(mode: Mode) {
         },
       };
     });
-    return loadOf(await autocannon({ ...common, requests }));
+    return pooledLoad(port, durationS, requests);
   };
 }
 
@@ -83,16 +73,19 @@ async function measureAll(): Promise<Record<string, number | string>> {
   const ours: Round[] = [];
   const probot: Round[] = [];
   const noop: Round[] = [];
+  const durable: Round[] = [];
   // Interleaved rounds, so drift on a shared machine hits all alike.
   for (let i = 0; i < ROUNDS; i++) {
     probot.push(await measure('probot'));
     ours.push(await measure('hookbot'));
+    durable.push(await measure('durable-floor'));
     noop.push(await measure('noop'));
   }
   const cpu = (rounds: Round[]) => median(rounds.map((r) => r.cpuUsPerRequest));
   const hookbotRps = median(ours.map((r) => r.rps));
   const probotRps = median(probot.map((r) => r.rps));
   const ceiling = median(noop.map((r) => r.rps)) / probotRps;
+  const durableRps = median(durable.map((r) => r.rps));
   if (ceiling < CEILING_NEEDED)
     console.warn(
       `probot benchmark: LOAD-GENERATOR BOUND: the do-nothing server reached only ${ceiling.toFixed(2)}x Probot (needs ${CEILING_NEEDED}x): these ratios measure the load generator, not the servers`,
@@ -120,7 +113,15 @@ async function measureAll(): Promise<Record<string, number | string>> {
     cpu_us_left_for_work_at_2x: Math.round(cpu(probot) / 2 - cpu(noop)),
     hookbot_work_cpu_us: Math.round(cpu(ours) - cpu(noop)),
     probot_p99_ms: median(probot.map((r) => r.p99)),
-    non_2xx: [...ours, ...probot, ...noop].reduce((sum, r) => sum + r.non2xx, 0),
+    // The least any durable intake does (durable-floor.ts), in the same rounds: how far a server
+    // that makes every delivery durable before its 202 can get against Probot on this machine.
+    durable_floor_rps: Math.round(durableRps),
+    durable_floor_ratio: Number((durableRps / probotRps).toFixed(2)),
+    durable_floor_cpu_us_per_request: Math.round(cpu(durable)),
+    durable_floor_p99_ms: median(durable.map((r) => r.p99)),
+    hookbot_to_durable_floor: Number((hookbotRps / durableRps).toFixed(2)),
+    non_2xx: [...ours, ...probot, ...durable, ...noop].reduce((sum, r) => sum + r.non2xx, 0),
+    load_generator: LOAD_GENERATOR,
     connections: 64,
     payload_bytes: payloadTemplate().length,
     seconds_per_round: DURATION_S,

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { onServerCore } from './pinning.ts';
 
-export type ServerMode = 'hookbot' | 'hookbot-pg' | 'bare' | 'noop' | 'floor' | 'probot';
+export type ServerMode = 'hookbot' | 'hookbot-pg' | 'bare' | 'durable-floor' | 'noop' | 'floor' | 'probot';
 
 /** Where each request's distinct part goes: autocannon's `idReplacement` placeholder. */
 export const ID_PLACEHOLDER = '[<id>]';

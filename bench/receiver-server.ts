@@ -5,7 +5,8 @@
  * ceiling of this machine and load generator), `floor` (answers without reading: node:http's own
  * cost per request) or `probot` (a minimal Probot 14 app behind
  * `createNodeMiddleware`, verifying `X-Hub-Signature-256` with the same secret, its handler doing
- * nothing: the framework most bots are built on). Prints `PORT <n>` once listening.
+ * nothing: the framework most bots are built on) or `durable-floor` (the least any durable intake
+ * does: durable-floor.ts). Prints `PORT <n>` once listening.
  */
 import { createServer } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
@@ -16,6 +17,7 @@ import pg from 'pg';
 import { createFileStore } from '../src/state/file/file-store.ts';
 import { createPostgresStore } from '../src/state/postgres/postgres-store.ts';
 import { percentile } from './receiver-driver.ts';
+import { durableFloorServer } from './durable-floor.ts';
 
 const [mode, dir] = process.argv.slice(2);
 const SECRET = 'bench-secret';
@@ -47,6 +49,12 @@ let stopping = false;
 
 if (mode === 'probot') {
   await startProbot();
+} else if (mode === 'durable-floor') {
+  const server = durableFloorServer(`${dir}/journal`, SECRET);
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
+  });
 } else if (mode === 'floor') {
   // The floor: answers 202 without reading the body (node discards it). What node:http alone costs.
   const server = createServer((_req, res) => {

@@ -1,9 +1,10 @@
 /**
  * Ack throughput and latency of POST /hooks with a ~4 KB merge request payload at 64 connections,
  * side by side with a bare node:http server doing the same token check, JSON parse and durable
- * persist (issue 4). Each server runs in its own process on one core, autocannon here on the other
- * (pinning.ts). Every request body is distinct (autocannon's `idReplacement`), so every delivery is
- * persisted, none is a duplicate. A server that does nothing but read and answer (`noop`) runs in the
+ * persist (issue 4). Each server runs in its own process on one core, the load generator (wrk, or
+ * autocannon without it: loads.ts) on the other (pinning.ts). Every request body is distinct, so every
+ * delivery is persisted, none is a duplicate. The least any durable intake does (`durable-floor`)
+ * runs in the same rounds: the rate and p99 that durability alone leaves on this machine. A server that does nothing but read and answer (`noop`) runs in the
  * same rounds: the ceiling the load generator and node:http reach on this machine, so the p99 target
  * can be read against it; and one that answers without reading (`floor`): node:http's own CPU per
  * request, beside hookbot's.
@@ -15,14 +16,13 @@
  * that all three servers keep up with: the ack latency of a receiver that is busy but not overrun,
  * which is where a real server's deliveries arrive.
  */
-import autocannon from './autocannon.ts';
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { distinctBodiesLoad, LOAD_GENERATOR } from './loads.ts';
 import { pacedLoad } from './paced-load.ts';
 import { onLoadCore, canPin } from './pinning.ts';
 import {
-  loadOf,
   measureRound,
   median,
   payloadFor,
@@ -59,20 +59,11 @@ const loadAt = (rate?: number) => (port: number, durationS: number) => {
   });
 };
 
-async function load(port: number, durationS: number): Promise<Load> {
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}/hooks`,
-    connections: 64,
-    duration: durationS,
-    method: 'POST',
-    headers: HEADERS,
-    body: payloadTemplate(),
-    idReplacement: true,
-  });
-  return loadOf(result);
+function load(port: number, durationS: number): Promise<Load> {
+  return distinctBodiesLoad(port, durationS, HEADERS);
 }
 
-type Mode = 'hookbot' | 'bare' | 'noop' | 'floor';
+type Mode = 'hookbot' | 'bare' | 'durable-floor' | 'noop' | 'floor';
 
 async function measure(mode: Mode, rate?: number) {
   const { load: result, output } = await measureRound(mode, loadAt(rate), DURATION_S);
@@ -96,11 +87,13 @@ async function measureAll(): Promise<Record<string, number | string>> {
   const bare: Round[] = [];
   const noop: Round[] = [];
   const floor: Round[] = [];
-  const atRate: Record<Exclude<Mode, 'floor'>, Round[]> = { hookbot: [], bare: [], noop: [] };
+  const durable: Round[] = [];
+  const atRate: Record<'hookbot' | 'bare' | 'noop', Round[]> = { hookbot: [], bare: [], noop: [] };
   // Interleaved rounds, so drift on a shared machine hits all alike.
   for (let i = 0; i < ROUNDS; i++) {
     bare.push(await measure('bare'));
     ours.push(await measure('hookbot'));
+    durable.push(await measure('durable-floor'));
     noop.push(await measure('noop'));
     floor.push(await measure('floor'));
     for (const mode of ['bare', 'hookbot', 'noop'] as const) atRate[mode].push(await measure(mode, RATE));
@@ -117,6 +110,11 @@ async function measureAll(): Promise<Record<string, number | string>> {
     p50_ms: median(ours.map((r) => r.p50)),
     p99_ms: median(ours.map((r) => r.p99)),
     baseline_p99_ms: median(bare.map((r) => r.p99)),
+    // The least any durable intake does (durable-floor.ts) under the same load: the p99 and the rate
+    // that making each delivery durable before its 202 leaves on this machine, whatever else is done.
+    durable_floor_rps: Math.round(median(durable.map((r) => r.rps))),
+    durable_floor_p99_ms: median(durable.map((r) => r.p99)),
+    durable_floor_cpu_us_per_request: cpu(durable),
     // The ceiling: a server that only reads the body and answers, under the same load. Its p99 is
     // the latency floor of 64 connections on this machine (load generator and server share 2 cores).
     noop_rps: Math.round(median(noop.map((r) => r.rps))),
@@ -145,7 +143,11 @@ async function measureAll(): Promise<Record<string, number | string>> {
     // Every durable ack waits for one, so no persisting server's p99 goes below this one's.
     fdatasync_p50_ms: disk.p50,
     fdatasync_p99_ms: disk.p99,
-    non_2xx: [...ours, ...bare, ...Object.values(atRate).flat()].reduce((sum, r) => sum + r.non2xx, 0),
+    non_2xx: [...ours, ...bare, ...durable, ...Object.values(atRate).flat()].reduce(
+      (sum, r) => sum + r.non2xx,
+      0,
+    ),
+    load_generator: LOAD_GENERATOR,
     connections: 64,
     payload_bytes: payloadTemplate().length,
     seconds_per_round: DURATION_S,

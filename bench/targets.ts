@@ -19,13 +19,13 @@ export function summarise(name: string, f: Figures): Summary {
   switch (name) {
     case 'receiver':
       return {
-        result: `${f.ratio}x bare node:http; ack p99 ${f.p99_ms} ms at 64 connections; ${n(f.cpu_us_per_request)} µs CPU/delivery (floor ${n(f.floor_cpu_us_per_request)})`,
+        result: `${f.ratio}x bare node:http; ack p99 ${f.p99_ms} ms at 64 connections (least durable intake: ${f.durable_floor_p99_ms} ms); ${n(f.cpu_us_per_request)} µs CPU/delivery (node:http alone ${n(f.floor_cpu_us_per_request)}, least durable intake ${n(f.durable_floor_cpu_us_per_request)})`,
         target: '≥ 0.7x bare; p99 < 10 ms, durable before the 202',
         met: `${yes(Number(f.ratio) >= 0.7)}; ${yes(Number(f.p99_ms) < 10)}`,
       };
     case 'probot':
       return {
-        result: `${f.ratio}x Probot 14's requests/s (do-nothing server ${f.ceiling_ratio}x)`,
+        result: `${f.ratio}x Probot 14's requests/s (least durable intake ${f.durable_floor_ratio}x, do-nothing server ${f.ceiling_ratio}x)`,
         target: '≥ 2x Probot',
         met:
           f.load_generator_bound === 'yes'
