@@ -21,13 +21,27 @@ export type HeldFields = Pick<InboxEntry, 'id' | 'key' | 'kind' | 'receivedAt'>;
 /** A piece of an entry's JSON: text, or the UTF-8 bytes of text. */
 export type JsonPiece = string | Buffer;
 
+/**
+ * Where an entry's JSON can be read back once it is durable: a range of a file the store keeps open
+ * (a journal segment). Synchronous, because the readers (`json`, `entry`) are.
+ */
+export interface JsonSource {
+  /** The `length` bytes at `offset`. Throws a StateError when they cannot be read. */
+  readAt(offset: number, length: number): Buffer;
+}
+
 export class HeldEntry extends RawJson {
   readonly id: string;
   readonly key: string;
   readonly kind: string;
   readonly receivedAt: number;
-  /** The JSON, whole or in pieces to be read one after the other (see `fromPieces`). */
-  readonly #pieces: string | readonly JsonPiece[];
+  /**
+   * The JSON, whole or in pieces to be read one after the other (see `fromPieces`), while it is held
+   * in memory; undefined once it is durable in `#source` (see `locate`).
+   */
+  #pieces: string | readonly JsonPiece[] | undefined;
+  #source: JsonSource | undefined;
+  #offset = 0;
   /** Its size as stored (UTF-8): what the inbox's byte bound counts. */
   readonly bytes: number;
 
@@ -67,13 +81,48 @@ export class HeldEntry extends RawJson {
     return new HeldEntry(entry, JSON.stringify(entry));
   }
 
-  /** The JSON text (built from the pieces on each call: a compaction or a database insert). */
+  /** The JSON text (built from the pieces, or read back, on each call: a compaction or a database insert). */
   get json(): string {
     const pieces = this.#pieces;
+    if (pieces === undefined) return this.#read().toString('utf8');
     if (typeof pieces === 'string') return pieces;
     let json = '';
     for (const piece of pieces) json += typeof piece === 'string' ? piece : piece.toString('utf8');
     return json;
+  }
+
+  /**
+   * The JSON is durable at `offset` of `source`: memory lets go of it, and reads go to the file from
+   * now on. Holding every accepted body until its delivery is processed made each one outlive two
+   * minor collections, so the bodies went to the old generation by the thousand a second: a full
+   * collection every half second and, at 64 connections, an ack p99 twice the target (issue 15,
+   * docs/benchmarks.md). Read back, an entry costs a read of the page cache.
+   */
+  locate(source: JsonSource, offset: number): void {
+    this.#source = source;
+    this.#offset = offset;
+    this.#pieces = undefined;
+  }
+
+  /** Whether the JSON is read back from `source` (and so needs it open). */
+  isIn(source: JsonSource): boolean {
+    return this.#pieces === undefined && this.#source === source;
+  }
+
+  /** Whether the JSON is held in memory (not read back from a file). */
+  get resident(): boolean {
+    return this.#pieces !== undefined;
+  }
+
+  /** Takes the JSON back into memory, before the file it is read from closes. */
+  materialize(): void {
+    if (this.#pieces !== undefined) return;
+    this.#pieces = [this.#read()];
+    this.#source = undefined;
+  }
+
+  #read(): Buffer {
+    return (this.#source as JsonSource).readAt(this.#offset, this.bytes);
   }
 
   /** The entry, parsed anew on each read (nothing parsed is kept). */

@@ -50,6 +50,9 @@ function storableHeaders(headers: Record<string, string>): Record<string, string
   );
 }
 
+/** What an accept's encoding starts with, before its entry's JSON. */
+export const ACCEPT_PREFIX = '{"op":"accept","entry":';
+
 export abstract class HeldStateStore implements StateStore {
   protected readonly options: ResolvedStateOptions;
   protected model: HeldState;
@@ -66,8 +69,12 @@ export abstract class HeldStateStore implements StateStore {
   abstract compact(): Promise<void>;
   abstract close(options?: CloseOptions): Promise<void>;
   abstract stats(): StateStats;
-  /** Makes an applied mutation durable; `json` is its encoding (in pieces, to be written in order). */
-  protected abstract persist(json: string | readonly JsonPiece[]): Promise<void>;
+  /**
+   * Makes an applied mutation durable; `json` is its encoding (in pieces, to be written in order).
+   * For an accept, `held` is its entry, whose JSON follows `ACCEPT_PREFIX` in `json`: a backend
+   * that can read it back once durable may let memory go of it (HeldEntry.locate).
+   */
+  protected abstract persist(json: string | readonly JsonPiece[], held?: HeldEntry): Promise<void>;
   /** Resolves once every mutation persisted so far is durable. */
   protected abstract settled(): Promise<void>;
 
@@ -102,7 +109,7 @@ export abstract class HeldStateStore implements StateStore {
     this.model.acceptHeld(held, now, expiresAt);
     // The same text as JSON.stringify of the whole mutation, without serialising the body twice,
     // in pieces: the body's text goes into the journal line as it is (journal.ts encodeLine).
-    await this.persist(['{"op":"accept","entry":', ...pieces, `,"expiresAt":${expiresAt}}`]);
+    await this.persist([ACCEPT_PREFIX, ...pieces, `,"expiresAt":${expiresAt}}`], held);
     return { id: entry.id, duplicate: false };
   }
 

@@ -32,10 +32,10 @@ import { refuseFile, StateError } from '../errors.ts';
 import { GroupCommit } from '../group-commit.ts';
 import { HeldEntry, type JsonPiece } from '../held-entry.ts';
 import { acquireLock, type HeldLock } from './lock-file.ts';
-import { encodeLine, JournalWriter, type FsyncCounter, type JournalLine } from './journal.ts';
+import { encodeLine, JournalWriter, mutationOffset, type FsyncCounter, type JournalLine } from './journal.ts';
 import { migrateDocument } from './document-migrations.ts';
 import { inboxEntrySchema } from '../mutations.ts';
-import { HeldStateStore } from '../held-state-store.ts';
+import { ACCEPT_PREFIX, HeldStateStore } from '../held-state-store.ts';
 import { resolveFileStoreOptions, type FileStoreOptions, type ResolvedFileStoreOptions } from '../options.ts';
 import { openSegments, planReplay, SegmentNames, type SealedSegment } from './segments.ts';
 import { HeldState, type DocumentSnapshot } from '../held-state.ts';
@@ -311,10 +311,13 @@ class FileStore extends HeldStateStore {
     };
   }
 
-  protected persist(json: string | readonly JsonPiece[]): Promise<void> {
+  protected persist(json: string | readonly JsonPiece[], held?: HeldEntry): Promise<void> {
     // Numbers are given out in the order mutations were applied, which is the journal's order.
-    this.#seq += 1;
-    return this.#current().commit.submit({ seq: this.#seq, data: encodeLine(this.#seq, json) });
+    const seq = (this.#seq += 1);
+    const line: JournalLine = { seq, data: encodeLine(seq, json) };
+    // Once durable, an accept's entry is read back from the segment (journal.ts).
+    if (held !== undefined) line.held = { entry: held, at: mutationOffset(seq) + ACCEPT_PREFIX.length };
+    return this.#current().commit.submit(line);
   }
 
   protected settled(): Promise<void> {
@@ -398,6 +401,9 @@ class FileStore extends HeldStateStore {
       // the new segment: replay skips them).
       const fold = await session.commit.between(async () => {
         if (next !== undefined) {
+          // The old segment closes below: the entries read back from it come back into memory (the
+          // inbox is bounded, so is this), and the snapshot's document holds them from then on.
+          for (const held of this.model.inbox.values()) if (held.isIn(old)) held.materialize();
           // Not synced: if a power cut loses this rename, the spare, found with records, comes last.
           await rename(next.path, this.#segments.active);
           next.renamed(this.#segments.active);

@@ -11,12 +11,12 @@
  * - a damaged line with anything after it, a line with a valid checksum but an unknown shape, or
  *   records out of sequence, make the journal refused, naming the file and the line.
  */
-import { writevSync } from 'node:fs';
+import { readSync, writevSync } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { StateError, refuseFile, refuseNewer } from '../errors.ts';
 import { replaceFile, STATE_FILE_MODE } from './durable-fs.ts';
-import { HeldEntry, type JsonPiece } from '../held-entry.ts';
+import { HeldEntry, type JsonPiece, type JsonSource } from '../held-entry.ts';
 import { mutationSchema, type Mutation } from '../mutations.ts';
 
 export interface JournalRecord {
@@ -60,7 +60,7 @@ export function encodeRecord(seq: number, json: string): string {
  * then a list of buffers, the body's among them, written with one writev.
  */
 export function encodeLine(seq: number, json: string | readonly JsonPiece[]): Buffer | Buffer[] {
-  const head = `${PREFIX}00000000","s":${seq},"m":`;
+  const head = lineHead(seq);
   if (typeof json === 'string' || json.every((piece) => typeof piece === 'string'))
     return encodeTextLine(head, typeof json === 'string' ? [json] : (json as readonly string[]));
   // Consecutive text pieces become one buffer; byte pieces go in as they are.
@@ -84,6 +84,15 @@ export function encodeLine(seq: number, json: string | readonly JsonPiece[]): Bu
   crc = crc32(tail.subarray(0, tail.length - 1), crc);
   first.write(hex(crc), PREFIX.length, 'latin1');
   return parts;
+}
+
+function lineHead(seq: number): string {
+  return `${PREFIX}00000000","s":${seq},"m":`;
+}
+
+/** Where record `seq`'s mutation starts in its line, in bytes (the head is ASCII). */
+export function mutationOffset(seq: number): number {
+  return lineHead(seq).length;
 }
 
 function encodeTextLine(head: string, pieces: readonly string[]): Buffer {
@@ -210,6 +219,11 @@ function hex(crc: number): string {
 export interface JournalLine {
   seq: number;
   data: Buffer | Buffer[];
+  /**
+   * An accept's held entry, whose JSON starts `at` bytes into the line: once the line is durable,
+   * the entry is read back from the segment instead of held in memory (HeldEntry.locate).
+   */
+  held?: { entry: HeldEntry; at: number };
 }
 
 /** Buffers per writev: Linux's IOV_MAX. */
@@ -225,9 +239,10 @@ export interface FsyncCounter {
 /**
  * A journal segment open for appending. Single writer: only the group commit calls `append`. The
  * file may be renamed while open (a segment is sealed under a new name while appends continue):
- * `path` follows it, for messages.
+ * `path` follows it, for messages. It is also where the held entries of its accepts are read back
+ * from while it is open (`readAt`); the store takes them back into memory before closing it.
  */
-export class JournalWriter {
+export class JournalWriter implements JsonSource {
   #path: string;
   readonly #file: FileHandle;
   readonly #counter: FsyncCounter;
@@ -235,6 +250,7 @@ export class JournalWriter {
   #records: number;
   #firstSeq: number | undefined;
   #lastSeq: number | undefined;
+  #closed = false;
 
   private constructor(
     path: string,
@@ -268,13 +284,13 @@ export class JournalWriter {
       counter.fsyncs += await replaceFile(path, header);
       return new JournalWriter(
         path,
-        await open(path, 'a', STATE_FILE_MODE),
+        await open(path, 'a+', STATE_FILE_MODE),
         counter,
         Buffer.byteLength(header),
         [],
       );
     }
-    const file = await open(path, 'a', STATE_FILE_MODE);
+    const file = await open(path, 'a+', STATE_FILE_MODE);
     const writer = new JournalWriter(path, file, counter, contents.validBytes, contents.records);
     if (contents.totalBytes > contents.validBytes) {
       await file.truncate(contents.validBytes);
@@ -292,7 +308,7 @@ export class JournalWriter {
    */
   static async create(path: string, version: number, counter: FsyncCounter): Promise<JournalWriter> {
     const header = headerLine(version);
-    const file = await open(path, 'w', STATE_FILE_MODE);
+    const file = await open(path, 'w+', STATE_FILE_MODE);
     try {
       await file.writeFile(header);
     } catch (error) {
@@ -339,11 +355,14 @@ export class JournalWriter {
   async append(lines: readonly JournalLine[]): Promise<void> {
     const buffers: Buffer[] = [];
     let bytes = 0;
-    for (const line of lines)
+    const located: { entry: HeldEntry; offset: number }[] = [];
+    for (const line of lines) {
+      if (line.held) located.push({ entry: line.held.entry, offset: this.#bytes + bytes + line.held.at });
       for (const part of lineParts(line.data)) {
         buffers.push(part);
         bytes += part.length;
       }
+    }
     const started = performance.now();
     try {
       writeAll(this.#file.fd, buffers);
@@ -357,6 +376,7 @@ export class JournalWriter {
       );
     }
     this.#counter.fsyncs++;
+    for (const { entry, offset } of located) entry.locate(this, offset);
     this.#counter.onCommit?.({ ms: performance.now() - started, records: lines.length, bytes });
     this.#bytes += bytes;
     this.#records += lines.length;
@@ -364,7 +384,29 @@ export class JournalWriter {
     this.#lastSeq = lines.at(-1)?.seq ?? this.#lastSeq;
   }
 
+  /** `length` bytes at `offset` of the segment (a held entry read back: HeldEntry.locate). */
+  readAt(offset: number, length: number): Buffer {
+    if (this.#closed)
+      throw new StateError('closed', `state journal ${this.#path} is closed: the store is not open`);
+    const buffer = Buffer.allocUnsafeSlow(length);
+    try {
+      for (let at = 0; at < length;) {
+        const read = readSync(this.#file.fd, buffer, at, length - at, offset + at);
+        if (read === 0) throw new Error(`ends before byte ${offset + length}`);
+        at += read;
+      }
+    } catch (cause) {
+      throw new StateError(
+        'io',
+        `state journal ${this.#path}: could not read a held delivery back (${cause instanceof Error ? cause.message : String(cause)})`,
+        { path: this.#path, cause },
+      );
+    }
+    return buffer;
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#file.close();
   }
 }
