@@ -30,7 +30,9 @@ export function summarise(name: string, f: Figures): Summary {
         met:
           f.load_generator_bound === 'yes'
             ? 'not measurable: load-generator bound'
-            : yes(Number(f.ratio) >= 2),
+            : Number(f.ratio) < 2 && Number(f.durable_floor_ratio) < 2
+              ? `**no**: out of reach here (the least durable intake: ${f.durable_floor_ratio}x)`
+              : yes(Number(f.ratio) >= 2),
       };
     case 'rules':
       return {
