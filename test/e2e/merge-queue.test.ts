@@ -244,6 +244,42 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     expect(await botNotes(w, relabelled.id)).toEqual([]);
   });
 
+  it('one pushed by someone else enters again at the end and, once the one before it is merged, is tested in the same run: no hook or tick is left to come for it', async () => {
+    const w = await world((branch) => (branch === 'pushed-first' ? 'pending-forever' : 'normal'));
+    const pushed = await mergeRequest(w, 'pushed-first', { 'p.txt': 'calls: foo\n' });
+    const next = await mergeRequest(w, 'green-second', { 'g.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(pushed.id);
+    await w.processItem(next.id);
+    await w.drive(
+      () => w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha !== undefined,
+      'the first merge request to be tested',
+    );
+    const tested = w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha;
+    await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+      method: 'POST',
+      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'late.txt',
+        branch_name: 'pushed-first',
+        content: 'late\n',
+        commit_message: 'late',
+      }),
+    });
+    // One run: out (and back at the end), the next one merged (green and up to date), and then the
+    // pushed one, now the head, brought up to the master that merge made.
+    const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(report.items.map((item) => [item.itemKey.endsWith(`:${pushed.id}`), item.outcome])).toEqual([
+      [true, 'dropped'],
+      [false, 'merged'],
+      [true, 'updated'],
+    ]);
+    const entry = w.store.queued().find((e) => e.mrId === pushed.id);
+    expect(entry?.pinnedSha).toBeDefined();
+    expect(entry?.pinnedSha).not.toBe(tested);
+    expect(entry?.targetSha).toBe((await w.admin.branches.get(w.project.id, 'master')).commit.id);
+  });
+
   it('the merge is made only while the rule still holds on a fresh read: a label removed unseen takes it out', async () => {
     const w = await world();
     const mr = await mergeRequest(w, 'unseen', { 'u.txt': 'calls: foo\n' });

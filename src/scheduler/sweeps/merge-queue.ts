@@ -133,14 +133,23 @@ export async function runMergeQueue(
   };
   const urls = new Map<number, string>();
 
-  for (const group of groups.values()) {
-    for (const entry of group) {
+  for (const [key, initial] of groups) {
+    // The next merge request starts only when the one before left the queue, in the same run. The
+    // queue is read again after each one that left: one pushed by someone else enters again at the
+    // end during the run, and when the ones before it are merged it is the head, with no hook or
+    // tick left to come for it (the bot's own merge wakes nothing). A dry run changes nothing, so
+    // it walks the queue as it was. At most two steps per entry: a queue changing under the sweep
+    // cannot hold it.
+    const limit = initial.length * 2 + 1;
+    let entry: QueueEntry | undefined = initial[0];
+    for (let steps = 1; entry !== undefined; steps++) {
       if (options.signal?.aborted) {
         report.aborted = true;
         break;
       }
-      const item = await step(entry).catch((error: unknown): QueueItemReport => ({
-        ...base(entry),
+      const current: QueueEntry = entry;
+      const item = await step(current).catch((error: unknown): QueueItemReport => ({
+        ...base(current),
         outcome: 'error',
         detail: messageOf(error),
       }));
@@ -152,8 +161,8 @@ export async function runMergeQueue(
           'merge queue: step failed',
         );
       else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
-      // The next merge request starts only when this one left the queue.
-      if (!['merged', 'dropped', 'removed'].includes(item.outcome)) break;
+      if (!['merged', 'dropped', 'removed'].includes(item.outcome) || steps >= limit) break;
+      entry = dryRun ? initial[steps] : queuesOf(store.queued()).get(key)?.[0];
     }
   }
   return report;
