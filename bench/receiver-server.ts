@@ -8,7 +8,7 @@
  * nothing: the framework most bots are built on) or `durable-floor` (the least any durable intake
  * does: durable-floor.ts). Prints `PORT <n>` once listening.
  */
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import express from 'express';
 import { createHookHandler } from '../src/receiver/hook-handler.ts';
@@ -51,19 +51,13 @@ if (mode === 'probot') {
   await startProbot();
 } else if (mode === 'durable-floor') {
   const server = durableFloorServer(`${dir}/journal`, SECRET);
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  announce(server);
 } else if (mode === 'floor') {
   // The floor: answers 202 without reading the body (node discards it). What node:http alone costs.
   const server = createServer((_req, res) => {
     res.writeHead(202, { 'content-type': 'application/json' }).end('{"message":"accepted"}');
   });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  announce(server);
 } else if (mode === 'noop') {
   // The ceiling: reads the body and answers 202, nothing else. What autocannon and node:http reach
   // on this machine with no work at all; no server that does work can answer faster.
@@ -73,10 +67,7 @@ if (mode === 'probot') {
       res.writeHead(202, { 'content-type': 'application/json' }).end('{"message":"accepted"}'),
     );
   });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  announce(server);
 } else if (mode === 'hookbot' || mode === 'hookbot-pg') {
   const handler = createHookHandler({
     verify: { token: SECRET },
@@ -123,10 +114,7 @@ if (mode === 'probot') {
         );
     });
   });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  announce(server);
 }
 /**
  * Probot needs an app id and a private key to construct, though receiving a webhook never uses them
@@ -153,10 +141,7 @@ async function startProbot(): Promise<void> {
       res.writeHead(404).end();
     });
   });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  announce(server);
 }
 
 process.on('SIGTERM', () => {
@@ -178,3 +163,11 @@ process.on('SIGTERM', () => {
     })
     .finally(() => process.exit(0));
 });
+
+/** Listens on a free port of the loopback and prints `PORT <n>`, which the driver waits for. */
+function announce(server: Server): void {
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`PORT ${typeof address === 'object' && address ? address.port : 0}`);
+  });
+}

@@ -13,7 +13,13 @@ import { findDecision } from '../../src/rules/item/find-decision.ts';
 import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import type { CiMode } from '../helpers/simulated-ci.ts';
-import { makeQueueWorld, masterLine, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+import {
+  commitFile,
+  makeQueueWorld,
+  masterLine,
+  openMergeRequest,
+  type QueueWorld,
+} from '../helpers/queue-world.ts';
 import { knownHostsFile, sshKeyPair } from '../helpers/ssh-keys.ts';
 
 const RULES = `
@@ -67,6 +73,29 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
       if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
     return bodies;
+  }
+
+  /**
+   * Two merge requests queued in order, the first one's head tested (pinned) and waiting: its CI
+   * never reports when `firstStuck`, nor the second's when `secondStuck`.
+   */
+  async function firstUnderTest(
+    [firstBranch, firstFile]: [string, string],
+    [secondBranch, secondFile]: [string, string],
+    stuck: { secondStuck?: boolean; waitingFor?: string } = {},
+  ) {
+    const stuckBranches = stuck.secondStuck ? [firstBranch, secondBranch] : [firstBranch];
+    const w = await world((branch) => (stuckBranches.includes(branch) ? 'pending-forever' : 'normal'));
+    const first = await mergeRequest(w, firstBranch, { [firstFile]: 'calls: foo\n' });
+    const second = await mergeRequest(w, secondBranch, { [secondFile]: 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(first.id);
+    await w.processItem(second.id);
+    await w.drive(
+      () => w.store.queued().find((e) => e.mrId === first.id)?.pinnedSha !== undefined,
+      stuck.waitingFor ?? 'the first merge request to be tested',
+    );
+    return { w, first, second, tested: w.store.queued().find((e) => e.mrId === first.id)?.pinnedSha };
   }
 
   it('merges merge requests that turned green together one at a time, each tested on the current target; the target is never broken', async () => {
@@ -156,15 +185,9 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatch(/edit-two conflicts with master at [0-9a-f]{7} in `shared\.txt`/);
     // A push (the conflict resolved) lets it in again, at the end, and it is merged.
-    await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
-      method: 'PUT',
-      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        file_path: 'shared.txt',
-        branch_name: 'edit-two',
-        content: 'one\nTWO by first\nthree\n',
-        commit_message: 'resolve',
-      }),
+    await commitFile(w, 'edit-two', 'shared.txt', 'one\nTWO by first\nthree\n', {
+      message: 'resolve',
+      update: true,
     });
     await w.ci.idle();
     await w.processItem(second.id);
@@ -175,17 +198,14 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
   });
 
   it('a status that never reports holds the queue only until the timeout; then the next one goes', async () => {
-    const w = await world((branch) => (branch === 'stuck' ? 'pending-forever' : 'normal'));
-    const stuck = await mergeRequest(w, 'stuck', { 's.txt': 'calls: foo\n' });
-    const next = await mergeRequest(w, 'after', { 'n.txt': 'calls: foo\n' });
-    await w.ci.idle();
-    await w.processItem(stuck.id);
-    await w.processItem(next.id);
     // The stuck head is tested and waits.
-    await w.drive(
-      () => w.store.queued().find((e) => e.mrId === stuck.id)?.pinnedSha !== undefined,
-      'the stuck merge request to be tested',
-    );
+    const {
+      w,
+      first: stuck,
+      second: next,
+    } = await firstUnderTest(['stuck', 's.txt'], ['after', 'n.txt'], {
+      waitingFor: 'the stuck merge request to be tested',
+    });
     const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
     expect(report.items).toEqual([
       expect.objectContaining({ outcome: 'waiting', detail: expect.stringContaining('ci/test') }),
@@ -202,30 +222,13 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
 
   it('a push by someone else (then back at the end), or a removed label, takes the merge request out at once without a comment', async () => {
     // Neither reports: each waits at the head (a green head already up to date is merged at once).
-    const w = await world((branch) =>
-      ['pushed', 'relabelled'].includes(branch) ? 'pending-forever' : 'normal',
-    );
-    const pushed = await mergeRequest(w, 'pushed', { 'p.txt': 'calls: foo\n' });
-    const relabelled = await mergeRequest(w, 'relabelled', { 'q.txt': 'calls: foo\n' });
-    await w.ci.idle();
-    await w.processItem(pushed.id);
-    await w.processItem(relabelled.id);
-    await w.drive(
-      () => w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha !== undefined,
-      'the first merge request to be tested',
-    );
+    const {
+      w,
+      first: pushed,
+      second: relabelled,
+    } = await firstUnderTest(['pushed', 'p.txt'], ['relabelled', 'q.txt'], { secondStuck: true });
     // Someone pushes to the tested branch.
-    const url = `${sb.apiUrl}/projects/${w.project.id}/repository/files`;
-    await fetch(url, {
-      method: 'POST',
-      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        file_path: 'late.txt',
-        branch_name: 'pushed',
-        content: 'late\n',
-        commit_message: 'late',
-      }),
-    });
+    await commitFile(w, 'pushed', 'late.txt', 'late\n', { message: 'late' });
     const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
     expect(report.items[0]).toMatchObject({
       outcome: 'dropped',
@@ -245,27 +248,12 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
   });
 
   it('one pushed by someone else enters again at the end and, once the one before it is merged, is tested in the same run: no hook or tick is left to come for it', async () => {
-    const w = await world((branch) => (branch === 'pushed-first' ? 'pending-forever' : 'normal'));
-    const pushed = await mergeRequest(w, 'pushed-first', { 'p.txt': 'calls: foo\n' });
-    const next = await mergeRequest(w, 'green-second', { 'g.txt': 'calls: foo\n' });
-    await w.ci.idle();
-    await w.processItem(pushed.id);
-    await w.processItem(next.id);
-    await w.drive(
-      () => w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha !== undefined,
-      'the first merge request to be tested',
-    );
-    const tested = w.store.queued().find((e) => e.mrId === pushed.id)?.pinnedSha;
-    await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
-      method: 'POST',
-      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        file_path: 'late.txt',
-        branch_name: 'pushed-first',
-        content: 'late\n',
-        commit_message: 'late',
-      }),
-    });
+    const {
+      w,
+      first: pushed,
+      tested,
+    } = await firstUnderTest(['pushed-first', 'p.txt'], ['green-second', 'g.txt']);
+    await commitFile(w, 'pushed-first', 'late.txt', 'late\n', { message: 'late' });
     // One run: out (and back at the end), the next one merged (green and up to date), and then the
     // pushed one, now the head, brought up to the master that merge made.
     const report = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
@@ -285,16 +273,7 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     const mr = await mergeRequest(w, 'unseen', { 'u.txt': 'calls: foo\n' });
     // Master moves first: the queue pushes an update, whose statuses come after its run (a head
     // already up to date and green would be merged in the run that pins it).
-    const moved = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
-      method: 'POST',
-      headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        file_path: 'm.txt',
-        branch_name: 'master',
-        content: 'm\n',
-        commit_message: 'm',
-      }),
-    });
+    const moved = await commitFile(w, 'master', 'm.txt', 'm\n', { message: 'm' });
     expect(moved.ok).toBe(true);
     await w.ci.idle();
     await w.processItem(mr.id);
@@ -335,15 +314,8 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     /** Someone lands a commit on master directly. */
     const moveMaster = async () => {
       moves += 1;
-      const response = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
-        method: 'POST',
-        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          file_path: `direct-${moves}.txt`,
-          branch_name: 'master',
-          content: 'x\n',
-          commit_message: `direct ${moves}`,
-        }),
+      const response = await commitFile(w, 'master', `direct-${moves}.txt`, 'x\n', {
+        message: `direct ${moves}`,
       });
       expect(response.ok).toBe(true);
     };
@@ -378,16 +350,7 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
       const w = await world(undefined, { ...key, knownHostsFile: knownHosts });
       const mr = await mergeRequest(w, 'behind', { 'b.txt': 'calls: foo\n' });
       // master moves after the branch was made: the branch is behind and must be updated before merging.
-      const response = await fetch(`${sb.apiUrl}/projects/${w.project.id}/repository/files`, {
-        method: 'POST',
-        headers: { 'private-token': sb.adminToken, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          file_path: 'moved.txt',
-          branch_name: 'master',
-          content: 'x\n',
-          commit_message: 'moved',
-        }),
-      });
+      const response = await commitFile(w, 'master', 'moved.txt', 'x\n', { message: 'moved' });
       expect(response.ok).toBe(true);
       const movedMaster = (await w.admin.branches.get(w.project.id, 'master')).commit.id;
       await w.ci.idle();

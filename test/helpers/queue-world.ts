@@ -207,6 +207,25 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
   };
 }
 
+/**
+ * A commit of `content` to `file` on `branch` through the files API, as the admin (someone other
+ * than the bot): PUT when `update` (the file is there already), POST otherwise. The answer is the
+ * caller's to check.
+ */
+export function commitFile(
+  w: Pick<QueueWorld, 'sb' | 'project'>,
+  branch: string,
+  file: string,
+  content: string,
+  options: { message: string; update?: boolean },
+): Promise<Response> {
+  return fetch(`${w.sb.apiUrl}/projects/${w.project.id}/repository/files`, {
+    method: options.update ? 'PUT' : 'POST',
+    headers: { 'private-token': w.sb.adminToken, 'content-type': 'application/json' },
+    body: JSON.stringify({ file_path: file, branch_name: branch, content, commit_message: options.message }),
+  });
+}
+
 /** A merge request from a new branch off master with `files` committed on it (through the files API). */
 export async function openMergeRequest(
   w: QueueWorld,
@@ -216,16 +235,9 @@ export async function openMergeRequest(
 ) {
   await w.admin.branches.create(w.project.id, { branch_name: branch, ref: 'master' });
   for (const [file, content] of Object.entries(files)) {
-    const exists = Object.hasOwn(INITIAL_FILES, file);
-    const response = await fetch(`${w.sb.apiUrl}/projects/${w.project.id}/repository/files`, {
-      method: exists ? 'PUT' : 'POST',
-      headers: { 'private-token': w.sb.adminToken, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        file_path: file,
-        branch_name: branch,
-        content,
-        commit_message: `${branch}: ${file}`,
-      }),
+    const response = await commitFile(w, branch, file, content, {
+      message: `${branch}: ${file}`,
+      update: Object.hasOwn(INITIAL_FILES, file),
     });
     if (!response.ok) throw new Error(`could not commit ${file} on ${branch}: ${response.status}`);
   }
