@@ -178,6 +178,7 @@ class FileStore extends HeldStateStore {
     const segments = await this.#segments.read(SCHEMA_VERSION);
     const plan = planReplay(segments, { path, seq: document.seq, missing: raw === null });
     const filed: DedupEntry[] = [];
+    const openedAt = this.options.now();
     for (const ref of document.dedupFiles) {
       if (!this.#dedupFolder.owns(ref.file))
         throw refuseFile(
@@ -186,6 +187,9 @@ class FileStore extends HeldStateStore {
           `names ${JSON.stringify(ref.file)} as a de-dup file, which is not a name this store gives`,
           `Restore it from its backup ${backupPath} or move it away to start empty.`,
         );
+      // Every key of it expired: nothing to read (the pruning below would drop them all), and it may
+      // be gone already: a compaction deletes such a file even while the backup still names it.
+      if (expired(ref, openedAt)) continue;
       const read = await readDedupFile(this.#dedupFolder.path(ref.file), ref, path);
       if (read.emptied)
         log?.warn(
@@ -196,14 +200,16 @@ class FileStore extends HeldStateStore {
     }
     const model = HeldState.fromDocument(document, this.options, filed, this.#heldInbox());
     for (const record of plan.records) model.apply(record.mutation, record.held);
-    model.pruneExpired(this.options.now());
+    model.pruneExpired(openedAt);
 
     // From here on the files change: drop what an interrupted replacement left (temp files, de-dup
     // files no document names), settle the segments, cut a torn tail, then compact if the files
     // are not current.
     await Promise.all([path, journalPath, backupPath].map((file) => removeStaleTemp(file)));
-    this.#backupDedupFiles = await this.#dedupFolder.backupRefs();
-    await this.#dedupFolder.removeUnnamed([...document.dedupFiles, ...this.#backupDedupFiles]);
+    this.#backupDedupFiles = (await this.#dedupFolder.backupRefs()).filter((ref) => !expired(ref, openedAt));
+    await this.#dedupFolder.removeUnnamed(
+      [...document.dedupFiles, ...this.#backupDedupFiles].filter((ref) => !expired(ref, openedAt)),
+    );
     this.#fsyncs = { fsyncs: 0, onCommit: this.#files.onCommit };
     const { journal, sealed } = await openSegments(this.#segments, segments, SCHEMA_VERSION, this.#fsyncs);
     this.#sealed = sealed;
@@ -288,7 +294,12 @@ class FileStore extends HeldStateStore {
       await session.commit.barrier();
       await this.#folding;
       const compact = options.compact ?? true;
-      if (compact && (session.journal.records > 0 || this.#sealed.length > 0)) await this.#queueFold();
+      // Nothing new since the last compaction still folds when the document names de-dup files
+      // whose keys all expired since: the files a stopped bot leaves are then only what counts.
+      const now = this.options.now();
+      const stale = this.#dedupFiles.some((ref) => expired(ref, now));
+      if (compact && (session.journal.records > 0 || this.#sealed.length > 0 || stale))
+        await this.#queueFold();
     } finally {
       this.#session = undefined;
       await session.journal.close();
@@ -471,11 +482,13 @@ class FileStore extends HeldStateStore {
     await this.#step('document-written');
 
     // The new document holds everything the sealed segments hold: they can go. So can the de-dup
-    // files neither it nor its backup names. A deletion a crash undoes is harmless: replay skips
-    // records the document holds, and open removes de-dup files nothing names.
-    const previous = this.#dedupFiles;
+    // files neither it nor its backup names, and those whose keys all expired: the backup, restored,
+    // would drop their keys at once (open skips such a file, present or not). A deletion a crash
+    // undoes is harmless: replay skips records the document holds, and open removes de-dup files
+    // nothing names.
+    const previous = this.#dedupFiles.filter((file) => !expired(file, fold.now));
     const named = new Set([...files, ...previous].map((file) => file.file));
-    const unnamed = [...this.#backupDedupFiles, ...previous].filter((file) => !named.has(file.file));
+    const unnamed = [...this.#backupDedupFiles, ...this.#dedupFiles].filter((file) => !named.has(file.file));
     this.#dedupFiles = files;
     this.#backupDedupFiles = previous;
     const folded = this.#sealed.filter((segment) => segment.lastSeq <= fold.seq);
@@ -499,4 +512,9 @@ async function exists(path: string): Promise<boolean> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw error;
   }
+}
+
+/** Whether every key of a de-dup file has expired by `now` (it counts for nothing any more). */
+function expired(ref: DedupFileRef, now: number): boolean {
+  return ref.newest <= now;
 }
