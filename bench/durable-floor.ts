@@ -6,14 +6,33 @@
  * flight go together in the next one (group commit, one writev each). Nothing else: no bounds, no
  * expiry of keys, no compaction, no state beyond the keys, no way to read anything back. A real store
  * needs all of those, so no real one gets below this server's CPU per delivery on the same machine.
+ *
+ * The journal goes in segments of `segmentBytes` (8 MiB by default, hookbot's compaction threshold),
+ * and a full one is deleted once the next write starts a new one: a real store folds a segment into
+ * its document and then deletes it, and deleting alone costs less. Appending to one file that never
+ * stops growing is no floor: measured on this kind of machine (ext4), it cost about 10 µs more per
+ * delivery (48 against 38), in the kernel's write path (docs/benchmarks.md).
  */
-import { fdatasync, openSync, writevSync } from 'node:fs';
+import { close, fdatasync, openSync, unlink, writevSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { hash, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
-export function durableFloorServer(journalPath: string, token: string): Server {
-  const fd = openSync(journalPath, 'a', 0o600);
+export const DEFAULT_SEGMENT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The first segment is `journalPath`, the next ones `journalPath.1`, `.2`, ...; only the one written
+ * to now stays on disk.
+ */
+export function durableFloorServer(
+  journalPath: string,
+  token: string,
+  segmentBytes = DEFAULT_SEGMENT_BYTES,
+): Server {
+  let segment = 0;
+  let segmentPath = journalPath;
+  let fd = openSync(segmentPath, 'a', 0o600);
+  let written = 0;
   const expected = hash('sha256', token, 'buffer');
   const keys = new Set<string>();
   let seq = 0;
@@ -27,7 +46,15 @@ export function durableFloorServer(journalPath: string, token: string): Server {
     if (syncing || pending.length === 0) return;
     syncing = true;
     const done = waiting;
-    writevSync(fd, pending);
+    // Between two syncs: every line of the full segment is durable, so it can go (in the background).
+    if (written >= segmentBytes) {
+      const [full, fullPath] = [fd, segmentPath];
+      segmentPath = `${journalPath}.${++segment}`;
+      fd = openSync(segmentPath, 'a', 0o600);
+      written = 0;
+      close(full, () => unlink(fullPath, () => undefined));
+    }
+    written += writevSync(fd, pending);
     pending = [];
     waiting = [];
     fdatasync(fd, (error) => {

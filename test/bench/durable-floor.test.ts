@@ -3,7 +3,7 @@
  * (token, parse, key, one checksummed line per delivery on disk before the 202), or the floor it
  * sets under hookbot would be lower than any real durable intake's.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -52,5 +52,33 @@ describe('durable floor server', () => {
     const again = await post(body);
     expect(await again.json()).toEqual({ message: 'duplicate' });
     expect(readFileSync(path.join(dir, 'journal'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+  });
+
+  it('starts a new segment once one is full and deletes the full one, every line answered on disk', async () => {
+    const small = durableFloorServer(path.join(dir, 'small'), 'secret', 200);
+    await new Promise<void>((resolve) => small.listen(0, '127.0.0.1', resolve));
+    const at = `http://127.0.0.1:${(small.address() as AddressInfo).port}/hooks`;
+    try {
+      const body = (n: number) => JSON.stringify({ object_kind: 'push', n, pad: 'x'.repeat(100) });
+      for (let n = 1; n <= 6; n++) {
+        const answer = await fetch(at, {
+          method: 'POST',
+          headers: { 'x-gitlab-token': 'secret' },
+          body: body(n),
+        });
+        expect(answer.status).toBe(202);
+        // The line just answered is in the segment written to now.
+        const segments = readdirSync(dir).filter((name) => name.startsWith('small'));
+        const current = segments.sort((a, b) => a.length - b.length || a.localeCompare(b)).at(-1) ?? '';
+        const lines = readFileSync(path.join(dir, current), 'utf8').split('\n').filter(Boolean);
+        expect(JSON.parse(lines.at(-1) ?? '')).toMatchObject({ s: n, b: { n } });
+      }
+      // Two lines fill a segment: six deliveries made three, and the full ones are deleted.
+      await expect
+        .poll(() => readdirSync(dir).filter((name) => name.startsWith('small')))
+        .toEqual(['small.2']);
+    } finally {
+      await new Promise<void>((resolve) => small.close(() => resolve()));
+    }
   });
 });
