@@ -19,12 +19,19 @@ export function tempPathOf(path: string): string {
   return join(dirname(path), `.${basename(path)}.tmp`);
 }
 
-/** Replaces `path` with `data` atomically and durably; returns the fsync calls made. */
-export async function replaceFile(path: string, data: string | Uint8Array): Promise<number> {
+/**
+ * Replaces `path` with `data` atomically and durably; returns the fsync calls made. `data` may come
+ * in chunks (an async iterable), written as they come: a large file never sits in memory whole.
+ */
+export async function replaceFile(
+  path: string,
+  data: string | Uint8Array | AsyncIterable<Uint8Array>,
+): Promise<number> {
   const temp = tempPathOf(path);
   const file = await open(temp, 'w', STATE_FILE_MODE);
   try {
-    await file.writeFile(data);
+    if (typeof data === 'string' || data instanceof Uint8Array) await file.writeFile(data);
+    else for await (const chunk of data) await file.write(chunk);
     await file.sync();
   } finally {
     await file.close();

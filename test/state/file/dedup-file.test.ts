@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { keptDedupFiles, readDedupFile, writeDedupFile } from '../../../src/state/file/dedup-file.ts';
 import type { DedupFileRef } from '../../../src/state/file/document.ts';
@@ -27,6 +28,29 @@ describe('de-dup files', () => {
     });
     expect(fsyncs).toBeGreaterThanOrEqual(1);
     expect(await readDedupFile(path, ref, 'hookbot.json')).toEqual({ entries, emptied: false });
+  });
+
+  it('writes a file of many chunks as the JSON of all its keys, checksummed as a whole', async () => {
+    for (const count of [0, 1, 500, 1_234]) {
+      const many = Array.from({ length: count }, (_, n) => ({
+        key: `key-${n}-é`,
+        id: `id-${n}`,
+        expiresAt: 5_000 + (n % 7),
+      }));
+      const path = join(dir.path, `hookbot.dedup.${count}`);
+      const { ref } = await writeDedupFile(path, `hookbot.dedup.${count}`, many);
+      const data = await readFile(path);
+      const keys = many.map(({ key, id, expiresAt }) => [key, id, expiresAt]);
+      expect(data.toString('utf8')).toBe(`${JSON.stringify({ dedup: 'hookbot-dedup', version: 1, keys })}\n`);
+      expect(ref).toEqual({
+        file: `hookbot.dedup.${count}`,
+        keys: count,
+        bytes: data.length,
+        newest: count === 0 ? 0 : 5_000 + Math.min(count - 1, 6),
+        crc: crc32(data).toString(16).padStart(8, '0'),
+      });
+      expect((await readDedupFile(path, ref, 'hookbot.json')).entries).toEqual(many);
+    }
   });
 
   it('reads an emptied file (the operator gave its keys up) as no keys', async () => {
