@@ -409,15 +409,14 @@ class FileStore extends HeldStateStore {
       const next = spare;
       // Between two batches, no append is in flight: switch segments and take the snapshot there, so
       // the document holds every record of the sealed segment (and the queued ones, which go on to
-      // the new segment: replay skips them).
+      // the new segment: replay skips them). Nothing here waits for the disk: the appends behind
+      // it wait for this step, and a rename, queued behind the compaction's own fsyncs in the file
+      // system's journal, took milliseconds (the acks' p99 showed it: docs/benchmarks.md).
       const fold = await session.commit.between(async () => {
         if (next !== undefined) {
           // The old segment closes below: the entries read back from it come back into memory (the
           // inbox is bounded, so is this), and the snapshot's document holds them from then on.
           for (const held of this.model.inbox.values()) if (held.isIn(old)) held.materialize();
-          // Not synced: if a power cut loses this rename, the spare, found with records, comes last.
-          await rename(next.path, this.#segments.active);
-          next.renamed(this.#segments.active);
           session.journal = next;
           this.#sealed.push({
             path: old.path,
@@ -429,7 +428,13 @@ class FileStore extends HeldStateStore {
         return this.#snapshot();
       });
       spare = undefined;
-      if (next !== undefined) await old.close();
+      if (next !== undefined) {
+        // Appends go on into the spare meanwhile, by its descriptor. Not synced: if a power cut
+        // loses this rename, or comes before it, the spare, found with records, is replayed last.
+        await rename(next.path, this.#segments.active);
+        next.renamed(this.#segments.active);
+        await old.close();
+      }
       await this.#step('switched');
       await this.#write(fold);
     } catch (cause) {
