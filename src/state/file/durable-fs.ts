@@ -31,7 +31,10 @@ export async function replaceFile(
   const file = await open(temp, 'w', STATE_FILE_MODE);
   try {
     if (typeof data === 'string' || data instanceof Uint8Array) await file.writeFile(data);
-    else for await (const chunk of data) await file.write(chunk);
+    else
+      for await (const chunk of data)
+        // A write may take less than it was given (a full disk): the rest goes on, or fails.
+        for (let at = 0; at < chunk.length;) at += (await file.write(chunk, at)).bytesWritten;
     await file.sync();
   } finally {
     await file.close();

@@ -206,10 +206,9 @@ class FileStore extends HeldStateStore {
     // files no document names), settle the segments, cut a torn tail, then compact if the files
     // are not current.
     await Promise.all([path, journalPath, backupPath].map((file) => removeStaleTemp(file)));
-    this.#backupDedupFiles = (await this.#dedupFolder.backupRefs()).filter((ref) => !expired(ref, openedAt));
-    await this.#dedupFolder.removeUnnamed(
-      [...document.dedupFiles, ...this.#backupDedupFiles].filter((ref) => !expired(ref, openedAt)),
-    );
+    const live = (ref: DedupFileRef) => !expired(ref, openedAt);
+    this.#backupDedupFiles = (await this.#dedupFolder.backupRefs()).filter(live);
+    await this.#dedupFolder.removeUnnamed([...document.dedupFiles.filter(live), ...this.#backupDedupFiles]);
     this.#fsyncs = { fsyncs: 0, onCommit: this.#files.onCommit };
     const { journal, sealed } = await openSegments(this.#segments, segments, SCHEMA_VERSION, this.#fsyncs);
     this.#sealed = sealed;
@@ -431,9 +430,12 @@ class FileStore extends HeldStateStore {
       if (next !== undefined) {
         // Appends go on into the spare meanwhile, by its descriptor. Not synced: if a power cut
         // loses this rename, or comes before it, the spare, found with records, is replayed last.
-        await rename(next.path, this.#segments.active);
-        next.renamed(this.#segments.active);
-        await old.close();
+        try {
+          await rename(next.path, this.#segments.active);
+          next.renamed(this.#segments.active);
+        } finally {
+          await old.close();
+        }
       }
       await this.#step('switched');
       await this.#write(fold);
