@@ -74,9 +74,29 @@ export function createOpsApp(options: OpsAppOptions): Express {
   app.use((_req, res) => {
     res.status(404).json({ message: 'not found' });
   });
+  // The caller's mistakes are 400s, not 500s. Express decodes route parameters before the route
+  // runs and throws a URIError for a malformed percent-encoding (`/explain/%E0%A4%A/issue/1`);
+  // errors express and its parsers mark as the client's (an http-errors `status` 4xx with `expose`)
+  // keep their status. Anything else is ours: 500, with nothing of the error in the answer.
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    res.set('cache-control', 'no-store').set('x-content-type-options', 'nosniff');
+    if (error instanceof URIError)
+      return void res.status(400).json({
+        message:
+          "the path is not valid percent-encoding: each '%' must be followed by two hex digits and the bytes must be UTF-8 (write '/' in a project path as %2F, '%' as %25)",
+      });
+    const status = clientErrorStatus(error);
+    if (status !== undefined)
+      return void res.status(status).json({ message: (error as { message: string }).message });
     res.status(500).json({ message: 'internal error' });
-    void error;
   });
   return app;
+}
+
+/** The 4xx status of an error express or a body parser made for the client to see (http-errors). */
+function clientErrorStatus(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { status, expose, message } = error as { status?: unknown; expose?: unknown; message?: unknown };
+  if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
+  return expose === true && typeof message === 'string' ? status : undefined;
 }
