@@ -320,13 +320,61 @@ export async function startRuntime(
     rules,
     sweeps,
     close() {
-      closing ??= (async () => {
-        rules.close();
-        await scheduler.stop();
-        await bot.close();
-        await store.close();
-      })();
+      closing ??= stopWithin(config.server.shutdown_timeout_ms, { rules, scheduler, bot, store, log });
       return closing;
     },
   };
+}
+
+/**
+ * A stop with a bound (`server.shutdown_timeout_ms`): take no more work (hooks, sweep ticks, rule
+ * reloads), wait for what runs (item runs, sweeps, state writes), then close the store. Past the
+ * bound nothing is waited for any more: open connections are cut, the store is closed at once
+ * (PostgreSQL: its sockets destroyed) and one line says what was abandoned. Abandoning loses
+ * nothing: a delivery is removed from the inbox only once processed, so what was not stays for the
+ * next start (or, with replicas, for the replica that takes it over), and a half-done item run is
+ * done again from the item's state (level-triggered, action ids in the outbox).
+ */
+async function stopWithin(
+  boundMs: number,
+  parts: {
+    rules: RulesHolder;
+    scheduler: ReturnType<typeof createScheduler>;
+    bot: Bot;
+    store: StateStore;
+    log: HookbotLogger;
+  },
+): Promise<void> {
+  const { rules, scheduler, bot, store, log } = parts;
+  const started = performance.now();
+  const left = () => Math.max(0, boundMs - (performance.now() - started));
+  rules.close();
+  const stopped = Promise.all([scheduler.stop(), bot.close()]).then(
+    () => undefined,
+    (error: unknown) => log.error({ err: error }, 'stop: stopping the sweeps or the receiver failed'),
+  );
+  const finished = await settlesWithin(stopped, left());
+  if (!finished) {
+    bot.server.closeAllConnections();
+    log.warn(
+      {
+        boundMs,
+        sweepsRunning: scheduler.running(),
+        deliveriesUnprocessed: store.stats().inbox,
+      },
+      'stop: running work did not finish within server.shutdown_timeout_ms and is abandoned; deliveries not processed stay in the inbox for the next start',
+    );
+  }
+  await store.close({ timeoutMs: left() });
+}
+
+/** True when `work` settled within `ms`. */
+async function settlesWithin(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -30,6 +30,12 @@ export function createStoreFromConfig(state: Config['state'], extras: StoreExtra
       url: state.database_url,
       schema: state.database_schema,
       leaseMs: state.lease_ms,
+      connectTimeoutMs: state.database_connect_timeout_ms,
+      statementTimeoutMs: state.database_statement_timeout_ms,
+      queryTimeoutMs: state.database_query_timeout_ms,
+      idleInTransactionTimeoutMs: state.database_idle_in_transaction_timeout_ms,
+      keepAliveMs: state.database_keepalive_ms,
+      acceptTimeoutMs: state.database_accept_timeout_ms,
       ...(state.replica_id ? { replicaId: state.replica_id } : {}),
       ...(extras.takeDeliveries === undefined ? {} : { takeDeliveries: extras.takeDeliveries }),
     });

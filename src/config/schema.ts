@@ -220,6 +220,11 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       allowed_hosts: textList(nonEmptyText()).describe(
         'Host names the status page, /metrics and /explain answer to, besides localhost and IP addresses (DNS rebinding protection). .example.com allows its subdomains too.',
       ),
+      shutdown_timeout_ms: integer(0)
+        .default(8_000)
+        .describe(
+          "On SIGTERM or SIGINT: how long to wait for running item runs, sweeps and state writes before they are abandoned (deliveries not processed stay in the inbox for the next start) and the process exits. Below Docker's 10 s stop timeout and Kubernetes' 30 s grace period.",
+        ),
     }).describe(
       'The HTTP server that receives hook deliveries and serves /healthz, /readyz, /status, /metrics and /explain.',
     ),
@@ -318,6 +323,36 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .default(30_000)
         .describe(
           'PostgreSQL only: how long a replica that stopped renewing keeps its deliveries, item runs and sweeps before another replica takes them over.',
+        ),
+      database_connect_timeout_ms: integer(1)
+        .default(5_000)
+        .describe(
+          'PostgreSQL only: how long opening a connection (or waiting for a free one of the pool) may take before the write fails.',
+        ),
+      database_statement_timeout_ms: integer(1)
+        .default(10_000)
+        .describe(
+          "PostgreSQL only: the server's statement_timeout for hookbot's connections: a statement running longer is cancelled by the server.",
+        ),
+      database_query_timeout_ms: integer(1)
+        .default(15_000)
+        .describe(
+          'PostgreSQL only: how long hookbot waits for the answer to one statement before it gives up and destroys the connection (a connection that died silently: a firewall or a partition dropping its packets). Keep it above database_statement_timeout_ms and below lease_ms.',
+        ),
+      database_idle_in_transaction_timeout_ms: integer(1)
+        .default(15_000)
+        .describe(
+          "PostgreSQL only: the server's idle_in_transaction_session_timeout: a transaction whose client went silent is ended and its locks freed.",
+        ),
+      database_keepalive_ms: integer(1)
+        .default(10_000)
+        .describe(
+          'PostgreSQL only: TCP keepalive on every connection, first probe after this long idle (finds dead idle connections, keeps firewalls from forgetting them).',
+        ),
+      database_accept_timeout_ms: integer(1)
+        .default(5_000)
+        .describe(
+          'PostgreSQL only: how long a delivery may wait for its commit before it is answered 503 (the server waits 10 s, then retries). Also the readiness bound: a replica with a statement waiting longer is not ready.',
         ),
     }).describe('The state store: a file (one instance), or PostgreSQL (several replicas).'),
 

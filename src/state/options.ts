@@ -176,6 +176,38 @@ export interface PostgresStoreOptions extends StateOptions {
   refreshMs?: number;
   /** How long to wait for a connection before a write fails (and the receiver answers 503). Default 5 s. */
   connectTimeoutMs?: number;
+  /**
+   * The server's own bound on one statement (PostgreSQL's `statement_timeout`): past it the server
+   * cancels the statement and the write fails with `unavailable`. Default 10 s; hookbot's statements
+   * take milliseconds.
+   */
+  statementTimeoutMs?: number;
+  /**
+   * This replica's bound on one round trip (node-postgres's `query_timeout`): past it the query fails
+   * and its connection is destroyed. It is what ends a query on a connection that died silently (a
+   * firewall or a partition dropping packets: nothing ever answers, not even an error). Longer than
+   * `statementTimeoutMs`, so that a server that is only slow says so itself first. Default 15 s.
+   */
+  queryTimeoutMs?: number;
+  /**
+   * PostgreSQL's `idle_in_transaction_session_timeout`: a session that opened a transaction and
+   * then went silent (the schema migration's, whose replica vanished) is ended by the server and its
+   * locks freed. Default 15 s.
+   */
+  idleInTransactionTimeoutMs?: number;
+  /**
+   * TCP keepalive on every connection, first probe after this long idle: an idle connection that
+   * died silently is found by the kernel rather than by the next query, and a firewall or NAT that
+   * forgets idle flows sees traffic. Default 10 s.
+   */
+  keepAliveMs?: number;
+  /**
+   * How long an accept may wait for its commit (its batch, a connection, the statement) before it
+   * fails with `unavailable` and the receiver answers 503: a real server waits 10 s for the answer and
+   * retries later. Also the readiness bound: a replica whose statement has waited longer than this is
+   * not ready (`ping`). Default 5 s.
+   */
+  acceptTimeoutMs?: number;
   /** Most mutations in one batch (one multi-row statement). Default 1,000. */
   maxBatch?: number;
   /**
@@ -194,6 +226,11 @@ export const POSTGRES_STORE_DEFAULTS = {
   leaseMs: 30_000,
   refreshMs: 2_000,
   connectTimeoutMs: 5_000,
+  statementTimeoutMs: 10_000,
+  queryTimeoutMs: 15_000,
+  idleInTransactionTimeoutMs: 15_000,
+  keepAliveMs: 10_000,
+  acceptTimeoutMs: 5_000,
   maxBatch: 1_000,
   takeDeliveries: true,
 } as const;
@@ -212,10 +249,27 @@ export function resolvePostgresStoreOptions(options: PostgresStoreOptions): Reso
     leaseMs: options.leaseMs ?? POSTGRES_STORE_DEFAULTS.leaseMs,
     refreshMs: options.refreshMs ?? POSTGRES_STORE_DEFAULTS.refreshMs,
     connectTimeoutMs: options.connectTimeoutMs ?? POSTGRES_STORE_DEFAULTS.connectTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs ?? POSTGRES_STORE_DEFAULTS.statementTimeoutMs,
+    queryTimeoutMs: options.queryTimeoutMs ?? POSTGRES_STORE_DEFAULTS.queryTimeoutMs,
+    idleInTransactionTimeoutMs:
+      options.idleInTransactionTimeoutMs ?? POSTGRES_STORE_DEFAULTS.idleInTransactionTimeoutMs,
+    keepAliveMs: options.keepAliveMs ?? POSTGRES_STORE_DEFAULTS.keepAliveMs,
+    acceptTimeoutMs: options.acceptTimeoutMs ?? POSTGRES_STORE_DEFAULTS.acceptTimeoutMs,
     maxBatch: options.maxBatch ?? POSTGRES_STORE_DEFAULTS.maxBatch,
     takeDeliveries: options.takeDeliveries ?? POSTGRES_STORE_DEFAULTS.takeDeliveries,
   };
-  for (const key of ['poolSize', 'leaseMs', 'refreshMs', 'connectTimeoutMs', 'maxBatch'] as const)
+  for (const key of [
+    'poolSize',
+    'leaseMs',
+    'refreshMs',
+    'connectTimeoutMs',
+    'statementTimeoutMs',
+    'queryTimeoutMs',
+    'idleInTransactionTimeoutMs',
+    'keepAliveMs',
+    'acceptTimeoutMs',
+    'maxBatch',
+  ] as const)
     requirePositiveInteger(key, resolved[key]);
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(resolved.schema))
     throw new RangeError(

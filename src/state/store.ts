@@ -184,6 +184,13 @@ export interface StateStats {
 export interface CloseOptions {
   /** Fold the journal into the document before closing, so the next start replays nothing. Default true. */
   compact?: boolean;
+  /**
+   * Wait at most this long for the writes in flight and the hand-back of what the replica held
+   * (PostgreSQL: past it the connections are destroyed and the writes abandoned; accepted deliveries
+   * stay in the database). The file store writes to a local disk and always finishes. Default: no
+   * bound beyond the store's own timeouts.
+   */
+  timeoutMs?: number;
 }
 
 /** A replica of the fleet as the status page shows it. */
@@ -220,7 +227,11 @@ export interface Fleet {
   refresh(): Promise<void>;
   /** Called after a refresh took deliveries over (the pipeline resumes them). */
   onAdopted(listener: () => void): void;
-  /** Resolves when the database answers (readiness). */
+  /**
+   * Resolves when the database answers a round trip and none of this replica's statements has waited
+   * past its bound (readiness): a replica whose accepts are stuck on a dead connection is not ready
+   * even when a fresh connection would answer.
+   */
   ping(): Promise<void>;
   /** Every replica seen, with what it holds now. */
   replicas(): Promise<ReplicaView[]>;

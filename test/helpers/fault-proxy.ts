@@ -10,9 +10,12 @@
  * What misbehaves is said two ways, checked in this order: rules (`fail({ method, path, mode })`,
  * each for a number of matching requests), and a `decide` function the test may replace at any time
  * (an outage that starts and ends).
+ *
+ * `startTcpFaultProxy` below is its sibling for a protocol that is not HTTP (PostgreSQL's): plain TCP,
+ * with a black hole instead of fault modes.
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 
 export type FaultMode =
   /** Answer 503 without forwarding: the call never reaches the server. */
@@ -218,4 +221,116 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     },
   };
   return proxy;
+}
+
+/**
+ * A TCP proxy in front of a server that does not speak HTTP (PostgreSQL). `blackHole()` stops
+ * forwarding in both directions without closing or resetting a socket: what a firewall or a network
+ * partition that drops packets looks like from both ends (no error, no reset, no answer, ever).
+ * Bytes sent meanwhile wait in the proxy and go on once healed, as TCP's retransmissions would
+ * deliver them once the path is back, unless an end gave up on its connection first.
+ */
+export interface TcpFaultProxy {
+  /** 127.0.0.1 */
+  host: string;
+  port: number;
+  /** `url` (e.g. `postgres://user@127.0.0.1:5432/db`) with its host and port replaced by the proxy's. */
+  through(url: string): string;
+  /**
+   * From now on nothing goes through. `newConnections`: `hold` (a partition: a connection opened
+   * meanwhile is accepted and hears nothing either) or `pass` (only the connections open now die
+   * silently: a NAT or a stateful firewall that forgot them; new ones work).
+   */
+  blackHole(options?: { newConnections?: 'hold' | 'pass' }): void;
+  /** Everything held goes on, in order, and new bytes pass again. */
+  heal(): void;
+  /** Connections open now (client side). */
+  connections(): number;
+  /** Connections opened through the proxy since it started. */
+  opened(): number;
+  close(): Promise<void>;
+}
+
+interface Pipe {
+  client: Socket;
+  upstream: Socket;
+  held: boolean;
+  toUpstream: Buffer[];
+  toClient: Buffer[];
+  /** One end closed while held: the other is closed at the heal. */
+  closing?: boolean;
+  end?: () => void;
+}
+
+export async function startTcpFaultProxy(target: { host: string; port: number }): Promise<TcpFaultProxy> {
+  const pipes = new Set<Pipe>();
+  let holdNew = false;
+  let opened = 0;
+
+  const flush = (pipe: Pipe) => {
+    for (const chunk of pipe.toUpstream.splice(0)) pipe.upstream.write(chunk);
+    for (const chunk of pipe.toClient.splice(0)) pipe.client.write(chunk);
+  };
+
+  const server = createTcpServer((client) => {
+    opened++;
+    const upstream = connect(target.port, target.host);
+    const pipe: Pipe = { client, upstream, held: holdNew, toUpstream: [], toClient: [] };
+    pipes.add(pipe);
+    client.on('data', (chunk: Buffer) => {
+      if (pipe.held) pipe.toUpstream.push(chunk);
+      else upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (pipe.held) pipe.toClient.push(chunk);
+      else client.write(chunk);
+    });
+    // An end that gives up (or a real reset upstream) closes the other side; while held, not before
+    // the path is back (its FIN or RST is dropped too).
+    const end = () => {
+      if (pipe.held) return void (pipe.closing = true);
+      pipes.delete(pipe);
+      client.destroy();
+      upstream.destroy();
+    };
+    pipe.end = end;
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', () => undefined);
+    upstream.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    host: '127.0.0.1',
+    port,
+    through(url) {
+      const parsed = new URL(url);
+      parsed.hostname = '127.0.0.1';
+      parsed.port = String(port);
+      return parsed.toString();
+    },
+    blackHole(options = {}) {
+      holdNew = (options.newConnections ?? 'hold') === 'hold';
+      for (const pipe of pipes) pipe.held = true;
+    },
+    heal() {
+      holdNew = false;
+      for (const pipe of [...pipes]) {
+        pipe.held = false;
+        if (pipe.closing) pipe.end?.();
+        else flush(pipe);
+      }
+    },
+    connections: () => [...pipes].filter((pipe) => !pipe.closing).length,
+    opened: () => opened,
+    close() {
+      for (const pipe of pipes) {
+        pipe.client.destroy();
+        pipe.upstream.destroy();
+      }
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
 }

@@ -4,12 +4,26 @@
  * the next one gathers. Unlike the file store's GroupCommit, a failed batch fails its own items
  * only: the database being away is a passing condition (the receiver answers 503 meanwhile), and
  * the next batch tries again on a fresh connection.
+ *
+ * An item may carry a deadline: past it the caller is told it failed, whatever the database does
+ * later. An item still waiting for its batch is dropped (never written); one whose batch is on the
+ * wire stays there, and its outcome, when it comes, goes to nobody (the caller already answered).
  */
+
+/** When the caller stops waiting, and what it is told then. */
+export interface Deadline {
+  ms: number;
+  error: () => unknown;
+}
 
 interface Waiter<T, R> {
   item: T;
   resolve: (result: R) => void;
   reject: (error: unknown) => void;
+  /** Settles once the item is written or failed, or dropped by its deadline before it was sent. */
+  written: Promise<void>;
+  done: () => void;
+  timer?: NodeJS.Timeout;
 }
 
 export class BatchWriter<T, R> {
@@ -17,9 +31,10 @@ export class BatchWriter<T, R> {
   readonly #maxBatch: number;
   readonly #maxInFlight: number;
   #queue: Waiter<T, R>[] = [];
+  /** Waiting or being written: what `idle` waits for. */
+  readonly #unwritten = new Set<Waiter<T, R>>();
   #inFlight = 0;
   #scheduled = false;
-  #last: Promise<void> = Promise.resolve();
   batches = 0;
 
   /**
@@ -32,21 +47,40 @@ export class BatchWriter<T, R> {
     this.#maxInFlight = maxInFlight;
   }
 
-  submit(item: T): Promise<R> {
-    const result = new Promise<R>((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject });
+  submit(item: T, deadline?: Deadline): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      let done: () => void = () => undefined;
+      const written = new Promise<void>((r) => (done = r));
+      const waiter: Waiter<T, R> = { item, resolve, reject, written, done };
+      if (deadline !== undefined)
+        waiter.timer = setTimeout(() => {
+          const queued = this.#queue.indexOf(waiter);
+          if (queued >= 0) {
+            this.#queue.splice(queued, 1);
+            this.#settle(waiter);
+          }
+          reject(deadline.error());
+        }, deadline.ms);
+      this.#unwritten.add(waiter);
+      this.#queue.push(waiter);
       this.#schedule();
     });
-    this.#last = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    return result;
   }
 
-  /** Resolves once every item submitted so far is written (or failed). */
-  idle(): Promise<void> {
-    return this.#last;
+  /** Resolves once every item submitted so far is written (or failed, or dropped by its deadline). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.#unwritten].map((waiter) => waiter.written));
+  }
+
+  /** Items waiting for their batch or being written now. */
+  get unwritten(): number {
+    return this.#unwritten.size;
+  }
+
+  #settle(waiter: Waiter<T, R>): void {
+    clearTimeout(waiter.timer);
+    this.#unwritten.delete(waiter);
+    waiter.done();
   }
 
   #schedule(): void {
@@ -72,6 +106,7 @@ export class BatchWriter<T, R> {
         } catch (error) {
           for (const waiter of batch) waiter.reject(error);
         }
+        for (const waiter of batch) this.#settle(waiter);
       }
     } finally {
       this.#inFlight--;

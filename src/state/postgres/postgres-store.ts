@@ -20,7 +20,7 @@
  * schedules, paused rules, decisions) is reloaded at each refresh; keys written meanwhile keep
  * this replica's value, so a reload never undoes a write it raced with.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { StateError } from '../errors.ts';
 import { HeldEntry, type JsonPiece } from '../held-entry.ts';
 import { HeldState } from '../held-state.ts';
@@ -34,6 +34,7 @@ import {
 import type {
   AcceptResult,
   ActionInput,
+  CloseOptions,
   DecisionRecord,
   Delivery,
   Fleet,
@@ -47,7 +48,8 @@ import type {
 } from '../store.ts';
 import { SCHEMA_VERSION as DOCUMENT_VERSION } from '../file/document.ts';
 import { BatchWriter } from './batch-writer.ts';
-import { migrateSchema, quoteIdent } from './schema-migrations.ts';
+import { Connections, settlesWithin as within } from './connection.ts';
+import { migrateSchema } from './schema-migrations.ts';
 
 /** The store, which is also its replica's handle on the fleet (`fleet` is itself). */
 export type PostgresStateStore = StateStore & Fleet & { readonly fleet: Fleet };
@@ -82,7 +84,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
   protected readonly label: string;
   readonly replicaId: string;
   readonly #pg: ResolvedPostgresStoreOptions;
-  #pool: pg.Pool | undefined;
+  /** The pool and its bounds (connection.ts); undefined while closed. */
+  #db: Connections | undefined;
   readonly #accepts: BatchWriter<PendingAccept, AcceptOutcome>;
   readonly #processed: BatchWriter<string, undefined>;
   /** The other writes, one after the other, in the order they were made. */
@@ -138,18 +141,11 @@ class PostgresStore extends HeldStateStore implements Fleet {
 
   async open(): Promise<void> {
     if (this.isOpen) return;
-    const pool = new pg.Pool({
-      connectionString: this.#pg.url,
-      max: this.#pg.poolSize,
-      connectionTimeoutMillis: this.#pg.connectTimeoutMs,
-      options: `-c search_path=${quoteIdent(this.#pg.schema)}`,
-      // Names the schema too: an operator (or a test) can tell one deployment's connections apart.
-      application_name: `hookbot/${this.#pg.schema}`.slice(0, 63),
-    });
-    // A connection that dies while idle (the server restarted, a backend was terminated) is an
-    // event, not a crash: the pool drops it and the next query opens a new one.
-    pool.on('error', (error) => this.options.log?.warn({ err: error }, 'a database connection was lost'));
-    this.#pool = pool;
+    const db = new Connections(this.#pg, (error) =>
+      this.options.log?.warn({ err: error }, 'a database connection was lost'),
+    );
+    const pool = db.pool;
+    this.#db = db;
     try {
       const client = await pool.connect().catch((error: unknown) => {
         throw new StateError(
@@ -169,15 +165,15 @@ class PostgresStore extends HeldStateStore implements Fleet {
         client.release();
       }
       this.model = new HeldState(this.options);
-      const counted = await pool.query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
+      const counted = await this.#query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
       this.#dedupEstimate = Number(counted.rows[0]?.n ?? 0);
       this.isOpen = true;
-      await this.#heartbeat(pool);
+      await this.#heartbeat();
       await this.#reload();
       await this.#adopt();
     } catch (error) {
       this.isOpen = false;
-      this.#pool = undefined;
+      this.#db = undefined;
       await pool.end().catch(() => undefined);
       throw error;
     }
@@ -191,34 +187,61 @@ class PostgresStore extends HeldStateStore implements Fleet {
     await this.#prune();
   }
 
-  async close(): Promise<void> {
-    const pool = this.#pool;
-    if (!this.isOpen || pool === undefined) return;
+  /**
+   * Waits for the writes in flight, hands back what this replica held, and ends the pool. With
+   * `timeoutMs`, no longer than that: past it the pool's sockets are destroyed (a database that does
+   * not answer must not hold a stop), the writes still in flight fail, and what this replica held is
+   * left to expire (`leaseMs`) and be taken over, as after a crash. Nothing accepted is lost either
+   * way: the inbox rows stay until a replica processes them.
+   */
+  async close(options: CloseOptions = {}): Promise<void> {
+    const db = this.#db;
+    if (!this.isOpen || db === undefined) return;
     this.isOpen = false;
     clearInterval(this.#timer);
     this.#timer = undefined;
-    try {
-      await this.settled();
-      await this.#refreshing?.catch(() => undefined);
-      // What this replica held goes back at once: a replica still running takes it over at its
-      // next refresh rather than after the lease.
-      await pool.query(
-        `UPDATE hookbot_inbox SET holder = NULL, lease_until = '-infinity' WHERE holder = $1`,
-        [this.replicaId],
-      );
-      await pool.query('DELETE FROM hookbot_leases WHERE holder = $1', [this.replicaId]);
-      await pool.query('UPDATE hookbot_replicas SET stopped_at = clock_timestamp() WHERE id = $1', [
-        this.replicaId,
-      ]);
-    } catch (error) {
+    const handBack = async () => {
+      try {
+        await this.settled();
+        await this.#refreshing?.catch(() => undefined);
+        // What this replica held goes back at once: a replica still running takes it over at its
+        // next refresh rather than after the lease.
+        await this.#query(
+          `UPDATE hookbot_inbox SET holder = NULL, lease_until = '-infinity' WHERE holder = $1`,
+          [this.replicaId],
+        );
+        await this.#query('DELETE FROM hookbot_leases WHERE holder = $1', [this.replicaId]);
+        await this.#query('UPDATE hookbot_replicas SET stopped_at = clock_timestamp() WHERE id = $1', [
+          this.replicaId,
+        ]);
+      } catch (error) {
+        // Unless the close stopped waiting for it (it said so itself).
+        if (this.#db === db)
+          this.options.log?.warn(
+            { err: error },
+            'could not hand back the leases at close (they expire by themselves)',
+          );
+      }
+    };
+    const handedBack = await within(handBack(), options.timeoutMs);
+    if (!handedBack)
       this.options.log?.warn(
-        { err: error },
-        'could not hand back the leases at close (they expire by themselves)',
+        {
+          afterMs: options.timeoutMs,
+          statements: db.inFlight,
+          accepts: this.#accepts.unwritten,
+          processedMarks: this.#processed.unwritten,
+          deliveries: this.model.inbox.size,
+        },
+        'the state database did not finish within the stop bound: its connections are destroyed, the writes in flight abandoned; the deliveries this replica held stay in the database and are taken over once their lease runs out',
       );
-    } finally {
-      this.#pool = undefined;
-      this.model = new HeldState(this.options);
-      await pool.end().catch(() => undefined);
+    this.#db = undefined;
+    this.model = new HeldState(this.options);
+    if (handedBack) await db.pool.end().catch(() => undefined);
+    else {
+      db.destroy();
+      // Ends once the destroyed connections are gone; nothing waits for it.
+      void db.pool.end().catch(() => undefined);
     }
   }
 
@@ -240,14 +263,20 @@ class PostgresStore extends HeldStateStore implements Fleet {
     this.assertOpen();
     const now = this.options.now();
     const { entry, held, expiresAt } = this.prepareAccept(delivery, now);
-    const outcome = await this.#accepts.submit({
-      key: entry.key,
-      id: entry.id,
-      json: held.json,
-      bytes: held.bytes,
-      expiresAt,
-      now,
-    });
+    // Bounded: a real server waits 10 s for the answer. Past the bound the delivery is refused (503,
+    // the server retries); if its batch commits later all the same, the row is one this replica
+    // never took into its view, so it runs out and is taken over like any orphan (heartbeat).
+    const outcome = await this.#accepts.submit(
+      { key: entry.key, id: entry.id, json: held.json, bytes: held.bytes, expiresAt, now },
+      {
+        ms: this.#pg.acceptTimeoutMs,
+        error: () =>
+          new StateError(
+            'unavailable',
+            `${this.label}: the delivery was not committed within ${this.#pg.acceptTimeoutMs} ms (the database does not answer); try again`,
+          ),
+      },
+    );
     if (outcome instanceof StateError) throw outcome;
     if (!outcome.duplicate) this.model.acceptHeld(held, now, expiresAt);
     return outcome;
@@ -338,7 +367,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
 
   async releaseLease(name: string): Promise<void> {
     this.#heldLeases.delete(name);
-    if (this.#pool === undefined) return;
+    if (this.#db === undefined) return;
     try {
       await this.#query('DELETE FROM hookbot_leases WHERE name = $1 AND holder = $2', [name, this.replicaId]);
     } catch (error) {
@@ -351,7 +380,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
     this.assertOpen();
     this.#refreshing ??= (async () => {
       try {
-        await this.#heartbeat(this.#currentPool());
+        await this.#heartbeat();
         if (this.#unfinishedDeletes.size > 0) {
           const ids = [...this.#unfinishedDeletes];
           await this.#query('DELETE FROM hookbot_inbox WHERE id = ANY($1::text[])', [ids]);
@@ -379,8 +408,41 @@ class PostgresStore extends HeldStateStore implements Fleet {
     this.#adoptedListeners.push(listener);
   }
 
+  /**
+   * Ready means this replica's own work gets through, not only that a fresh connection answers: as
+   * soon as any statement of this replica (the `SELECT 1` included) has waited longer than
+   * `acceptTimeoutMs`, deliveries are being refused, and the check fails without waiting further.
+   */
   async ping(): Promise<void> {
-    await this.#query('SELECT 1');
+    const db = this.#db;
+    if (db === undefined) throw new StateError('closed', `${this.label} is not open`);
+    const bound = this.#pg.acceptTimeoutMs;
+    const stalled = (): StateError | undefined => {
+      const waited = db.oldestWaitMs();
+      return waited > bound
+        ? new StateError(
+            'unavailable',
+            `${this.label}: a statement has waited ${Math.round(waited)} ms for the database (the bound is ${bound} ms)`,
+          )
+        : undefined;
+    };
+    const now = stalled();
+    if (now !== undefined) throw now;
+    let watch: NodeJS.Timeout | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        watch = setInterval(
+          () => {
+            const problem = stalled();
+            if (problem !== undefined) reject(problem);
+          },
+          Math.min(250, bound),
+        );
+        this.#query('SELECT 1').then(() => resolve(), reject);
+      });
+    } finally {
+      clearInterval(watch);
+    }
   }
 
   async replicas(): Promise<ReplicaView[]> {
@@ -427,26 +489,12 @@ class PostgresStore extends HeldStateStore implements Fleet {
 
   // Internals
 
-  #currentPool(): pg.Pool {
-    if (this.#pool === undefined) throw new StateError('closed', `${this.label} is not open`);
-    return this.#pool;
-  }
-
   #query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     text: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    return this.#currentPool()
-      .query<R>(text, values)
-      .catch((error: unknown) => {
-        throw isConnectionLoss(error)
-          ? new StateError(
-              'unavailable',
-              `${this.label}: ${error instanceof Error ? error.message : String(error)} (try again)`,
-              { cause: error },
-            )
-          : error;
-      });
+    if (this.#db === undefined) throw new StateError('closed', `${this.label} is not open`);
+    return this.#db.query<R>(this.label, text, values);
   }
 
   /** Runs `write` after every write issued before it; a failure fails this write only. */
@@ -689,8 +737,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
     );
   }
 
-  async #heartbeat(pool: pg.Pool): Promise<void> {
-    await pool.query(
+  async #heartbeat(): Promise<void> {
+    await this.#query(
       `INSERT INTO hookbot_replicas (id, started_at, seen_at) VALUES ($1, clock_timestamp(), clock_timestamp())
        ON CONFLICT (id) DO UPDATE SET seen_at = clock_timestamp(), stopped_at = NULL`,
       [this.replicaId],
@@ -705,7 +753,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
     const viewed = [...this.model.inbox.keys()];
     const held = [...viewed, ...this.#unfinishedDeletes];
     if (held.length > 0) {
-      const renewed = await pool.query<{ id: string }>(
+      const renewed = await this.#query<{ id: string }>(
         `UPDATE hookbot_inbox SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
          WHERE holder = $1 AND id = ANY($3::text[]) RETURNING id`,
         [...extend, held],
@@ -713,7 +761,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
       if (renewed.rows.length < held.length) this.#releaseLost(viewed, renewed.rows);
     }
     if (this.#heldLeases.size > 0)
-      await pool.query(
+      await this.#query(
         `UPDATE hookbot_leases SET until = clock_timestamp() + $2 * interval '1 millisecond'
          WHERE holder = $1 AND name = ANY($3::text[])`,
         [...extend, [...this.#heldLeases]],
@@ -879,15 +927,4 @@ class PostgresStore extends HeldStateStore implements Fleet {
       this.#refreshFailures++;
     }
   }
-}
-
-/**
- * A connection refused, reset, timed out or terminated (a restart, `pg_terminate_backend`): SQLSTATE
- * classes 08 (connection exception) and 57P (operator intervention), or no SQLSTATE at all (the
- * socket failed). Retrying on a new connection can succeed.
- */
-function isConnectionLoss(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return error instanceof Error;
-  return code.startsWith('08') || code.startsWith('57P');
 }

@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL store's group commit: what is submitted in one event-loop turn is written as one
  * batch, results go back in order, a failed batch fails its own items only, and with two in flight a
- * second batch is written while the first waits.
+ * second batch is written while the first waits. An item's deadline tells its caller in time even
+ * when the batch ahead of it never comes back (a connection that died silently).
  */
 import { describe, expect, it } from 'vitest';
 import { BatchWriter } from '../../../src/state/postgres/batch-writer.ts';
@@ -56,5 +57,30 @@ describe('BatchWriter', () => {
     await expect(Promise.all(first)).rejects.toThrow('refused');
     expect(await Promise.all(second)).toEqual([70, 80]);
     await writer.idle();
+  });
+
+  it('a deadline: the caller is told in time; an item still waiting is never written, one on the wire is waited for by idle', async () => {
+    const g = gatedWrite();
+    const writer = new BatchWriter(g.write, 100);
+    const timedOut = () => new Error('no commit in time');
+    const onWire = writer.submit(1, { ms: 20, error: timedOut });
+    await until(() => g.batches.length === 1);
+    // Behind a batch that never comes back (the gate stays shut): waits in the queue.
+    const waiting = writer.submit(2, { ms: 20, error: timedOut });
+    await expect(onWire).rejects.toThrow('no commit in time');
+    await expect(waiting).rejects.toThrow('no commit in time');
+    expect(writer.unwritten).toBe(1); // the batch on the wire, not the dropped item
+    let idle = false;
+    const settled = writer.idle().then(() => (idle = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idle).toBe(false);
+    g.releaseAll();
+    await settled;
+    // The dropped item never reached a batch; the next one is written alone.
+    const next = writer.submit(3);
+    await until(() => g.batches.length === 2);
+    g.releaseAll();
+    expect(await next).toBe(30);
+    expect(g.batches).toEqual([[1], [3]]);
   });
 });
