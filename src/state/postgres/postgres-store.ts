@@ -223,26 +223,35 @@ class PostgresStore extends HeldStateStore implements Fleet {
           );
       }
     };
-    const handedBack = await within(handBack(), options.timeoutMs);
-    if (!handedBack)
-      this.options.log?.warn(
-        {
-          afterMs: options.timeoutMs,
-          statements: db.inFlight,
-          accepts: this.#accepts.unwritten,
-          processedMarks: this.#processed.unwritten,
-          deliveries: this.model.inbox.size,
-        },
-        'the state database did not finish within the stop bound: its connections are destroyed, the writes in flight abandoned; the deliveries this replica held stay in the database and are taken over once their lease runs out',
-      );
+    let ending = false;
+    const finished = await within(
+      (async () => {
+        await handBack();
+        // Closed for whatever still runs (a query now fails with `closed`), then the pool ends once
+        // its connections are back.
+        this.#db = undefined;
+        ending = true;
+        await db.pool.end().catch(() => undefined);
+      })(),
+      options.timeoutMs,
+    );
+    const held = this.model.inbox.size;
     this.#db = undefined;
     this.model = new HeldState(this.options);
-    if (handedBack) await db.pool.end().catch(() => undefined);
-    else {
-      db.destroy();
-      // Ends once the destroyed connections are gone; nothing waits for it.
-      void db.pool.end().catch(() => undefined);
-    }
+    if (finished) return;
+    this.options.log?.warn(
+      {
+        afterMs: options.timeoutMs,
+        statements: db.inFlight,
+        accepts: this.#accepts.unwritten,
+        processedMarks: this.#processed.unwritten,
+        deliveries: held,
+      },
+      'the state database did not finish within the stop bound: its connections are destroyed, the writes in flight abandoned; the deliveries this replica held stay in the database and are taken over once their lease runs out',
+    );
+    db.destroy();
+    // Ends once the destroyed connections are gone; nothing waits for it.
+    if (!ending) void db.pool.end().catch(() => undefined);
   }
 
   stats(): StateStats {

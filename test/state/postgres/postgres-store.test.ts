@@ -69,13 +69,15 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, several replicas', () => 
 
   it('deliveries of a replica that stops renewing its lease are taken over by another, once', async () => {
     const shared = schema();
-    // "Killed": never refreshes, so its leases run out (an hour between refreshes).
-    const dead = await replica('dead', shared, { leaseMs: 200, refreshMs: 3_600_000 });
-    const accepted = await Promise.all(['x', 'y', 'z'].map((key) => dead.accept(delivery(key))));
+    // The survivors first, listening: opened after the dead replica's leases ran out (200 ms, a busy
+    // machine), one would take the deliveries over during its open, before anyone listens.
     const b = await replica('b', shared, { leaseMs: 200, refreshMs: 3_600_000 });
     const c = await replica('c', shared, { leaseMs: 200, refreshMs: 3_600_000 });
     let adopted = 0;
     b.onAdopted(() => adopted++);
+    // "Killed": never refreshes, so its leases run out (an hour between refreshes).
+    const dead = await replica('dead', shared, { leaseMs: 200, refreshMs: 3_600_000 });
+    const accepted = await Promise.all(['x', 'y', 'z'].map((key) => dead.accept(delivery(key))));
     await until(async () => {
       await Promise.all([b.refresh(), c.refresh()]);
       return b.pending().length + c.pending().length === 3;
