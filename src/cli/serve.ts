@@ -2,7 +2,8 @@
  * `hookbot serve`: the bot against a real server, configured by `--config FILE` (or `HOOKBOT_CONFIG`)
  * and the environment (which wins). A bad configuration fails at start with every problem listed.
  * SIGHUP reloads the rules; SIGTERM or SIGINT stops accepting, finishes or persists in-flight work and
- * exits 0.
+ * exits 0, within `server.shutdown_timeout_ms` (past it the rest is abandoned, logged, and left in the
+ * inbox: start-from-config.ts).
  */
 import type { CliIo, RegisterCommand } from './command.ts';
 import { configProblems } from './config-problems.ts';
