@@ -18,6 +18,7 @@
  */
 import { ApiError, fileText, type Client, type RepositoryFile } from '../../api/index.ts';
 import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
+import { triggerEvents } from '../engine/event-names.ts';
 import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
 import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
 import type { Problem } from '../grammar/problem.ts';
@@ -115,6 +116,23 @@ export interface RepositoryRulesOptions {
   budget?: Partial<PlanBudget>;
   log?: RepositoryLog;
   now?: () => number;
+}
+
+/**
+ * Whether a run's triggers start a review: a change of the merge request (`merge_request.*`, a push
+ * to its source branch) that the bot did not cause, or a manual run. The bot's own comment and
+ * status fire hooks too, and start nothing. Every event of a burst counts, not only the latest: a
+ * burst folds into one trigger named after its last event (the pipeline's coalesce), and an open
+ * followed within the debounce by a CI's `pending` is named `status.changed`, yet holds the open.
+ */
+export function startsReview(triggers: readonly Trigger[]): boolean {
+  return triggers.some((trigger) =>
+    triggerEvents(trigger).some(
+      (event) =>
+        !event.byBot &&
+        (event.name.startsWith('merge_request.') || event.name === 'push' || event.name === 'manual'),
+    ),
+  );
 }
 
 const quiet: RepositoryLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -327,13 +345,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
 
   async function reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void> {
     if (!parts || item.type !== 'merge_request') return;
-    // The bot's own comment and status fire hooks too: only a change of the merge request starts a review.
-    if (
-      !triggers.some(
-        (trigger) => ['merge_request', 'push', 'manual'].includes(trigger.kind) && !trigger.byBot,
-      )
-    )
-      return;
+    if (!startsReview(triggers)) return;
     const { client, bot } = parts;
     const mr = await client.mergeRequests.get(item.projectId, item.id);
     if (mr.state !== 'opened' || !mr.sha) return;
