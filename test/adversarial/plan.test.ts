@@ -5,6 +5,12 @@
  *
  * - A burst: a merge request opened and a CI's `pending` status within a millisecond are one
  *   evaluation; the review hears the open all the same (status and comment), every time.
+ * - Outsiders read nothing: a non-member, a guest and a reporter each fork the public project
+ *   trust/vault, write rules that render `{{ title }}` and `{{ description }}` into comments and
+ *   test the description (a yes/no oracle), and open a merge request. Each plan shows exactly what
+ *   its author may read: the public issue; for the guest also the confidential issue they wrote;
+ *   for the reporter every confidential issue, never with its text. A reporter's merge request from
+ *   a fork a non-member may push to shows what the non-member may read.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +20,7 @@ import { createClient, type Client } from '../../src/api/client.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
-import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
+import { addGroup, addIssueRecord, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import { waitFor } from '../helpers/wait-for.ts';
@@ -38,7 +44,8 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
   let dir = '';
   let admin: Client;
   let app = 0;
-  const people: Record<'bot' | 'ci' | 'dev', Person> = {} as never;
+  let vault = 0;
+  const people: Record<'bot' | 'ci' | 'dev' | 'outsider' | 'guest' | 'reporter', Person> = {} as never;
 
   beforeAll(async () => {
     sb = await startSandbox({ adminToken: 'adversarial-plan-root', hookTimeoutMs: 10_000 });
@@ -53,7 +60,8 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
         client: createClient({ baseUrl: sb.url, token, retry: { limit: 0 } }),
       };
     };
-    for (const name of ['bot', 'ci', 'dev'] as const) people[name] = person(`plan-${name}`);
+    for (const name of ['bot', 'ci', 'dev', 'outsider', 'guest', 'reporter'] as const)
+      people[name] = person(`plan-${name}`);
     // The bot is a master of the group, not an administrator: it has no sudo.
     const group = addGroup(sb.ctx.db, {
       name: 'trust',
@@ -62,6 +70,8 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
         { user_id: people.bot.id, access_level: 40 },
         { user_id: people.ci.id, access_level: 30 },
         { user_id: people.dev.id, access_level: 30 },
+        // The reporter reaches the projects through the group, the guest is a member of trust/vault.
+        { user_id: people.reporter.id, access_level: 20 },
       ],
     });
     const project = await addProject(sb.ctx, {
@@ -72,6 +82,40 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
       initialFiles: { 'README.md': '# app\n' },
     });
     app = project.id;
+    const vaultRec = await addProject(sb.ctx, {
+      name: 'vault',
+      namespace_id: group.id,
+      creator_id: 1,
+      visibility_level: 20,
+      initialFiles: { 'README.md': '# vault\n' },
+    });
+    vault = vaultRec.id;
+    sb.ctx.db.data.members.push({
+      project_id: vault,
+      user_id: people.guest.id,
+      access_level: 10,
+      created_at: sb.ctx.db.now(),
+    });
+    // #1 public; #2 confidential; #3 confidential, written by the guest (who may read it).
+    addIssueRecord(sb.ctx.db, {
+      project_id: vault,
+      title: 'Public bug',
+      description: 'the public text',
+    });
+    addIssueRecord(sb.ctx.db, {
+      project_id: vault,
+      title: 'SECRET-TITLE-two',
+      description: 'SECRET-DESC-two',
+      confidential: true,
+    });
+    addIssueRecord(sb.ctx.db, {
+      project_id: vault,
+      title: 'SECRET-TITLE-three',
+      description: 'SECRET-DESC-three',
+      author_id: people.guest.id,
+      confidential: true,
+    });
+    sb.ctx.db.changed();
 
     dir = mkdtempSync(path.join(tmpdir(), 'hookbot-adversarial-plan-'));
     mkdirSync(path.join(dir, 'rules'));
@@ -93,20 +137,24 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
     runtime = await startRuntime(
       config,
       {
-        log: createLogger({ level: (process.env.PLAN_LOG as 'info' | undefined) ?? 'silent', format: 'json' }),
+        log: createLogger({
+          level: (process.env.PLAN_LOG as 'info' | undefined) ?? 'silent',
+          format: 'json',
+        }),
         metrics: createMetrics(),
       },
       { api: { url: sb.url, token: people.bot.token }, webhookSecret: SECRET, scheduler: false },
     );
-    await admin.hooks.create(app, {
-      url: runtime.bot.hookUrl,
-      token: SECRET,
-      issues_events: true,
-      merge_requests_events: true,
-      note_events: true,
-      push_events: true,
-      build_events: true,
-    });
+    for (const id of [app, vault])
+      await admin.hooks.create(id, {
+        url: runtime.bot.hookUrl,
+        token: SECRET,
+        issues_events: true,
+        merge_requests_events: true,
+        note_events: true,
+        push_events: true,
+        build_events: true,
+      });
   });
 
   afterAll(async () => {
@@ -171,6 +219,110 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
           expect(body).toContain('**No problems.**');
           expect(await botNotes(app, mr.id)).toHaveLength(1);
         }
+      },
+      TEST_TIMEOUT,
+    );
+  });
+
+  describe('outsiders read nothing: a plan shows only what its author may read', () => {
+    /** Comments with the title and the description, and a yes/no test of the description. */
+    const LEAKY = `rules:
+  - name: leak
+    on: [issue.update]
+    for: issues
+    do:
+      - comment: 'title={{ title }} description={{ description }}'
+  - name: oracle
+    on: [issue.update]
+    for: issues
+    if:
+      - description: { contains: SECRET }
+    do:
+      - label: { add: [oracle] }
+`;
+
+    /** `who` forks trust/vault (or uses `fork`), writes the rules on `branch` and opens a merge request. */
+    async function forkMergeRequest(who: Person, branch: string, fork?: number) {
+      const source = fork ?? (await who.client.projects.fork(vault)).id;
+      await who.client.branches.create(source, { branch_name: branch, ref: 'master' });
+      await who.client.files.create(source, {
+        file_path: FILE,
+        branch_name: branch,
+        content: LEAKY,
+        commit_message: 'Helpful rules',
+      });
+      const head = (await admin.branches.get(source, branch)).commit.id;
+      const mr = await who.client.mergeRequests.create(source, {
+        source_branch: branch,
+        target_branch: 'master',
+        title: `Rules from ${who.username}`,
+        target_project_id: vault,
+      });
+      expect(mr.project_id).toBe(vault);
+      // The head is in the fork, where the bot (no member of it) may not post hookbot/config; the
+      // comment on the merge request is the plan.
+      const body = await commentOn(vault, mr.id, `head ${head.slice(0, 8)}`);
+      expect(body).toContain('**No problems.**');
+      // Nothing of a confidential issue's text, anywhere in what the bot wrote.
+      expect(body).not.toContain('SECRET');
+      return { body, source };
+    }
+
+    const lines = (body: string) => body.split('\n').filter((line) => line.startsWith('- '));
+
+    it(
+      'a non-member: the public issue only; no confidential issue is named, rendered or tested',
+      async () => {
+        const { body } = await forkMergeRequest(people.outsider, 'leak');
+        expect(body).toContain(`that @${people.outsider.username} (not a member) may read`);
+        expect(lines(body)).toEqual([
+          '- would comment "title=Public bug description=the public text" on 1 issue: #1',
+        ]);
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
+      'a guest: the public issue, and the confidential issue they wrote, without its text',
+      async () => {
+        const { body } = await forkMergeRequest(people.guest, 'leak');
+        expect(body).toContain(`that @${people.guest.username} (guest) may read`);
+        expect(lines(body)).toEqual([
+          '- would comment "title=Public bug description=the public text" on 1 issue: #1',
+          '- would comment on 1 issue: #3 (the text is not shown: confidential)',
+          '- would add label oracle to 1 issue: #3',
+        ]);
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
+      'a reporter (through the group): every confidential issue, never with its text',
+      async () => {
+        const { body } = await forkMergeRequest(people.reporter, 'leak');
+        expect(body).toContain(`that @${people.reporter.username} (reporter) may read`);
+        expect(lines(body)).toEqual([
+          '- would comment "title=Public bug description=the public text" on 1 issue: #1',
+          '- would comment on 2 issues: #2, #3 (the text is not shown: confidential)',
+          '- would add label oracle to 2 issues: #2, #3',
+        ]);
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
+      "a reporter's merge request from a fork a non-member may push to: what the non-member may read",
+      async () => {
+        const fork = (await admin.projects.get(`${people.outsider.username}/vault`)).id;
+        // The non-member makes the reporter a developer of their fork, who opens the merge request.
+        await people.outsider.client.members.add(fork, people.reporter.id, 30);
+        const { body } = await forkMergeRequest(people.reporter, 'via-reporter', fork);
+        expect(body).toContain(`@${people.reporter.username} (reporter)`);
+        expect(body).toContain(`@${people.outsider.username} (not a member)`);
+        expect(body).toContain('may all read');
+        expect(lines(body)).toEqual([
+          '- would comment "title=Public bug description=the public text" on 1 issue: #1',
+        ]);
       },
       TEST_TIMEOUT,
     );

@@ -26,6 +26,7 @@ import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
 import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
+import { readerText, type Reader } from './plan-access.ts';
 import { checkRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
@@ -140,6 +141,18 @@ const quiet: RepositoryLog = { info: () => undefined, warn: () => undefined, err
 /** `3:7: message (hint)`: a problem without its file, as the status and the comment show it. */
 export function problemText(problem: Problem): string {
   return `${problem.line}:${problem.column}: ${problem.message}${problem.hint ? ` (${problem.hint})` : ''}`;
+}
+
+/**
+ * ` that @alice (reporter) may read`: who the plan was computed for (plan-access.ts). Several: the
+ * author and whoever may push to the fork, who must all be able to read an item for it to count.
+ */
+function readersText(readers: readonly Reader[] | undefined): string {
+  if (!readers || readers.length === 0) return '';
+  const shown = readers.slice(0, 5).map(readerText);
+  if (readers.length > 5) shown.push(`${readers.length - 5} more`);
+  if (shown.length === 1) return ` that ${shown[0]} may read (nothing else is evaluated)`;
+  return ` that ${shown.join(', ')} may all read (the author and whoever may push to the source branch; nothing else is evaluated)`;
 }
 
 /** Statuses take a short description. */
@@ -334,7 +347,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       );
     } else if (plan) {
       lines.push(
-        `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}, next to the rules in force:`,
+        `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}${readersText(plan.readers)}, next to the rules in force:`,
         '',
         ...planLines(plan).map((line) => `- ${line}`),
       );
@@ -369,6 +382,8 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       plan = await planChange({
         client: parts.planClient(),
         project: path,
+        // Shown on the merge request: only what its author (and whoever may push to it) may read.
+        for: { mergeRequest: mr },
         current: forProject(path),
         proposed: ruleSet([...central.forProject(path).rules, ...checked.rules]),
         ...(options.budget ? { budget: options.budget } : {}),
