@@ -17,7 +17,7 @@
  * reporters and above, its author and its assignee; merge requests, whose evaluation reads code and
  * commit statuses, in a public or internal project by anyone, in a private one by reporters and above.
  */
-import { ApiError, type Client, type Issue, type MergeRequest, type Project } from '../../api/index.ts';
+import { ApiError, type Client, type MergeRequest, type Project } from '../../api/index.ts';
 
 const GUEST = 10;
 const REPORTER = 20;
@@ -38,6 +38,13 @@ export interface Reader {
   level: number;
 }
 
+/** What decides whether an issue may be read, beyond the project. */
+export interface IssueAccess {
+  confidential?: boolean | undefined;
+  author: { id: number };
+  assignee: { id: number } | null;
+}
+
 export interface PlanAudience {
   readers: Reader[];
   /** Whether the issues are evaluated, or why not (in words). */
@@ -45,7 +52,7 @@ export interface PlanAudience {
   /** Whether the merge requests are evaluated, or why not (in words). */
   mergeRequests: true | string;
   /** Whether every reader may read this issue (the issues being readable at all is `issues`). */
-  mayReadIssue(issue: Pick<Issue, 'author' | 'assignee' | 'confidential'>): boolean;
+  mayReadIssue(issue: IssueAccess): boolean;
 }
 
 const LEVEL_NAMES: Record<number, string> = {
