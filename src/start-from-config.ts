@@ -123,6 +123,10 @@ export async function startRuntime(
           items: config.rules.repository.plan_items,
           apiCalls: config.rules.repository.plan_api_calls,
         },
+        planLimits: {
+          perAuthor: config.rules.repository.plan_per_author_hour,
+          perMergeRequest: config.rules.repository.plan_per_merge_request_hour,
+        },
         log: log.child({ part: 'repository-rules' }),
       })
     : undefined;
@@ -322,6 +326,7 @@ export async function startRuntime(
     close() {
       closing ??= (async () => {
         rules.close();
+        repository?.close();
         await scheduler.stop();
         await bot.close();
         await store.close();

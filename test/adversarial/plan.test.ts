@@ -11,6 +11,8 @@
  *   its author may read: the public issue; for the guest also the confidential issue they wrote;
  *   for the reporter every confidential issue, never with its text. A reporter's merge request from
  *   a fork a non-member may push to shows what the non-member may read.
+ * - A fork's pushes cost no more than four plans an hour on its merge request: the fifth push gets a
+ *   comment that says the plan was not computed, and when it will be.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -214,7 +216,7 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
           await people.ci.client.statuses.create(app, head, { state: 'pending', name: 'ci/build' });
           const status = await configStatus(app, head);
           expect(status.status, `round ${round}`).toBe('success');
-          expect(status.description).toBe('1 rules, no problems');
+          expect(status.description).toBe('1 rule, no problems');
           const body = await commentOn(app, mr.id, `head ${head.slice(0, 8)}`);
           expect(body).toContain('**No problems.**');
           expect(await botNotes(app, mr.id)).toHaveLength(1);
@@ -306,6 +308,42 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
           '- would comment on 2 issues: #2, #3 (the text is not shown: confidential)',
           '- would add label oracle to 2 issues: #2, #3',
         ]);
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
+      'a non-member pushing again and again: four plans an hour for the merge request, then the comment says when',
+      async () => {
+        // The limits are the defaults (4 per merge request, 10 per author in an hour).
+        const fork = (await admin.projects.get(`${people.outsider.username}/vault`)).id;
+        const mine = [];
+        for await (const one of admin.mergeRequests.list(vault, { state: 'opened' }))
+          if (one.author.username === people.outsider.username) mine.push(one);
+        expect(mine).toHaveLength(1);
+        const bodies: string[] = [];
+        // Its first plan was computed when it was opened; four more pushes.
+        for (let push = 2; push <= 5; push++) {
+          await people.outsider.client.files.update(fork, {
+            file_path: FILE,
+            branch_name: 'leak',
+            content: `${LEAKY}# push ${push}\n`,
+            commit_message: `Push ${push}`,
+          });
+          const head = (await admin.branches.get(fork, 'leak')).commit.id;
+          bodies.push(await commentOn(vault, mine[0]!.id, `head ${head.slice(0, 8)}`));
+        }
+        for (const body of bodies.slice(0, 3)) expect(body).toContain('would comment "title=Public bug');
+        const waiting = bodies[3]!;
+        expect(waiting).not.toContain('would ');
+        const until = /It will be computed at (\d{4}-\d\d-\d\d \d\d:\d\d) UTC/.exec(waiting);
+        expect(waiting).toContain(
+          'The plan was not computed: this merge request had 4 plans computed in the last hour',
+        );
+        expect(until, waiting).not.toBeNull();
+        // About an hour after its first plan.
+        expect(Date.parse(`${until![1]}:00Z`)).toBeGreaterThan(Date.now() + 50 * 60_000);
+        expect(await botNotes(vault, mine[0]!.id)).toHaveLength(1);
       },
       TEST_TIMEOUT,
     );

@@ -27,6 +27,7 @@ import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
 import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
 import { readerText, type Reader } from './plan-access.ts';
+import { createPlanLimiter, DEFAULT_PLAN_LIMITS, type PlanLimits, type PlanWait } from './plan-limit.ts';
 import { checkRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
@@ -86,8 +87,13 @@ export interface RepositoryRules extends ProjectRules {
   known(pathWithNamespace: string): boolean;
   /** Called after a project's repository rules in force changed (taken, or the file gone). */
   onChange(listener: (project: string) => void): void;
-  /** After an item run: a merge request that changes the file gets its status and comment. */
+  /**
+   * After an item run: a merge request that changes the file gets its status and comment. One review
+   * of a merge request at a time (a plan that waited for its limit runs from a timer).
+   */
   reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void>;
+  /** Cancels the plans waiting for their limit (the runtime stops). */
+  close(): void;
   state(): RepositoryRulesState[];
 }
 
@@ -115,6 +121,8 @@ export interface RepositoryRulesOptions {
   postStatuses?: boolean;
   policy: RepositoryPolicy;
   budget?: Partial<PlanBudget>;
+  /** How many plans per author and per merge request in an hour (plan-limit.ts). */
+  planLimits?: Partial<PlanLimits>;
   log?: RepositoryLog;
   now?: () => number;
 }
@@ -155,6 +163,17 @@ function readersText(readers: readonly Reader[] | undefined): string {
   return ` that ${shown.join(', ')} may all read (the author and whoever may push to the source branch; nothing else is evaluated)`;
 }
 
+/** `2026-05-04 14:05 UTC`: when a plan that waits will be computed. */
+const clock = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/** Why a plan waits: `@alice had 10 plans in the last hour (at most 10 per author, rules.repository.plan_per_author_hour)`. */
+function waitText(wait: PlanWait & { author: string }): string {
+  const plans = `${wait.limit} plan${wait.limit === 1 ? '' : 's'}`;
+  return wait.by === 'author'
+    ? `@${wait.author} had ${plans} computed in the last hour (at most ${wait.limit} per author, rules.repository.plan_per_author_hour)`
+    : `this merge request had ${plans} computed in the last hour (at most ${wait.limit} per merge request, rules.repository.plan_per_merge_request_hour)`;
+}
+
 /** Statuses take a short description. */
 const short = (text: string): string => (text.length > 250 ? `${text.slice(0, 249)}…` : text);
 
@@ -187,6 +206,13 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   };
   /** Merge requests reviewed, by `project:id`: the head and blob their comment shows. */
   const reviewed = new Map<string, string>();
+  const limits = { ...DEFAULT_PLAN_LIMITS, ...options.planLimits };
+  const limiter = createPlanLimiter(limits);
+  /** Merge requests whose plan waits for its limit, by `project:id`: the timer that reviews them then. */
+  const waiting = new Map<string, { timer: NodeJS.Timeout; until: number }>();
+  /** The review running for each merge request, by `project:id`: the next one waits for it. */
+  const reviewing = new Map<string, Promise<void>>();
+  let closed = false;
   /** Combined sets, by central set: rebuilt when either side changes. */
   const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
 
@@ -329,6 +355,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     problems: readonly Problem[],
     plan: PlanReport | undefined,
     branches: { target: string; default: string | null },
+    wait?: PlanWait & { author: string },
   ): string {
     const lines = [
       `**hookbot** checked \`${REPOSITORY_FILE}\` as this merge request changes it (head ${head.slice(0, 8)}).`,
@@ -350,6 +377,10 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
         `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}${readersText(plan.readers)}, next to the rules in force:`,
         '',
         ...planLines(plan).map((line) => `- ${line}`),
+      );
+    } else if (wait) {
+      lines.push(
+        `**No problems.** The plan was not computed: ${waitText(wait)}. It will be computed at ${clock(wait.until)}, and this comment updated then.`,
       );
     }
     lines.push('', `_This comment is updated on each push._ ${PLAN_MARKER}`);
@@ -378,7 +409,19 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       ? check(fileText(file), file.size, path)
       : { rules: [] as CompiledRule[], problems: [] as Problem[] };
     let plan: PlanReport | undefined;
+    let wait: (PlanWait & { author: string }) | undefined;
     if (checked.rules !== undefined) {
+      const limited = limiter.take(String(mr.author.id), key, now());
+      if (limited) {
+        wait = { ...limited, author: mr.author.username };
+        planLater(item, key, limited.until);
+        log.info(
+          { project: path, mergeRequest: mr.iid, author: mr.author.username, until: clock(limited.until) },
+          `plan of ${REPOSITORY_FILE} not computed: ${waitText(wait)}`,
+        );
+      }
+    }
+    if (checked.rules !== undefined && !wait) {
       plan = await planChange({
         client: parts.planClient(),
         project: path,
@@ -389,20 +432,26 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
         ...(options.budget ? { budget: options.budget } : {}),
         bot,
       });
+    }
+    if (checked.rules !== undefined) {
+      const said = file
+        ? `${checked.rules.length} rule${checked.rules.length === 1 ? '' : 's'}, no problems`
+        : `${REPOSITORY_FILE} removed: the central rules only`;
       await postStatus(
         sourceProject,
         mr.sha,
         'success',
-        file
-          ? `${checked.rules.length} rules, no problems`
-          : `${REPOSITORY_FILE} removed: the central rules only`,
+        wait ? `${said}; the plan waits until ${clock(wait.until)} (${waitText(wait)})` : said,
       );
     } else await postStatus(sourceProject, mr.sha, 'failed', problemText(checked.problems[0]!));
 
-    const body = commentBody(mr.sha, checked.problems, plan, {
-      target: mr.target_branch,
-      default: project.default_branch,
-    });
+    const body = commentBody(
+      mr.sha,
+      checked.problems,
+      plan,
+      { target: mr.target_branch, default: project.default_branch },
+      wait,
+    );
     let mine: { id: number; body: string } | undefined;
     for await (const note of client.notes.listMergeRequestNotes(item.projectId, item.id))
       if (!note.system && isBotUser(bot, note.author) && note.body.includes(PLAN_MARKER)) {
@@ -413,7 +462,8 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     else if (mine.body !== body)
       await client.notes.updateMergeRequestNote(item.projectId, item.id, mine.id, body);
     reviewed.delete(key);
-    reviewed.set(key, stamp);
+    // A plan that waits is not done: the same head is reviewed again when it is due.
+    reviewed.set(key, wait ? `${stamp}:waiting` : stamp);
     // Only a memory of recent reviews (a restart reviews again, and finds the same comment).
     if (reviewed.size > 1000) reviewed.delete(reviewed.keys().next().value!);
     log.info(
@@ -422,8 +472,44 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     );
   }
 
+  /** Reviews a merge request after the one running for it, if any (pipeline runs and timers alike). */
+  function review(item: ItemAddress, triggers: readonly Trigger[]): Promise<void> {
+    const key = `${item.projectId}:${item.id}`;
+    const before = reviewing.get(key) ?? Promise.resolve();
+    const next = before.then(() => reviewMergeRequest(item, triggers));
+    const settled = next.catch(() => undefined);
+    reviewing.set(key, settled);
+    void settled.then(() => {
+      if (reviewing.get(key) === settled) reviewing.delete(key);
+    });
+    return next;
+  }
+
+  /** Reviews the merge request again once its plan may be computed (one timer per merge request). */
+  function planLater(item: ItemAddress, key: string, until: number): void {
+    const known = waiting.get(key);
+    if (closed || (known && known.until <= until)) return;
+    if (known) clearTimeout(known.timer);
+    const timer = setTimeout(
+      () => {
+        waiting.delete(key);
+        review(item, [{ kind: 'manual', byBot: false }]).catch((error: unknown) =>
+          log.warn({ item: key, err: error }, 'could not compute the plan that waited for its limit'),
+        );
+      },
+      Math.max(0, until - now()),
+    );
+    timer.unref();
+    waiting.set(key, { timer, until });
+  }
+
   return {
     forProject,
+    close() {
+      closed = true;
+      for (const { timer } of waiting.values()) clearTimeout(timer);
+      waiting.clear();
+    },
     attach(given) {
       parts = given;
     },
@@ -453,7 +539,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       if (typeof defaultBranch === 'string' && defaultBranch !== branch) return;
       await read(push.project_id);
     },
-    reviewMergeRequest,
+    reviewMergeRequest: review,
     known: (pathWithNamespace) => entries.has(pathWithNamespace.toLowerCase()),
     onChange(listener) {
       listeners.push(listener);
