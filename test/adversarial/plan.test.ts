@@ -84,6 +84,7 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
       initialFiles: { 'README.md': '# app\n' },
     });
     app = project.id;
+    addIssueRecord(sb.ctx.db, { project_id: app, title: 'An issue of app' });
     const vaultRec = await addProject(sb.ctx, {
       name: 'vault',
       namespace_id: group.id,
@@ -193,6 +194,8 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
       `the bot's comment on the merge request showing "${showing}"`,
     );
 
+  // The developer's merge requests below stay within the default plan limits (10 per author and 4
+  // per merge request in an hour): 4 opened, then one opened and pushed to 3 times.
   describe('a burst: the merge request opened and a status within a millisecond', () => {
     it(
       'is reviewed every time (hookbot/config on the head, one comment with the plan)',
@@ -221,6 +224,43 @@ describe('the plan of a merge request that changes .hookbot.yml (a running bot, 
           expect(body).toContain('**No problems.**');
           expect(await botNotes(app, mr.id)).toHaveLength(1);
         }
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
+      'a push and its status within a millisecond (push, merge_request.update, status.changed): the new head is reviewed every time',
+      async () => {
+        const branch = 'burst-push';
+        await people.dev.client.branches.create(app, { branch_name: branch, ref: 'master' });
+        const rules = (round: number) =>
+          `rules:\n  - name: pushed-${round}\n    on: [issue.update]\n    for: issues\n    do:\n      - label: { add: [pushed-${round}] }\n`;
+        await people.dev.client.files.create(app, {
+          file_path: FILE,
+          branch_name: branch,
+          content: rules(0),
+          commit_message: 'Rules',
+        });
+        const mr = await people.dev.client.mergeRequests.create(app, {
+          source_branch: branch,
+          target_branch: 'master',
+          title: 'Burst by push',
+        });
+        await commentOn(app, mr.id, 'would add label pushed-0');
+        for (let round = 1; round <= 3; round++) {
+          await people.dev.client.files.update(app, {
+            file_path: FILE,
+            branch_name: branch,
+            content: rules(round),
+            commit_message: `Rules, push ${round}`,
+          });
+          const head = (await admin.branches.get(app, branch)).commit.id;
+          await people.ci.client.statuses.create(app, head, { state: 'pending', name: 'ci/build' });
+          expect((await configStatus(app, head)).status, `push ${round}`).toBe('success');
+          const body = await commentOn(app, mr.id, `head ${head.slice(0, 8)}`);
+          expect(body).toContain(`would add label pushed-${round}`);
+        }
+        expect(await botNotes(app, mr.id)).toHaveLength(1);
       },
       TEST_TIMEOUT,
     );

@@ -12,9 +12,12 @@
  *   problem as `line:column: message`; `success` when it is taken). The status page lists it.
  * - A merge request that changes the file gets the same status on its head and one comment of the
  *   bot, edited in place on each new push, with every problem and the plan (plan.ts): what the
- *   proposed rules would do on the project's open items next to the rules in force. Only pushes and
- *   merge request events start a review: the bot's own comment and status fire hooks too, and
- *   start nothing. Its comment is found among the notes whose author (as the server says) is the bot.
+ *   proposed rules would do on the project's open items next to the rules in force, computed for
+ *   the merge request's author (and whoever may push to its fork): only what they may read
+ *   (plan-access.ts). Only pushes and merge request events start a review, whatever else arrived in
+ *   the same burst: the bot's own comment and status fire hooks too, and start nothing. Its comment
+ *   is found among the notes whose author (as the server says) is the bot. Plans per author and per
+ *   merge request in an hour are bounded (plan-limit.ts): past that, the comment says when.
  */
 import { ApiError, fileText, type Client, type RepositoryFile } from '../../api/index.ts';
 import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
