@@ -166,11 +166,20 @@ function readersText(readers: readonly Reader[] | undefined): string {
   return ` that ${shown.join(', ')} may all read (the author and whoever may push to the source branch; nothing else is evaluated)`;
 }
 
+/** Why a merge request's plan waits, for whom, and whether a timer will compute it. */
+interface Waiting extends PlanWait {
+  author: string;
+  scheduled: boolean;
+}
+
+/** Most merge requests whose plan waits with a timer; past it, the next push computes the plan. */
+const MAX_WAITING = 1000;
+
 /** `2026-05-04 14:05 UTC`: when a plan that waits will be computed. */
 const clock = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
 /** Why a plan waits: `@alice had 10 plans in the last hour (at most 10 per author, rules.repository.plan_per_author_hour)`. */
-function waitText(wait: PlanWait & { author: string }): string {
+function waitText(wait: Waiting): string {
   const plans = `${wait.limit} plan${wait.limit === 1 ? '' : 's'}`;
   return wait.by === 'author'
     ? `@${wait.author} had ${plans} computed in the last hour (at most ${wait.limit} per author, rules.repository.plan_per_author_hour)`
@@ -358,7 +367,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     problems: readonly Problem[],
     plan: PlanReport | undefined,
     branches: { target: string; default: string | null },
-    wait?: PlanWait & { author: string },
+    wait?: Waiting,
   ): string {
     const lines = [
       `**hookbot** checked \`${REPOSITORY_FILE}\` as this merge request changes it (head ${head.slice(0, 8)}).`,
@@ -383,7 +392,11 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       );
     } else if (wait) {
       lines.push(
-        `**No problems.** The plan was not computed: ${waitText(wait)}. It will be computed at ${clock(wait.until)}, and this comment updated then.`,
+        `**No problems.** The plan was not computed: ${waitText(wait)}. ${
+          wait.scheduled
+            ? `It will be computed at ${clock(wait.until)}, and this comment updated then.`
+            : `It will be computed at the next push after ${clock(wait.until)}.`
+        }`,
       );
     }
     lines.push('', `_This comment is updated on each push._ ${PLAN_MARKER}`);
@@ -412,12 +425,15 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       ? check(fileText(file), file.size, path)
       : { rules: [] as CompiledRule[], problems: [] as Problem[] };
     let plan: PlanReport | undefined;
-    let wait: (PlanWait & { author: string }) | undefined;
+    let wait: Waiting | undefined;
     if (checked.rules !== undefined) {
       const limited = limiter.take(String(mr.author.id), key, now());
       if (limited) {
-        wait = { ...limited, author: mr.author.username };
-        planLater(item, key, limited.until);
+        wait = {
+          ...limited,
+          author: mr.author.username,
+          scheduled: planLater(item, key, limited.until),
+        };
         log.info(
           { project: path, mergeRequest: mr.iid, author: mr.author.username, until: clock(limited.until) },
           `plan of ${REPOSITORY_FILE} not computed: ${waitText(wait)}`,
@@ -488,10 +504,15 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     return next;
   }
 
-  /** Reviews the merge request again once its plan may be computed (one timer per merge request). */
-  function planLater(item: ItemAddress, key: string, until: number): void {
+  /**
+   * Reviews the merge request again once its plan may be computed (one timer per merge request, at
+   * most MAX_WAITING). False when no timer could be set: the next push computes it.
+   */
+  function planLater(item: ItemAddress, key: string, until: number): boolean {
     const known = waiting.get(key);
-    if (closed || (known && known.until <= until)) return;
+    if (closed) return false;
+    if (known && known.until <= until) return true;
+    if (!known && waiting.size >= MAX_WAITING) return false;
     if (known) clearTimeout(known.timer);
     const timer = setTimeout(
       () => {
@@ -504,6 +525,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     );
     timer.unref();
     waiting.set(key, { timer, until });
+    return true;
   }
 
   return {
