@@ -126,7 +126,7 @@ const isRefusal = (error: unknown): boolean =>
 export async function readAudience(
   client: AudienceClient,
   project: Project,
-  mr: Pick<MergeRequest, 'author' | 'source_project_id' | 'project_id'>,
+  mr: { author: { id: number; username: string } } & Pick<MergeRequest, 'source_project_id' | 'project_id'>,
 ): Promise<PlanAudience> {
   interface Member {
     level: number;
