@@ -123,6 +123,10 @@ export async function startRuntime(
           items: config.rules.repository.plan_items,
           apiCalls: config.rules.repository.plan_api_calls,
         },
+        planLimits: {
+          perAuthor: config.rules.repository.plan_per_author_hour,
+          perMergeRequest: config.rules.repository.plan_per_merge_request_hour,
+        },
         log: log.child({ part: 'repository-rules' }),
       })
     : undefined;
@@ -320,7 +324,14 @@ export async function startRuntime(
     rules,
     sweeps,
     close() {
-      closing ??= stopWithin(config.server.shutdown_timeout_ms, { rules, scheduler, bot, store, log });
+      closing ??= stopWithin(config.server.shutdown_timeout_ms, {
+        rules,
+        repository,
+        scheduler,
+        bot,
+        store,
+        log,
+      });
       return closing;
     },
   };
@@ -339,16 +350,19 @@ async function stopWithin(
   boundMs: number,
   parts: {
     rules: RulesHolder;
+    /** Its re-review timers are cancelled first. */
+    repository: { close(): void } | undefined;
     scheduler: ReturnType<typeof createScheduler>;
     bot: Bot;
     store: StateStore;
     log: HookbotLogger;
   },
 ): Promise<void> {
-  const { rules, scheduler, bot, store, log } = parts;
+  const { rules, repository, scheduler, bot, store, log } = parts;
   const started = performance.now();
   const left = () => Math.max(0, boundMs - (performance.now() - started));
   rules.close();
+  repository?.close();
   const stopped = Promise.all([scheduler.stop(), bot.close()]).then(
     () => undefined,
     (error: unknown) => log.error({ err: error }, 'stop: stopping the sweeps or the receiver failed'),

@@ -9,4 +9,5 @@ export { createHttp, type Http, type HttpOptions, type RequestSpec } from './htt
 export { refuseWrites } from './read-only.ts';
 export { type Issue } from './issues.ts';
 export { type MergeOutcome, type MergeRequest } from './merge-requests.ts';
+export { type Project } from './projects.ts';
 export { latestByName } from './statuses.ts';

@@ -43,6 +43,20 @@ export function createMembersApi(http: Http) {
       });
     },
 
+    /**
+     * The members of a group, with their access level in it (what its projects inherit). Not in
+     * docs/api-v3.md ("Groups: not shown"); the real 8.x call (`GroupMembers`), paginated. A group the
+     * caller may not see answers 403, an unknown one 404.
+     */
+    listGroup(group: number, options: ListOptions = {}): AsyncIterable<ProjectMember> {
+      return http.paginate({
+        method: 'GET',
+        route: '/groups/:id/members',
+        params: { id: group },
+        ...options,
+      });
+    },
+
     get(project: ProjectRef, userId: number, options: CallOptions = {}): Promise<ProjectMember> {
       return http.request({
         method: 'GET',

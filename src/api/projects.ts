@@ -25,6 +25,10 @@ export const projectSchema = z.looseObject({
   archived: z.boolean().optional(),
   web_url: z.string().optional(),
   namespace: z.looseObject({ id: z.number(), name: z.string(), path: z.string() }),
+  /** The owner of a project in a user namespace; absent for a group's project. */
+  owner: z.looseObject({ id: z.number() }).nullish(),
+  issues_enabled: z.boolean().optional(),
+  merge_requests_enabled: z.boolean().optional(),
 });
 export type Project = z.infer<typeof projectSchema>;
 

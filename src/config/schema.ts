@@ -282,6 +282,14 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         plan_api_calls: integer(1)
           .default(1000)
           .describe('And makes at most this many API calls; the comment says when the budget was reached.'),
+        plan_per_author_hour: integer(1)
+          .default(10)
+          .describe(
+            'Plans computed per merge request author in any hour; past it the comment and the status say when the next one will be, and it is computed then.',
+          ),
+        plan_per_merge_request_hour: integer(1)
+          .default(4)
+          .describe('Plans computed per merge request in any hour (the same answer past it).'),
       }).describe("Rules in each project's repository (.hookbot.yml), and what they may do."),
     }).describe('Where the rules are.'),
 

@@ -10,13 +10,20 @@
  * proposed rules plan that the rules in force do not; "would stop" lines name the rules in force
  * that match an item and that the proposed rules no longer have or no longer match. Bounded by a
  * budget of items and API calls: when it is reached the plan says so, and covers what it read.
+ *
+ * On a merge request (`for`), the plan is shown to its readers, and was written by whoever may push to
+ * its source branch: it evaluates only the items they may all read (plan-access.ts), so it reveals
+ * nothing they could not read, and no condition on the rest can serve as a yes/no oracle. What they may
+ * not read is neither evaluated nor counted. The text a comment would render on a confidential issue is
+ * not shown (the comment on the merge request is read by more people than the issue).
  */
-import { clientOver, refuseWrites, type Client } from '../../api/index.ts';
+import { clientOver, refuseWrites, type Client, type Issue } from '../../api/index.ts';
 import { ruleSet, type CompiledRuleSet } from '../engine/compile.ts';
 import { evaluate, type Evaluation } from '../engine/engine.ts';
 import type { PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemKind, Trigger } from '../engine/snapshot.ts';
 import { createSnapshotReader } from '../item/read-snapshot.ts';
+import { readAudience, type Reader } from './plan-access.ts';
 
 export interface PlanBudget {
   /** Most open items evaluated. */
@@ -51,6 +58,10 @@ export interface PlanReport {
   budgetReached?: 'items' | 'apiCalls';
   budget: PlanBudget;
   changes: PlanChange[];
+  /** On a merge request: who the plan was computed for (only what they may all read). */
+  readers?: Reader[];
+  /** Kinds of items not evaluated at all, and why: `issues: @bob (not a member) may not read the project`. */
+  notEvaluated: string[];
 }
 
 /** The plan needs only the HTTP core: it builds its own read-only client over it. */
@@ -89,8 +100,8 @@ const KIND_WORDS: Record<ItemKind, [string, string]> = {
 
 const itemName = (kind: ItemKind, iid: number): string => `${kind === 'issue' ? '#' : '!'}${iid}`;
 
-/** Each planned call as one or more effects, in words (labels one by one). */
-function effectsOf(call: PlannedCall): string[] {
+/** Each planned call as one or more effects, in words (labels one by one); `hideText`: no comment text. */
+function effectsOf(call: PlannedCall, hideText: boolean): string[] {
   const { op, args } = call.call;
   switch (op) {
     case 'issues.update':
@@ -111,6 +122,7 @@ function effectsOf(call: PlannedCall): string[] {
       ];
     case 'notes.createIssueNote':
     case 'notes.createMergeRequestNote': {
+      if (hideText) return ['would comment on {items} (the text is not shown: confidential)'];
       const text = args.body
         .replace(/<!-- hookbot:[^>]*-->/g, '')
         .trim()
@@ -138,7 +150,8 @@ function effectsOf(call: PlannedCall): string[] {
   }
 }
 
-const planEffects = (evaluation: Evaluation): Set<string> => new Set(evaluation.plan.flatMap(effectsOf));
+const planEffects = (evaluation: Evaluation, hideText: boolean): Set<string> =>
+  new Set(evaluation.plan.flatMap((call) => effectsOf(call, hideText)));
 
 /** The rules that match, by name, with what they do. */
 function matchedRules(evaluation: Evaluation): Map<string, string> {
@@ -149,13 +162,14 @@ function matchedRules(evaluation: Evaluation): Map<string, string> {
   return matched;
 }
 
-/** What would change on one item, as effects. */
+/** What would change on one item, as effects; `hideText`: without the text of comments (a confidential item). */
 export function compareEvaluations(
   current: Evaluation,
   proposed: Evaluation,
+  hideText = false,
 ): { now: string[]; stop: string[] } {
-  const before = planEffects(current);
-  const now = [...planEffects(proposed)].filter((effect) => !before.has(effect));
+  const before = planEffects(current, hideText);
+  const now = [...planEffects(proposed, hideText)].filter((effect) => !before.has(effect));
   const still = matchedRules(proposed);
   const stop = [...matchedRules(current)]
     .filter(([name]) => !still.has(name))
@@ -171,6 +185,11 @@ export interface PlanInput {
   budget?: Partial<PlanBudget>;
   bot?: BotIdentity;
   now?: number;
+  /**
+   * The merge request the plan is shown on: only what its author (and, from a fork, whoever may push
+   * to it) may read is evaluated. Absent (`hookbot plan`, run by the operator): every open item.
+   */
+  for?: { mergeRequest: Parameters<typeof readAudience>[2] };
 }
 
 export async function planChange(input: PlanInput): Promise<PlanReport> {
@@ -194,6 +213,7 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
     apiCalls: 0,
     budget,
     changes: [],
+    notEvaluated: [],
   };
   const byWhat = new Map<string, PlanChange>();
   const note = (what: string, kind: PlanChange['kind'], item: string) => {
@@ -204,13 +224,23 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
 
   const project = await client.projects.get(input.project);
   reader.rememberProject(project);
+  const audience = input.for ? await readAudience(client, project, input.for.mergeRequest) : undefined;
+  if (audience) report.readers = audience.readers;
   const filter = { state: 'opened', order_by: 'created_at', sort: 'asc' } as const;
   outer: for (const kind of ['issue', 'merge_request'] as const) {
+    const readable = audience ? (kind === 'issue' ? audience.issues : audience.mergeRequests) : true;
+    if (readable !== true) {
+      report.notEvaluated.push(`${KIND_WORDS[kind][1]}: ${readable}`);
+      continue;
+    }
     const listing =
       kind === 'issue'
         ? client.issues.list(project.id, filter)
         : client.mergeRequests.list(project.id, filter);
     for await (const item of listing) {
+      // Not read, not evaluated, not counted: the plan says nothing of what its readers may not read.
+      const issue = kind === 'issue' ? (item as Issue) : undefined;
+      if (audience && issue && !audience.mayReadIssue(issue)) continue;
       report.listed++;
       const outOfCalls = calls() >= budget.apiCalls;
       if (report.evaluated >= budget.items) {
@@ -239,6 +269,7 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
       const { now: changes, stop } = compareEvaluations(
         evaluate(input.current, snapshot, { now }),
         evaluate(input.proposed, snapshot, { now }),
+        audience !== undefined && issue?.confidential === true,
       );
       for (const what of changes) note(`${what}|${kind}`, 'now', name);
       for (const what of stop) note(`${what}|${kind}`, 'stop', name);
@@ -284,6 +315,7 @@ export function planLines(report: PlanReport): string[] {
   if (now.length === 0 && stop.length === 0)
     lines.push(`no change on the ${report.evaluated} open issues and merge requests evaluated`);
   for (const change of [...now, ...stop]) lines.push(changeLine(change));
+  for (const left of report.notEvaluated) lines.push(`not evaluated: ${left}`);
   const budget = budgetLine(report);
   if (budget) lines.push(budget);
   return lines;

@@ -12,12 +12,16 @@
  *   problem as `line:column: message`; `success` when it is taken). The status page lists it.
  * - A merge request that changes the file gets the same status on its head and one comment of the
  *   bot, edited in place on each new push, with every problem and the plan (plan.ts): what the
- *   proposed rules would do on the project's open items next to the rules in force. Only pushes and
- *   merge request events start a review: the bot's own comment and status fire hooks too, and
- *   start nothing. Its comment is found among the notes whose author (as the server says) is the bot.
+ *   proposed rules would do on the project's open items next to the rules in force, computed for
+ *   the merge request's author (and whoever may push to its fork): only what they may read
+ *   (plan-access.ts). Only pushes and merge request events start a review, whatever else arrived in
+ *   the same burst: the bot's own comment and status fire hooks too, and start nothing. Its comment
+ *   is found among the notes whose author (as the server says) is the bot. Plans per author and per
+ *   merge request in an hour are bounded (plan-limit.ts): past that, the comment says when.
  */
 import { ApiError, fileText, type Client, type RepositoryFile } from '../../api/index.ts';
 import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
+import { triggerEvents } from '../engine/event-names.ts';
 import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
 import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
 import type { Problem } from '../grammar/problem.ts';
@@ -25,6 +29,8 @@ import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
 import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
+import { readerText, type Reader } from './plan-access.ts';
+import { createPlanLimiter, DEFAULT_PLAN_LIMITS, type PlanLimits, type PlanWait } from './plan-limit.ts';
 import { checkRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
@@ -84,8 +90,13 @@ export interface RepositoryRules extends ProjectRules {
   known(pathWithNamespace: string): boolean;
   /** Called after a project's repository rules in force changed (taken, or the file gone). */
   onChange(listener: (project: string) => void): void;
-  /** After an item run: a merge request that changes the file gets its status and comment. */
+  /**
+   * After an item run: a merge request that changes the file gets its status and comment. One review
+   * of a merge request at a time (a plan that waited for its limit runs from a timer).
+   */
   reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void>;
+  /** Cancels the plans waiting for their limit (the runtime stops). */
+  close(): void;
   state(): RepositoryRulesState[];
 }
 
@@ -113,8 +124,27 @@ export interface RepositoryRulesOptions {
   postStatuses?: boolean;
   policy: RepositoryPolicy;
   budget?: Partial<PlanBudget>;
+  /** How many plans per author and per merge request in an hour (plan-limit.ts). */
+  planLimits?: Partial<PlanLimits>;
   log?: RepositoryLog;
   now?: () => number;
+}
+
+/**
+ * Whether a run's triggers start a review: a change of the merge request (`merge_request.*`, a push
+ * to its source branch) that the bot did not cause, or a manual run. The bot's own comment and
+ * status fire hooks too, and start nothing. Every event of a burst counts, not only the latest: a
+ * burst folds into one trigger named after its last event (the pipeline's coalesce), and an open
+ * followed within the debounce by a CI's `pending` is named `status.changed`, yet holds the open.
+ */
+export function startsReview(triggers: readonly Trigger[]): boolean {
+  return triggers.some((trigger) =>
+    triggerEvents(trigger).some(
+      (event) =>
+        !event.byBot &&
+        (event.name.startsWith('merge_request.') || event.name === 'push' || event.name === 'manual'),
+    ),
+  );
 }
 
 const quiet: RepositoryLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -122,6 +152,38 @@ const quiet: RepositoryLog = { info: () => undefined, warn: () => undefined, err
 /** `3:7: message (hint)`: a problem without its file, as the status and the comment show it. */
 export function problemText(problem: Problem): string {
   return `${problem.line}:${problem.column}: ${problem.message}${problem.hint ? ` (${problem.hint})` : ''}`;
+}
+
+/**
+ * ` that @alice (reporter) may read`: who the plan was computed for (plan-access.ts). Several: the
+ * author and whoever may push to the fork, who must all be able to read an item for it to count.
+ */
+function readersText(readers: readonly Reader[] | undefined): string {
+  if (!readers || readers.length === 0) return '';
+  const shown = readers.slice(0, 5).map(readerText);
+  if (readers.length > 5) shown.push(`${readers.length - 5} more`);
+  if (shown.length === 1) return ` that ${shown[0]} may read (nothing else is evaluated)`;
+  return ` that ${shown.join(', ')} may all read (the author and whoever may push to the source branch; nothing else is evaluated)`;
+}
+
+/** Why a merge request's plan waits, for whom, and whether a timer will compute it. */
+interface Waiting extends PlanWait {
+  author: string;
+  scheduled: boolean;
+}
+
+/** Most merge requests whose plan waits with a timer; past it, the next push computes the plan. */
+const MAX_WAITING = 1000;
+
+/** `2026-05-04 14:05 UTC`: when a plan that waits will be computed. */
+const clock = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/** Why a plan waits: `@alice had 10 plans in the last hour (at most 10 per author, rules.repository.plan_per_author_hour)`. */
+function waitText(wait: Waiting): string {
+  const plans = `${wait.limit} plan${wait.limit === 1 ? '' : 's'}`;
+  return wait.by === 'author'
+    ? `@${wait.author} had ${plans} computed in the last hour (at most ${wait.limit} per author, rules.repository.plan_per_author_hour)`
+    : `this merge request had ${plans} computed in the last hour (at most ${wait.limit} per merge request, rules.repository.plan_per_merge_request_hour)`;
 }
 
 /** Statuses take a short description. */
@@ -156,6 +218,13 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   };
   /** Merge requests reviewed, by `project:id`: the head and blob their comment shows. */
   const reviewed = new Map<string, string>();
+  const limits = { ...DEFAULT_PLAN_LIMITS, ...options.planLimits };
+  const limiter = createPlanLimiter(limits);
+  /** Merge requests whose plan waits for its limit, by `project:id`: the timer that reviews them then. */
+  const waiting = new Map<string, { timer: NodeJS.Timeout; until: number }>();
+  /** The review running for each merge request, by `project:id`: the next one waits for it. */
+  const reviewing = new Map<string, Promise<void>>();
+  let closed = false;
   /** Combined sets, by central set: rebuilt when either side changes. */
   const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
 
@@ -298,6 +367,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     problems: readonly Problem[],
     plan: PlanReport | undefined,
     branches: { target: string; default: string | null },
+    wait?: Waiting,
   ): string {
     const lines = [
       `**hookbot** checked \`${REPOSITORY_FILE}\` as this merge request changes it (head ${head.slice(0, 8)}).`,
@@ -316,9 +386,17 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       );
     } else if (plan) {
       lines.push(
-        `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}, next to the rules in force:`,
+        `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}${readersText(plan.readers)}, next to the rules in force:`,
         '',
         ...planLines(plan).map((line) => `- ${line}`),
+      );
+    } else if (wait) {
+      lines.push(
+        `**No problems.** The plan was not computed: ${waitText(wait)}. ${
+          wait.scheduled
+            ? `It will be computed at ${clock(wait.until)}, and this comment updated then.`
+            : `It will be computed at the next push after ${clock(wait.until)}.`
+        }`,
       );
     }
     lines.push('', `_This comment is updated on each push._ ${PLAN_MARKER}`);
@@ -327,13 +405,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
 
   async function reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void> {
     if (!parts || item.type !== 'merge_request') return;
-    // The bot's own comment and status fire hooks too: only a change of the merge request starts a review.
-    if (
-      !triggers.some(
-        (trigger) => ['merge_request', 'push', 'manual'].includes(trigger.kind) && !trigger.byBot,
-      )
-    )
-      return;
+    if (!startsReview(triggers)) return;
     const { client, bot } = parts;
     const mr = await client.mergeRequests.get(item.projectId, item.id);
     if (mr.state !== 'opened' || !mr.sha) return;
@@ -353,29 +425,52 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       ? check(fileText(file), file.size, path)
       : { rules: [] as CompiledRule[], problems: [] as Problem[] };
     let plan: PlanReport | undefined;
+    let wait: Waiting | undefined;
     if (checked.rules !== undefined) {
+      const limited = limiter.take(String(mr.author.id), key, now());
+      if (limited) {
+        wait = {
+          ...limited,
+          author: mr.author.username,
+          scheduled: planLater(item, key, limited.until),
+        };
+        log.info(
+          { project: path, mergeRequest: mr.iid, author: mr.author.username, until: clock(limited.until) },
+          `plan of ${REPOSITORY_FILE} not computed: ${waitText(wait)}`,
+        );
+      }
+    }
+    if (checked.rules !== undefined && !wait) {
       plan = await planChange({
         client: parts.planClient(),
         project: path,
+        // Shown on the merge request: only what its author (and whoever may push to it) may read.
+        for: { mergeRequest: mr },
         current: forProject(path),
         proposed: ruleSet([...central.forProject(path).rules, ...checked.rules]),
         ...(options.budget ? { budget: options.budget } : {}),
         bot,
       });
+    }
+    if (checked.rules !== undefined) {
+      const said = file
+        ? `${checked.rules.length} rule${checked.rules.length === 1 ? '' : 's'}, no problems`
+        : `${REPOSITORY_FILE} removed: the central rules only`;
       await postStatus(
         sourceProject,
         mr.sha,
         'success',
-        file
-          ? `${checked.rules.length} rules, no problems`
-          : `${REPOSITORY_FILE} removed: the central rules only`,
+        wait ? `${said}; the plan waits until ${clock(wait.until)} (${waitText(wait)})` : said,
       );
     } else await postStatus(sourceProject, mr.sha, 'failed', problemText(checked.problems[0]!));
 
-    const body = commentBody(mr.sha, checked.problems, plan, {
-      target: mr.target_branch,
-      default: project.default_branch,
-    });
+    const body = commentBody(
+      mr.sha,
+      checked.problems,
+      plan,
+      { target: mr.target_branch, default: project.default_branch },
+      wait,
+    );
     let mine: { id: number; body: string } | undefined;
     for await (const note of client.notes.listMergeRequestNotes(item.projectId, item.id))
       if (!note.system && isBotUser(bot, note.author) && note.body.includes(PLAN_MARKER)) {
@@ -386,7 +481,8 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     else if (mine.body !== body)
       await client.notes.updateMergeRequestNote(item.projectId, item.id, mine.id, body);
     reviewed.delete(key);
-    reviewed.set(key, stamp);
+    // A plan that waits is not done: the same head is reviewed again when it is due.
+    reviewed.set(key, wait ? `${stamp}:waiting` : stamp);
     // Only a memory of recent reviews (a restart reviews again, and finds the same comment).
     if (reviewed.size > 1000) reviewed.delete(reviewed.keys().next().value!);
     log.info(
@@ -395,8 +491,50 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     );
   }
 
+  /** Reviews a merge request after the one running for it, if any (pipeline runs and timers alike). */
+  function review(item: ItemAddress, triggers: readonly Trigger[]): Promise<void> {
+    const key = `${item.projectId}:${item.id}`;
+    const before = reviewing.get(key) ?? Promise.resolve();
+    const next = before.then(() => reviewMergeRequest(item, triggers));
+    const settled = next.catch(() => undefined);
+    reviewing.set(key, settled);
+    void settled.then(() => {
+      if (reviewing.get(key) === settled) reviewing.delete(key);
+    });
+    return next;
+  }
+
+  /**
+   * Reviews the merge request again once its plan may be computed (one timer per merge request, at
+   * most MAX_WAITING). False when no timer could be set: the next push computes it.
+   */
+  function planLater(item: ItemAddress, key: string, until: number): boolean {
+    const known = waiting.get(key);
+    if (closed) return false;
+    if (known && known.until <= until) return true;
+    if (!known && waiting.size >= MAX_WAITING) return false;
+    if (known) clearTimeout(known.timer);
+    const timer = setTimeout(
+      () => {
+        waiting.delete(key);
+        review(item, [{ kind: 'manual', byBot: false }]).catch((error: unknown) =>
+          log.warn({ item: key, err: error }, 'could not compute the plan that waited for its limit'),
+        );
+      },
+      Math.max(0, until - now()),
+    );
+    timer.unref();
+    waiting.set(key, { timer, until });
+    return true;
+  }
+
   return {
     forProject,
+    close() {
+      closed = true;
+      for (const { timer } of waiting.values()) clearTimeout(timer);
+      waiting.clear();
+    },
     attach(given) {
       parts = given;
     },
@@ -426,7 +564,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       if (typeof defaultBranch === 'string' && defaultBranch !== branch) return;
       await read(push.project_id);
     },
-    reviewMergeRequest,
+    reviewMergeRequest: review,
     known: (pathWithNamespace) => entries.has(pathWithNamespace.toLowerCase()),
     onChange(listener) {
       listeners.push(listener);

@@ -12,6 +12,7 @@ import { createRepositoryRules } from '../../../src/rules/repository/repository-
 import { DEMO_TOKENS } from '../../../src/sandbox/seed.ts';
 import { startSandbox, type Sandbox } from '../../../src/sandbox/server.ts';
 import { startFaultProxy, type FaultProxy } from '../../helpers/fault-proxy.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 const central = (name: string): CompiledRuleSet =>
   compileRules([{ rules: [{ name, on: ['issue.open'], do: ['close'] }] as never }]);
@@ -158,5 +159,76 @@ describe('repository rules: the file never stands between a project and its cent
     const again = await notes();
     expect(again).toHaveLength(1);
     expect(again[0]!.updated_at).toBe(comment!.updated_at);
+  });
+
+  it('a merge request past its plans for the hour: the comment and the status say when, and the plan is computed then', async () => {
+    const admin = createClient({ baseUrl: sb.url, token: sb.adminToken });
+    await admin.branches.create('acme/web', { branch_name: 'limited', ref: 'master' });
+    const commit = async (label: string) => {
+      await admin.files.update('acme/web', {
+        file_path: '.hookbot.yml',
+        branch_name: 'limited',
+        content: `rules:\n  - name: triage\n    on: [issue.open]\n    do:\n      - label: { add: [${label}] }\n`,
+        commit_message: `Label ${label}`,
+      });
+      return (await admin.branches.get('acme/web', 'limited')).commit.id;
+    };
+    await commit('limited-1');
+    const mr = await admin.mergeRequests.create('acme/web', {
+      source_branch: 'limited',
+      target_branch: 'master',
+      title: 'Limited',
+    });
+    // One plan per merge request in a window of 1.5 s instead of an hour: the test waits for the
+    // window to pass rather than for an hour.
+    const rules = createRepositoryRules({
+      central: { forProject: () => central('seen') },
+      policy: repositoryPolicy([]),
+      planLimits: { perAuthor: 10, perMergeRequest: 1, windowMs: 1500 },
+    });
+    const client = createClient({ baseUrl: sb.url, token: DEMO_TOKENS.hookbot, retry: { limit: 0 } });
+    const planClient = createClient({ baseUrl: sb.url, token: DEMO_TOKENS.hookbot, retry: { limit: 0 } });
+    rules.attach({ client, bot: { username: 'hookbot' }, planClient: () => planClient });
+    const item = { type: 'merge_request' as const, projectId: mr.project_id, id: mr.id };
+    const comment = async () => {
+      for await (const note of admin.notes.listMergeRequestNotes('acme/web', mr.id))
+        if (note.author.username === 'hookbot') return note.body;
+      return undefined;
+    };
+    try {
+      await rules.reviewMergeRequest(item, [{ kind: 'merge_request', action: 'open', byBot: false }]);
+      expect(await comment()).toContain('would add label limited-1');
+      const calls = planClient.http.stats.calls;
+
+      const second = await commit('limited-2');
+      await rules.reviewMergeRequest(item, [{ kind: 'push', byBot: false }]);
+      const waiting = (await comment())!;
+      expect(waiting).toContain(`head ${second.slice(0, 8)}`);
+      expect(waiting).toMatch(
+        /\*\*No problems\.\*\* The plan was not computed: this merge request had 1 plan computed in the last hour \(at most 1 per merge request, rules\.repository\.plan_per_merge_request_hour\)\. It will be computed at \d{4}-\d\d-\d\d \d\d:\d\d UTC, and this comment updated then\./,
+      );
+      expect(planClient.http.stats.calls, 'no plan call while it waits').toBe(calls);
+      const statuses = [];
+      for await (const status of admin.statuses.list('acme/web', second)) statuses.push(status);
+      expect(statuses.map((status) => status.description)).toEqual([
+        expect.stringMatching(
+          /^1 rule, no problems; the plan waits until .* UTC \(this merge request had 1 plan/,
+        ),
+      ]);
+
+      // Once the window has passed, the bot computes the plan by itself and updates the comment.
+      const planned = await waitFor(
+        async () => {
+          const body = await comment();
+          return body?.includes('would add label limited-2') ? body : undefined;
+        },
+        20_000,
+        'the plan computed once the window passed',
+      );
+      expect(planned).toContain(`head ${second.slice(0, 8)}`);
+      expect(planned).not.toContain('was not computed');
+    } finally {
+      rules.close();
+    }
   });
 });
