@@ -137,6 +137,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     identity: { name: 'hookbot', email: 'hookbot@example.com' },
   });
   const updater = {
+    idle: () => base.idle(),
     async update(request: Parameters<typeof base.update>[0]) {
       gitUrls.push(request.targetUrl);
       const outcome = await base.update(request);

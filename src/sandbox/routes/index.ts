@@ -4,6 +4,7 @@ import type { SandboxContext } from '../context.ts';
 import { registerBranchRoutes } from './branches.ts';
 import { registerCommitRoutes } from './commits.ts';
 import { registerFileRoutes } from './files.ts';
+import { registerGroupRoutes } from './groups.ts';
 import { registerHookRoutes } from './hooks.ts';
 import { registerIssueRoutes } from './issues.ts';
 import { registerLabelRoutes } from './labels.ts';
@@ -32,5 +33,6 @@ export const routeFamilies: RegisterRoutes[] = [
   registerSettingsRoutes,
   registerProjectRoutes,
   registerMemberRoutes,
+  registerGroupRoutes,
   registerHookRoutes,
 ];
