@@ -187,15 +187,15 @@ describe('merge queue: where it pushes, and saying when it cannot', { timeout: 1
   });
 
   it('asks again right before the push: a source branch protected meanwhile is not pushed', async () => {
-    let protectNow: (() => Promise<void>) | undefined;
+    const meanwhile: { protect?: () => Promise<unknown> } = {};
     const w = await world({
       // After the queue's first look (unprotected), before the updater fetches, merges and pushes.
-      beforeUpdate: async () => protectNow?.(),
+      beforeUpdate: async () => {
+        await meanwhile.protect?.();
+      },
     });
     const mr = await openMergeRequest(w, 'late-protect', { 'l.txt': 'calls: foo\n' });
-    protectNow = async () => {
-      await w.admin.branches.protect(w.project.id, 'late-protect');
-    };
+    meanwhile.protect = () => w.admin.branches.protect(w.project.id, 'late-protect');
     expect((await commitFile(w, 'master', 'moved.txt', 'x\n', { message: 'moved' })).ok).toBe(true);
     const before = await head(w, 'late-protect');
     await w.ci.idle();
