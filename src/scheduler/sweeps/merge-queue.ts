@@ -16,6 +16,13 @@
  *      `max_updates` times in all.
  * A merge request that leaves the queue lets the next one start in the same run.
  *
+ * The push uses the bot's own credentials, so it is made only where the merge request's author could
+ * push (queue-push-rule.ts: its own source branch in the target project, neither the default branch
+ * nor a protected one, an author with developer access), asked before the update and again right
+ * before the push; a fork's branch is never pushed (tested only when it already holds the target).
+ * Steps that keep failing are counted on the entry and said on the status page, explain and, after a
+ * while, in one comment (queue-trouble.ts).
+ *
  * Comments and the merge are planned calls carried out by the executor (the only writer of the
  * API); the push is the updater's. merge-when-build-succeeds is never used: servers cancel it on
  * every push to the source branch.
