@@ -46,7 +46,7 @@ export function createMembersApi(http: Http) {
     /**
      * The members of a group, with their access level in it (what its projects inherit). Not in
      * docs/api-v3.md ("Groups: not shown"); the real 8.x call (`GroupMembers`), paginated. A group the
-     * caller may not see answers 403, an unknown one 404.
+     * caller may not see answers 404 `Group Not Found`, as an unknown one does.
      */
     listGroup(group: number, options: ListOptions = {}): AsyncIterable<ProjectMember> {
       return http.paginate({
@@ -57,11 +57,26 @@ export function createMembersApi(http: Http) {
       });
     },
 
+    /** A member of the project itself (404 otherwise): members of its group are not listed here. */
     get(project: ProjectRef, userId: number, options: CallOptions = {}): Promise<ProjectMember> {
       return http.request({
         method: 'GET',
         route: '/projects/:id/members/:user_id',
         params: { id: project, user_id: userId },
+        ...options,
+      });
+    },
+
+    /**
+     * A member of a group (`GET /groups/:id/members/:user_id`, 404 otherwise). Groups are "not shown"
+     * in docs/api-v3.md; this is the 8.x call, which the sandbox implements too. A group is readable
+     * by its members and by whoever can see one of its projects.
+     */
+    getInGroup(group: number, userId: number, options: CallOptions = {}): Promise<ProjectMember> {
+      return http.request({
+        method: 'GET',
+        route: '/groups/:id/members/:user_id',
+        params: { id: group, user_id: userId },
         ...options,
       });
     },

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { resolve } from 'node:path';
 import { fileErrorReason } from './file-error.ts';
+import { resolveGitPaths } from './git-paths.ts';
 import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
 import { detectDocker } from './docker.ts';
 import { deleteIn, envValues, getIn, setIn } from './env-overlay.ts';
@@ -24,7 +25,10 @@ export interface LoadConfigOptions {
   /** From `--config FILE`; otherwise `HOOKBOT_CONFIG`; otherwise no file (defaults and environment). */
   file?: string | undefined;
   env: NodeJS.ProcessEnv;
-  /** Relative paths of the config file and of secret files are read from here. Default: process.cwd(). */
+  /**
+   * Relative paths of the config file, of secret files and of `git:` (git-paths.ts) are taken from
+   * here. Default: process.cwd(), the folder hookbot is started in.
+   */
   cwd?: string;
   /** Running in a container? Default: detected (`/.dockerenv`, `HOOKBOT_IN_DOCKER`). Tests set it. */
   inDocker?: boolean;
@@ -119,7 +123,7 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
     return { ok: false, problems: [...sortProblems(problems).map(formatProblem), ...variableWarnings] };
   return {
     ok: true,
-    config: result.data,
+    config: { ...result.data, git: resolveGitPaths(result.data.git, cwd) },
     mode: modeOf(raw),
     file,
     sources,

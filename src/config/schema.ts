@@ -170,7 +170,17 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       cache_dir: nonEmptyText()
         .default('data/git-cache')
         .describe(
-          'Bare repositories the merge queue fetches into and makes merge commits in (no working tree). A cache: safe to delete while hookbot is stopped.',
+          'Bare repositories the merge queue fetches into and makes merge commits in (no working tree), created 0700. A relative path is taken from the folder hookbot is started in. A cache: safe to delete while hookbot is stopped.',
+        ),
+      cache_max_repositories: integer(1)
+        .default(20)
+        .describe(
+          'At most this many repositories in cache_dir (one per project the queue updated): making another deletes the least recently used.',
+        ),
+      gc_every_updates: integer(1)
+        .default(20)
+        .describe(
+          'A cache repository is pruned (git gc, objects no ref has held for an hour dropped) after this many updates, between two updates.',
         ),
       timeout_ms: integer(1).default(120_000).describe('How long one git command may take.'),
     }).describe(

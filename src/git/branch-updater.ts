@@ -1,15 +1,26 @@
 /**
  * Brings a merge request's source branch up to its target's head without a working tree, as the
  * v3-era bots did (the v3 API has no rebase or update-branch call): fetch both branches into a bare
- * cache repository, merge them with `git merge-tree --write-tree` (git >= 2.38), make the two-parent
- * merge commit with `git commit-tree`, and push it with `--force-with-lease=<source>:<expected sha>`,
- * so a push someone else made meanwhile is never overwritten.
+ * cache repository (cache.ts), merge them with `git merge-tree --write-tree` (git >= 2.38), make the
+ * two-parent merge commit with `git commit-tree`, and push it with
+ * `--force-with-lease=refs/heads/<source>:<expected sha>`, so a push someone else made meanwhile is
+ * never overwritten.
  *
  * Outcomes: `up-to-date` (the target's head is already in the source), `updated` (the pushed sha),
  * `conflict` (the files), `moved` (the source is not at the sha it was expected at, before or at the
- * push), `missing` (a branch does not exist), `refused` (authentication, permission, a hook).
+ * push), `missing` (a branch does not exist), `refused` (authentication, permission, a hook),
+ * `not-pushed` (the source is behind, and the push is not the bot's to make: a fork's branch, or
+ * `beforePush` said no).
  *
- * Credentials (git.ts of config): HTTPS with a username and password or personal access token, sent
+ * Refs are named in full everywhere: the branches as `refs/heads/<name>` on both sides of every
+ * refspec and lease (a tag named like a branch, e.g. `master`, is never read or written), local refs
+ * as `refs/hookbot/...`, commits by sha. Every repository URL comes after `--`, so a URL that starts
+ * with `-` is a (bad) repository, never an option (`--upload-pack=<command>` would run a command).
+ *
+ * The updater pushes only to the repository the target was fetched from (the merge request's own
+ * project): a source branch fetched from another URL (a fork) is tested when up to date, never pushed.
+ *
+ * Credentials (git.* of config): HTTPS with a username and password or personal access token, sent
  * as a Basic `Authorization` header through git's `http.extraHeader` in the child's environment (never
  * in a URL, an argument or a file); or an SSH key file. Every text that leaves this module (errors,
  * log lines) goes through `redact`, which removes the password, its Basic form and URL credentials,
@@ -22,29 +33,40 @@
  * container "first use" is every start. That failure is a GitCommandError saying which of the two it
  * was, not a refusal: the merge requests stay queued until the known_hosts file is put right.
  */
-import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, stat } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { createGitCache } from './cache.ts';
+import {
+  createGitRunner,
+  GitCommandError,
+  redactor,
+  sshProblem,
+  type GitCredentials,
+  type GitIdentity,
+  type GitRun,
+} from './git-process.ts';
 
-export type GitCredentials =
-  | { kind: 'https'; username: string; password: string }
-  | { kind: 'ssh'; keyFile: string; knownHostsFile?: string };
-
-export interface GitIdentity {
-  name: string;
-  email: string;
-}
+export { GitCommandError, redactor, sshProblem, type GitCredentials, type GitIdentity };
 
 export interface BranchUpdaterOptions {
-  /** Where the bare cache repositories live (one per repository URL). */
+  /**
+   * Where the bare cache repositories live (one per repository URL). A relative path is taken from
+   * the folder hookbot runs in, once, here (the configuration resolves it already).
+   */
   cacheDir: string;
   credentials?: GitCredentials;
   /** Author and committer of the merge commits. */
   identity: GitIdentity;
   /** One git command may take this long. */
   timeoutMs?: number;
+  /** At most this many cache repositories (default 20): the least recently used go first. */
+  maxRepositories?: number;
+  /** A cache repository is pruned after this many updates (default 20). */
+  gcEveryUpdates?: number;
+  /** Pruning drops objects no ref has held for this long (default 1 h; 0: at once). */
+  pruneAfterMs?: number;
   /** Told each git command (redacted) and its result. */
   log?: (line: string) => void;
 }
@@ -52,7 +74,7 @@ export interface BranchUpdaterOptions {
 export interface UpdateRequest {
   /** The target project's clone URL (`http_url_to_repo` or `ssh_url_to_repo`). */
   targetUrl: string;
-  /** The source project's clone URL when it is a fork; the target's otherwise. */
+  /** The source project's clone URL when it is a fork (fetched, never pushed to); the target's otherwise. */
   sourceUrl?: string;
   sourceBranch: string;
   targetBranch: string;
@@ -60,6 +82,11 @@ export interface UpdateRequest {
   expectedSourceSha?: string;
   /** The merge commit's message; `Merge branch '<target>' into <source>` otherwise. */
   message?: string;
+  /**
+   * Asked right before the push (after the fetch and the merge): a reason not to push (the branch
+   * became protected meanwhile...) gives `not-pushed` with that reason.
+   */
+  beforePush?: () => Promise<string | undefined>;
 }
 
 export type UpdateOutcome =
@@ -68,127 +95,55 @@ export type UpdateOutcome =
   | { kind: 'conflict'; files: string[]; sourceSha: string; targetSha: string }
   | { kind: 'moved'; sha?: string }
   | { kind: 'missing'; branch: 'source' | 'target' }
-  | { kind: 'refused'; message: string };
+  | { kind: 'refused'; message: string }
+  | { kind: 'not-pushed'; reason: string; fork: boolean; sourceSha: string; targetSha: string };
 
 export interface BranchUpdater {
   update(request: UpdateRequest): Promise<UpdateOutcome>;
+  /** Resolves once every update and cache pruning started so far is over. */
+  idle(): Promise<void>;
 }
 
-interface GitRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** A git command that failed for a reason other than the outcomes above (redacted message). */
-export class GitCommandError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'GitCommandError';
-  }
-}
+/** The reason the updater gives for a fork's branch that is behind its target. */
+export const FORK_NOT_PUSHED =
+  'the source branch is in another repository (a fork): the bot never pushes there';
 
 /**
- * Removes the credentials from a text: the password, its Basic header form and `user:pass@` in URLs;
- * the SSH key file's path as given and as resolved (ssh names it when it cannot use it).
+ * A branch name as git and the server accept it, checked before it goes into a refspec: no `:`
+ * (which would split the refspec), no whitespace or control characters, none of `~^?*[\`, no `..`,
+ * no `@{`, no leading `-` or `/`, no trailing `/`, `.` or `.lock`.
  */
-export function redactor(credentials: GitCredentials | undefined): (text: string) => string {
-  const secrets: string[] = [];
-  const paths: string[] = [];
-  if (credentials?.kind === 'https' && credentials.password) {
-    secrets.push(credentials.password, encodeURIComponent(credentials.password));
-    secrets.push(basic(credentials));
-  }
-  if (credentials?.kind === 'ssh' && credentials.keyFile)
-    paths.push(credentials.keyFile, path.resolve(credentials.keyFile));
-  const longestFirst = (list: string[]) =>
-    list.filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
-  const sortedSecrets = longestFirst(secrets);
-  const sortedPaths = longestFirst(paths);
-  return (text) => {
-    let out = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@"']+:)[^\s/@"']+@/gi, '$1[REDACTED]@');
-    for (const secret of sortedSecrets) out = out.split(secret).join('[REDACTED]');
-    for (const file of sortedPaths) out = out.split(file).join('[key file]');
-    return out.replace(/(Authorization:\s*Basic\s+)\S+/gi, '$1[REDACTED]');
-  };
-}
-
-/**
- * What ssh says when it will not talk to the server or cannot use the key, as one plain sentence (ssh's
- * own warning is a banner of a dozen lines); undefined for anything else.
- */
-export function sshProblem(stderr: string): string | undefined {
-  if (/REMOTE HOST IDENTIFICATION HAS CHANGED/.test(stderr))
-    return "the server's SSH host key is not the one the known_hosts file holds for it (git.ssh_known_hosts_file): the connection may be intercepted, or the server's key changed (Host key verification failed)";
-  if (/host key is known for|Host key verification failed/i.test(stderr))
-    return "the server's SSH host key is not in the known_hosts file (git.ssh_known_hosts_file): add the server's key there (Host key verification failed)";
-  if (/UNPROTECTED PRIVATE KEY FILE/.test(stderr))
-    return 'the SSH key file (git.ssh_key_file) is readable by other users: ssh refuses it (chmod 600)';
-  if (/Load key .*: invalid format/i.test(stderr))
-    return 'the SSH key file (git.ssh_key_file) is not a private key';
-  return undefined;
-}
-
-function basic(credentials: { username: string; password: string }): string {
-  return Buffer.from(`${credentials.username}:${credentials.password}`, 'utf8').toString('base64');
+function validBranch(name: string): boolean {
+  return (
+    name.length > 0 &&
+    name.length <= 1024 &&
+    // eslint-disable-next-line no-control-regex
+    !/[\x00-\x20\x7f:~^?*[\\]|\.\.|@\{|\/\/|\/\.|^[-/.]|[/.]$|\.lock$/.test(name) &&
+    name !== '@'
+  );
 }
 
 export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdater {
   const redact = redactor(options.credentials);
   const log = (line: string) => options.log?.(redact(line));
-  const timeout = options.timeoutMs ?? 120_000;
-
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: options.cacheDir,
-    LC_ALL: 'C',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_ASKPASS: 'true',
-    SSH_ASKPASS: 'true',
-    GIT_AUTHOR_NAME: options.identity.name,
-    GIT_AUTHOR_EMAIL: options.identity.email,
-    GIT_COMMITTER_NAME: options.identity.name,
-    GIT_COMMITTER_EMAIL: options.identity.email,
-  };
-  const config: [string, string][] = [
-    ['gc.auto', '0'],
-    ['maintenance.auto', 'false'],
-    ['credential.helper', ''],
-  ];
+  // Resolved once: git runs with `-C <repository>`, where a relative path would mean something else.
+  const cacheDir = path.resolve(options.cacheDir);
   const credentials = options.credentials;
-  if (credentials?.kind === 'https')
-    config.push(['http.extraHeader', `Authorization: Basic ${basic(credentials)}`]);
-  if (credentials?.kind === 'ssh') {
-    // Absolute paths: git runs ssh in the cache repository (git -C), not where hookbot was started.
-    const known = credentials.knownHostsFile
-      ? ` -o UserKnownHostsFile=${shellQuote(path.resolve(credentials.knownHostsFile))}`
-      : '';
-    env.GIT_SSH_COMMAND = `ssh -i ${shellQuote(path.resolve(credentials.keyFile))} -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes${known}`;
-  }
-  env.GIT_CONFIG_COUNT = String(config.length);
-  config.forEach(([key, value], i) => {
-    env[`GIT_CONFIG_KEY_${i}`] = key;
-    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  const git = createGitRunner({
+    home: cacheDir,
+    credentials,
+    identity: options.identity,
+    timeoutMs: options.timeoutMs ?? 120_000,
+    log,
   });
-
-  function git(repo: string, args: string[], input?: string): Promise<GitRun> {
-    return new Promise((resolve) => {
-      const child = execFile(
-        'git',
-        ['-C', repo, ...args],
-        { env, timeout, maxBuffer: 64 * 1024 * 1024 },
-        (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-          log(`git ${args[0] ?? ''}: exit ${code}${code === 0 ? '' : `: ${stderr.trim()}`}`);
-          resolve({ code, stdout, stderr });
-        },
-      );
-      child.stdin?.on('error', () => undefined);
-      child.stdin?.end(input ?? '');
-    });
-  }
+  const cache = createGitCache({
+    dir: cacheDir,
+    maxRepositories: options.maxRepositories ?? 20,
+    gcEveryUpdates: options.gcEveryUpdates ?? 20,
+    pruneAfterMs: options.pruneAfterMs ?? 3_600_000,
+    git,
+    log,
+  });
 
   function fail(what: string, r: GitRun): never {
     const ssh = sshProblem(r.stderr);
@@ -208,40 +163,14 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
     return line === undefined ? undefined : redact(line);
   }
 
-  // One update per cache repository at a time: the fetched refs are shared.
-  const locks = new Map<string, Promise<unknown>>();
-  function exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const previous = locks.get(key) ?? Promise.resolve();
-    const result = previous.then(fn, fn);
-    const tail = result.catch(() => undefined);
-    locks.set(key, tail);
-    void tail.then(() => {
-      if (locks.get(key) === tail) locks.delete(key);
-    });
-    return result;
-  }
-
-  async function cacheRepo(url: string): Promise<string> {
-    const name = createHash('sha256').update(url).digest('hex').slice(0, 16);
-    const repo = path.join(options.cacheDir, `${name}.git`);
-    try {
-      if ((await stat(repo)).isDirectory()) return repo;
-    } catch {
-      // made below
-    }
-    await mkdir(options.cacheDir, { recursive: true });
-    const r = await git(options.cacheDir, ['init', '--quiet', '--bare', repo]);
-    if (r.code !== 0) fail('init', r);
-    return repo;
-  }
-
-  /** Fetches one branch into `local`; undefined when the branch does not exist. */
+  /** Fetches one branch (`refs/heads/<branch>`, never a tag) into `local`; which may not exist. */
   async function fetchBranch(repo: string, url: string, branch: string, local: string) {
     const r = await git(repo, [
       'fetch',
       '--quiet',
       '--no-tags',
       '--no-write-fetch-head',
+      '--',
       url,
       `+refs/heads/${branch}:${local}`,
     ]);
@@ -252,7 +181,9 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
       if (refused) return { refused };
       fail('fetch', r);
     }
-    const sha = (await git(repo, ['rev-parse', '--verify', local])).stdout.trim();
+    const sha = (
+      await git(repo, ['rev-parse', '--verify', '--end-of-options', `${local}^{commit}`])
+    ).stdout.trim();
     return { sha };
   }
 
@@ -267,12 +198,11 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
     }
   }
 
-  async function update(request: UpdateRequest): Promise<UpdateOutcome> {
-    await checkKeyFile();
+  async function update(repo: string, request: UpdateRequest): Promise<UpdateOutcome> {
     const sourceUrl = request.sourceUrl ?? request.targetUrl;
-    const repo = await cacheRepo(request.targetUrl);
+    const fork = sourceUrl !== request.targetUrl;
     const id = randomBytes(4).toString('hex');
-    const targetRef = `refs/hookbot/${id}/target`;
+    const targetRef = cache.keep(repo, request.targetBranch);
     const sourceRef = `refs/hookbot/${id}/source`;
     try {
       const target = await fetchBranch(repo, request.targetUrl, request.targetBranch, targetRef);
@@ -304,6 +234,11 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
         return { kind: 'conflict', files: [...new Set(rest.filter(Boolean))], sourceSha, targetSha };
       if (merged.code !== 0) fail('merge-tree', merged);
 
+      // Behind, and the push is not the bot's to make.
+      if (fork) return { kind: 'not-pushed', reason: FORK_NOT_PUSHED, fork, sourceSha, targetSha };
+      const no = await request.beforePush?.();
+      if (no !== undefined) return { kind: 'not-pushed', reason: no, fork, sourceSha, targetSha };
+
       const message =
         request.message ?? `Merge branch '${request.targetBranch}' into ${request.sourceBranch}\n`;
       const commit = await git(repo, ['commit-tree', tree, '-p', sourceSha, '-p', targetSha], message);
@@ -314,7 +249,8 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
         'push',
         '--porcelain',
         `--force-with-lease=refs/heads/${request.sourceBranch}:${sourceSha}`,
-        sourceUrl,
+        '--',
+        request.targetUrl,
         `${sha}:refs/heads/${request.sourceBranch}`,
       ]);
       if (push.code === 0) return { kind: 'updated', sha, previousSha: sourceSha, targetSha };
@@ -328,16 +264,18 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
       if (refused) return { kind: 'refused', message: refused };
       fail('push', push);
     } finally {
-      await git(repo, ['update-ref', '-d', targetRef]);
       await git(repo, ['update-ref', '-d', sourceRef]);
     }
   }
 
   return {
-    update: (request) => exclusive(request.targetUrl, () => update(request)),
+    async update(request) {
+      for (const branch of [request.sourceBranch, request.targetBranch])
+        if (!validBranch(branch))
+          throw new GitCommandError(`not a branch name git accepts: ${JSON.stringify(branch)}`);
+      await checkKeyFile();
+      return cache.withRepository(request.targetUrl, (repo) => update(repo, request));
+    },
+    idle: () => cache.idle(),
   };
-}
-
-function shellQuote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
 }

@@ -63,6 +63,8 @@ export function gitAccessOf(
     gitSsh: credentials.kind === 'ssh',
     updater: createBranchUpdater({
       cacheDir: git.cache_dir,
+      maxRepositories: git.cache_max_repositories,
+      gcEveryUpdates: git.gc_every_updates,
       credentials,
       identity: { name: username, email: `${username}@hookbot.invalid` },
       timeoutMs: git.timeout_ms,

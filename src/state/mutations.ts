@@ -90,6 +90,9 @@ export const queueEntrySchema = z.object({
   testingSince: time.optional(),
   updates: z.number().int().nonnegative(),
   left: z.object({ at: time, sha: z.string(), reason: z.string() }).optional(),
+  trouble: z
+    .object({ since: time, count: z.number().int().nonnegative(), error: z.string(), told: time.optional() })
+    .optional(),
 }) satisfies z.ZodType<QueueEntry>;
 
 export const pausedRuleSchema = z.object({ rule: z.string(), reason: z.string(), at: time });

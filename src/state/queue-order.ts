@@ -41,6 +41,9 @@ export function queuePosition(
     const entry = group[index]!;
     const where = `position ${index + 1} of ${group.length} in the ${entry.queue} queue for ${entry.targetBranch}`;
     if (index > 0) return `${where}; waiting for ${group[0]!.project}!${group[0]!.iid} ahead`;
+    // The queue is stuck on it: said first, it is what a reader must act on.
+    if (entry.trouble)
+      return `${where}; the queue cannot move: ${entry.trouble.count} step${entry.trouble.count === 1 ? '' : 's'} failed in a row for ${Math.round((now - entry.trouble.since) / 1000)} s, the last with: ${entry.trouble.error}`;
     if (entry.pinnedSha === undefined)
       return `${where}; its branch is being brought up to ${entry.targetBranch}`;
     const left = Math.max(0, entry.statusTimeoutMs - (now - (entry.testingSince ?? now)));

@@ -144,6 +144,12 @@ export interface QueueEntry {
    * loop; a new head (a push) or the rule matching anew (it stopped matching, then matched) lets it in.
    */
   left?: { at: number; sha: string; reason: string };
+  /**
+   * Set while the queue's steps for it fail one after another (git failing, no credentials, the API
+   * refusing): since when, how many steps, the last error, and when the merge request was told in a
+   * comment. Shown by the status page and explain; cleared by the next step that does not fail.
+   */
+  trouble?: { since: number; count: number; error: string; told?: number };
 }
 
 export interface PausedRule {

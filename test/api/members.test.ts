@@ -21,6 +21,15 @@ describe('members client', () => {
     expect((await client.members.get(8, 1)).access_level).toBe(AccessLevel.master);
   });
 
+  it("reads one member of a group (the project's own list holds only its own members)", async () => {
+    api()
+      .get('/groups/5/members/1')
+      .reply(200, { ...member, access_level: 30 });
+    expect((await client.members.getInGroup(5, 1)).access_level).toBe(AccessLevel.developer);
+    api().get('/groups/5/members/2').reply(404, { message: '404 Not found' });
+    await expect(client.members.getInGroup(5, 2)).rejects.toMatchObject({ status: 404 });
+  });
+
   it('adds a member with user_id and access_level (201)', async () => {
     api()
       .post('/projects/8/members', { user_id: 1, access_level: 30 })

@@ -230,11 +230,17 @@ describe('loadConfig: values and where they come from', () => {
   const tempDir = useTempDir();
 
   it('no file and no variables: every default, in sandbox mode', () => {
-    const result = expectOk(loadIn(tempDir(), {}));
+    const dir = tempDir();
+    const result = expectOk(loadIn(dir, {}));
     expect(result.mode).toBe('sandbox');
     expect(result.file).toBeUndefined();
     expect(result.sources).toEqual({});
-    expect(result.config).toEqual(createConfigSchema().parse({}));
+    const defaults = createConfigSchema().parse({});
+    // Every default; the relative cache folder taken from the folder hookbot starts in (git-paths.ts).
+    expect(result.config).toEqual({
+      ...defaults,
+      git: { ...defaults.git, cache_dir: join(dir, 'data/git-cache') },
+    });
     expect(result.config.server).toMatchObject({ host: '127.0.0.1', port: 3000, hook_path: '/hooks' });
     expect(result.config.api.token).toBeUndefined();
   });
@@ -455,7 +461,8 @@ describe('loadConfig: secrets from files', () => {
       password: 'git-pat-0001',
       ssh_key_file: '/run/secrets/hookbot_key',
       ssh_known_hosts_file: '/etc/ssh/known',
-      cache_dir: 'data/git-cache',
+      // The default relative folder, taken from the folder hookbot is started in (git-paths.ts).
+      cache_dir: join(dir, 'data/git-cache'),
       timeout_ms: 120_000,
     });
     expect(fromFile.sources['git.password']).toMatchObject({ from: 'secret_file' });

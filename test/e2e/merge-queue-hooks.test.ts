@@ -17,7 +17,7 @@
  * - A status that never reports sends no hook: the sweep's timer finds the timeout. Only there does a
  *   test need the timer; the others run with the sweep's interval at 1 h, so hooks alone move them.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -111,7 +111,12 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
    * A running bot as `hookbot serve` composes it, with its own state file and rules, the merge_queue
    * sweep every `queueEvery` and the other sweeps off (nothing but hooks and that timer acts).
    */
-  async function startQueueBot(name: string, statusTimeout: string, queueEvery: string): Promise<Runtime> {
+  async function startQueueBot(
+    name: string,
+    statusTimeout: string,
+    queueEvery: string,
+    git: { password?: boolean; defaultCacheDir?: boolean } = {},
+  ): Promise<Runtime> {
     const home = path.join(dir, name);
     mkdirSync(path.join(home, 'rules'), { recursive: true });
     writeFileSync(path.join(home, 'rules', 'default.yml'), rulesWith(statusTimeout));
@@ -121,14 +126,15 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
         HOOKBOT_PORT: '0',
         HOOKBOT_RULES: path.join(home, 'rules'),
         HOOKBOT_IN_DOCKER: '0',
-        HOOKBOT_GIT_PASSWORD: BOT.password,
+        ...(git.password === false ? {} : { HOOKBOT_GIT_PASSWORD: BOT.password }),
       },
     });
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     const config = loaded.config;
     config.pipeline.debounce_ms = 50;
     config.rules.watch = false;
-    config.git.cache_dir = path.join(home, 'git');
+    // The default (`data/git-cache`, relative) is left alone when asked: it is what users run.
+    if (!git.defaultCacheDir) config.git.cache_dir = path.join(home, 'git');
     for (const sweep of ['rules', 'merge_watch', 'reconcile', 'hook_check'] as const)
       config.scheduler.sweeps[sweep] = { enabled: false, every: '1h' };
     config.scheduler.sweeps.merge_queue = { enabled: true, every: queueEvery };
@@ -426,6 +432,60 @@ describe('merge queue driven by hook deliveries to a running bot (over HTTP, the
         // Not before its time.
         const left = bot.store.queued().find((entry) => entry.mrId === stuck.id)?.left;
         expect(left?.at).toBeGreaterThanOrEqual(since + 4_000);
+      },
+      TEST_TIMEOUT,
+    );
+  });
+
+  describe('with the git settings as users leave them', () => {
+    it(
+      'the default cache folder (data/git-cache, relative) works when hookbot is started in another folder',
+      async () => {
+        const started = process.cwd();
+        // Where a user starts hookbot: a folder of their own, the git cache left at its default.
+        const folder = path.join(dir, 'started-here');
+        mkdirSync(folder, { recursive: true });
+        process.chdir(folder);
+        try {
+          const bot = await startQueueBot('default-cache', '10m', '1h', { defaultCacheDir: true });
+          const p = await project('default-cache', bot);
+          const mr = await openMergeRequest(p.id, 'behind-default', { 'd.txt': 'calls: foo\n' });
+          // Master moves: the branch must be brought up (fetch, merge, push through the cache).
+          await commitFile(p.id, 'master', 'moved.txt', 'moved\n');
+          await ci.idle();
+          await label(p.id, mr, ['automerge']);
+          await until(async () => ((await stateOf(p.id, mr)) === 'merged' ? true : undefined), 'the merge');
+          const cache = path.join(folder, 'data', 'git-cache');
+          expect(readdirSync(cache).filter((name) => name.endsWith('.git'))).toHaveLength(1);
+          expect(existsSync(path.join(cache, 'data'))).toBe(false);
+        } finally {
+          process.chdir(started);
+        }
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
+      'a queue that cannot work (no git credentials) says so on the status page, not only in the log',
+      async () => {
+        const bot = await startQueueBot('no-credentials', '10m', '1h', { password: false });
+        const p = await project('no-credentials', bot);
+        const mr = await openMergeRequest(p.id, 'waits', { 'w.txt': 'calls: foo\n' });
+        await ci.idle();
+        await label(p.id, mr, ['automerge']);
+        const state = await until(async () => {
+          const status = (await (await fetch(`${bot.bot.url}/status.json`)).json()) as {
+            mergeQueue: { project: string; state: string }[];
+          };
+          return status.mergeQueue.find((q) => q.project === p.path && q.state.includes('cannot move'))
+            ?.state;
+        }, 'the status page to say the queue cannot move');
+        expect(state).toMatch(
+          /^position 1 of 1 in the default queue for master; the queue cannot move: \d+ steps? failed in a row for \d+ s, the last with: no git credentials are configured/,
+        );
+        expect(await explain(bot, p.path, mr)).toContain('the queue cannot move');
+        const page = await (await fetch(`${bot.bot.url}/status`)).text();
+        expect(page).toContain('the queue cannot move');
       },
       TEST_TIMEOUT,
     );

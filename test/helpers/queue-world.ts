@@ -7,7 +7,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { createClient, type Client } from '../../src/api/client.ts';
-import { createBranchUpdater } from '../../src/git/branch-updater.ts';
+import { createBranchUpdater, type UpdateRequest } from '../../src/git/branch-updater.ts';
 import { createExecutor } from '../../src/rules/executor/executor.ts';
 import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
 import { createItemProcessor } from '../../src/rules/item/process-item.ts';
@@ -28,6 +28,10 @@ import { writeFile } from 'node:fs/promises';
 export interface QueueWorld {
   sb: Sandbox;
   project: ProjectRec;
+  /** The project's group: its members' access is the project's. */
+  groupId: number;
+  /** The bot's user (a master of the group). */
+  bot: { id: number; username: string };
   path: string;
   /** The bot's client (`client.http.stats.calls` counts its API calls). */
   client: Client;
@@ -60,6 +64,10 @@ export interface QueueWorldOptions {
   buildMs?: number;
   /** Git over SSH (the sandbox must serve it): the bot's key pair, registered for it here, and known_hosts. */
   ssh?: { keyFile: string; publicKey: string; knownHostsFile: string };
+  /** No branch updater (no git credentials configured): the queue cannot update branches. */
+  withoutGit?: boolean;
+  /** Runs when the queue calls the branch updater, before the updater starts (to change the world in between). */
+  beforeUpdate?: (request: UpdateRequest) => Promise<void>;
 }
 
 /** Files every project starts with: a definition the CI's check knows, and a file to conflict on. */
@@ -137,8 +145,10 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     identity: { name: 'hookbot', email: 'hookbot@example.com' },
   });
   const updater = {
-    async update(request: Parameters<typeof base.update>[0]) {
+    idle: () => base.idle(),
+    async update(request: UpdateRequest) {
       gitUrls.push(request.targetUrl);
+      await options.beforeUpdate?.(request);
       const outcome = await base.update(request);
       if (outcome.kind === 'updated') pushes++;
       return outcome;
@@ -153,7 +163,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
       reader,
       bot: me,
       now,
-      updater,
+      ...(options.withoutGit ? {} : { updater }),
       processItem: processor,
       gitSsh: options.ssh !== undefined,
     },
@@ -175,6 +185,8 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
   return {
     sb,
     project,
+    groupId: group.id,
+    bot: { id: bot.id, username: bot.username },
     path: projectPath,
     client,
     admin,

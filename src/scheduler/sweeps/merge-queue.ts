@@ -16,6 +16,13 @@
  *      `max_updates` times in all.
  * A merge request that leaves the queue lets the next one start in the same run.
  *
+ * The push uses the bot's own credentials, so it is made only where the merge request's author could
+ * push (queue-push-rule.ts: its own source branch in the target project, neither the default branch
+ * nor a protected one, an author with developer access), asked before the update and again right
+ * before the push; a fork's branch is never pushed (tested only when it already holds the target).
+ * Steps that keep failing are counted on the entry and said on the status page, explain and, after a
+ * while, in one comment (queue-trouble.ts).
+ *
  * Comments and the merge are planned calls carried out by the executor (the only writer of the
  * API); the push is the updater's. merge-when-build-succeeds is never used: servers cancel it on
  * every push to the source branch.
@@ -36,6 +43,8 @@ import {
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
 import type { BranchUpdater } from '../../git/index.ts';
+import { pushRefusal } from './queue-push-rule.ts';
+import { noteTrouble, clearTrouble } from './queue-trouble.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -43,6 +52,7 @@ export interface MergeQueueDeps {
     branches: Pick<Client['branches'], 'get'>;
     statuses: Pick<Client['statuses'], 'list'>;
     projects: Pick<Client['projects'], 'get'>;
+    members: Pick<Client['members'], 'get' | 'getInGroup'>;
   };
   store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction'>;
   executor: Executor;
@@ -161,6 +171,31 @@ export async function runMergeQueue(
           'merge queue: step failed',
         );
       else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
+      // A queue that cannot move says so where people look (the status page, explain, one comment).
+      if (!dryRun) {
+        const tell = (body: string) => {
+          const planned: PlannedCall = {
+            action: 'comment',
+            rule: current.rule,
+            reason: 'merge queue: its steps keep failing',
+            call: {
+              op: 'notes.createMergeRequestNote',
+              args: { project: current.projectId, merge_request_id: current.mrId, body },
+            },
+          };
+          return viaExecutor(current, planned, { origin: 'merge_queue' });
+        };
+        await (
+          item.outcome === 'error'
+            ? noteTrouble({ store, now: deps.now, tell }, current, item.detail)
+            : clearTrouble(store, current.itemKey)
+        ).catch((error: unknown) =>
+          log.warn(
+            { sweep: 'merge_queue', itemKey: item.itemKey, err: messageOf(error) },
+            'merge queue: could not record the state of its steps',
+          ),
+        );
+      }
       if (!['merged', 'dropped', 'removed'].includes(item.outcome) || steps >= limit) break;
       entry = dryRun ? initial[steps] : queuesOf(store.queued()).get(key)?.[0];
     }
@@ -217,7 +252,13 @@ export async function runMergeQueue(
     statuses?: Record<string, StatusBucket>,
   ): Promise<QueueItemReport> {
     if (dryRun) return { ...base(entry), outcome: 'removed', detail: `would remove: ${why}` };
-    const { pinnedSha: _pinned, targetSha: _target, testingSince: _since, ...kept } = entry;
+    const {
+      pinnedSha: _pinned,
+      targetSha: _target,
+      testingSince: _since,
+      trouble: _trouble,
+      ...kept
+    } = entry;
     await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });
     const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\`: ${why}. ${REENTER}`;
     const planned: PlannedCall = {
@@ -381,15 +422,23 @@ export async function runMergeQueue(
         `${entry.targetBranch} moved ${entry.updates} times while it was tested (max_updates)`,
         head,
       );
+    // The bot pushes with its own power: only where the author could push (queue-push-rule.ts). A
+    // fork's branch is never pushed; its merge request is tested when it already holds the target.
+    const fork = mr.source_project_id !== entry.projectId;
+    if (!fork) {
+      const refused = await pushRefusal(client, mr);
+      if (refused !== undefined) return remove(entry, mr, refused, head);
+    }
     const targetUrl = await cloneUrl(entry.projectId);
-    const sourceUrl =
-      mr.source_project_id === entry.projectId ? targetUrl : await cloneUrl(mr.source_project_id);
+    const sourceUrl = fork ? await cloneUrl(mr.source_project_id) : targetUrl;
     const outcome = await deps.updater.update({
       targetUrl,
       sourceUrl,
       sourceBranch: mr.source_branch,
       targetBranch: entry.targetBranch,
       expectedSourceSha: head,
+      // Asked again right before the push: protection or membership may have changed meanwhile.
+      beforePush: () => pushRefusal(client, mr),
     });
     switch (outcome.kind) {
       case 'up-to-date':
@@ -433,6 +482,15 @@ export async function runMergeQueue(
         );
       case 'missing':
         return drop(entry, `the ${outcome.branch} branch is gone`);
+      case 'not-pushed':
+        return remove(
+          entry,
+          mr,
+          outcome.fork
+            ? `its source branch \`${mr.source_branch}\` is in another project (a fork) and does not hold ${entry.targetBranch} at ${short(outcome.targetSha)}: the queue never pushes to a fork, it tests a fork's merge request only when its branch already holds the target (merge ${entry.targetBranch} into it and push)`
+            : outcome.reason,
+          head,
+        );
       case 'refused':
         log.error(
           { sweep: 'merge_queue', itemKey: entry.itemKey, err: outcome.message },
