@@ -26,6 +26,7 @@ import { createDeliveryLog, createStatusRouter } from './status/index.ts';
 import {
   type BotIdentity,
   createExecutor,
+  createItemRuns,
   createFreshCheck,
   createItemProcessor,
   createRepositoryRules,
@@ -165,6 +166,11 @@ export async function startRuntime(
     store
       .queued()
       .some((entry) => !entry.left && entry.projectId === item.projectId && entry.mrId === item.id);
+  // One item, one run at a time, for hooks and sweeps alike and across the fleet (rules/executor/lock.ts).
+  const itemRuns = createItemRuns({
+    ...(store.fleet ? { fleet: store.fleet } : {}),
+    log: log.child({ part: 'item-runs' }),
+  });
   let bot: Bot;
   let executor: Executor | undefined;
   let reader: SnapshotReader | undefined;
@@ -187,6 +193,7 @@ export async function startRuntime(
         readingLimitBytes: config.server.reading_limit_bytes,
       },
       store,
+      itemRuns,
       pipeline: {
         debounceMs: config.pipeline.debounce_ms,
         concurrency: config.pipeline.concurrency,
@@ -205,7 +212,7 @@ export async function startRuntime(
           client,
           store,
           bot,
-          ...(store.fleet ? { fleet: store.fleet } : {}),
+          runs: itemRuns,
           freshCheck: createFreshCheck({ reader, rules: projectRules }),
           log: log.child({ part: 'executor' }),
         });

@@ -25,6 +25,7 @@ export {
   type StoredCall,
 } from './executor/executor.ts';
 export { actionIdOf, itemKeyOf } from './executor/ids.ts';
+export { createItemRuns, outsideItemRuns, type ItemRuns } from './executor/lock.ts';
 export { createRulesHolder, type RulesHolder, type RulesState } from './grammar/rules-holder.ts';
 export {
   explainKind,

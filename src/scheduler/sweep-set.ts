@@ -21,6 +21,7 @@ import {
   createItemProcessor,
   createSnapshotReader,
   eventMatches,
+  outsideItemRuns,
   type Executor,
   type ItemProcessorFn,
   type ProjectRules,
@@ -152,7 +153,8 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
     run(name, filter = {}) {
       if (currentLogContext()?.job !== undefined) return runSweep(name, filter);
       const job = sweepJobId(name, now(), ++directRuns);
-      return runInNewLogContext({ job }, () => runSweep(name, filter));
+      // Outside any item run of the caller: the sweep's work on an item waits for it (executor/lock.ts).
+      return outsideItemRuns(() => runInNewLogContext({ job }, () => runSweep(name, filter)));
     },
   };
 

@@ -4,7 +4,7 @@
  * parallel.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createKeyedLock } from '../../../src/rules/executor/lock.ts';
+import { createItemRuns } from '../../../src/rules/executor/lock.ts';
 import { createPostgresStore, type PostgresStateStore } from '../../../src/state/index.ts';
 import { postgresAvailable, TEST_DATABASE_URL, useTestSchemas } from '../../helpers/postgres.ts';
 
@@ -23,7 +23,7 @@ describe.skipIf(!postgresAvailable)('the per-item lock across replicas', () => {
       await store.open();
       stores.push(store);
     }
-    const locks = stores.map((store) => createKeyedLock(store, 5));
+    const locks = stores.map((store) => createItemRuns({ fleet: store, retryMs: 5 }));
     let inside = 0;
     let most = 0;
     const order: string[] = [];
