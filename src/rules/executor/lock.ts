@@ -62,6 +62,8 @@ export interface ItemRunsOptions {
 /** The run holding an item in this process; `ended` once it finished. */
 interface Holding {
   key: string;
+  /** The ItemRuns it was taken from: holding an item in one says nothing about another. */
+  owner: object;
   ended: boolean;
 }
 
@@ -76,9 +78,9 @@ export function outsideItemRuns<T>(fn: () => T): T {
   return held.exit(fn);
 }
 
-function holdsHere(key: string): boolean {
+function holdsHere(owner: object, key: string): boolean {
   const holding = held.getStore()?.get(key);
-  return holding !== undefined && !holding.ended;
+  return holding !== undefined && holding.owner === owner && !holding.ended;
 }
 
 export function createItemRuns(options: ItemRunsOptions = {}): ItemRuns {
@@ -89,6 +91,7 @@ export function createItemRuns(options: ItemRunsOptions = {}): ItemRuns {
   const current = new Map<string, Holding>();
 
   const leaseName = (key: string): string => `item:${key}`;
+  const owner = {};
 
   async function release(key: string): Promise<void> {
     if (fleet === undefined) return;
@@ -100,7 +103,7 @@ export function createItemRuns(options: ItemRunsOptions = {}): ItemRuns {
 
   /** Runs `work` holding the item in this flow; the process's turn is already taken. */
   async function holding<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const mine: Holding = { key, ended: false };
+    const mine: Holding = { key, owner, ended: false };
     current.set(key, mine);
     const here = new Map(held.getStore() ?? []);
     here.set(key, mine);
@@ -132,7 +135,7 @@ export function createItemRuns(options: ItemRunsOptions = {}): ItemRuns {
     busy: (key) => current.has(key) || tails.has(key),
 
     async run<T>(key: string, work: () => Promise<T>): Promise<T> {
-      if (holdsHere(key)) return work();
+      if (holdsHere(owner, key)) return work();
       const done = await turn(key);
       try {
         if (fleet !== undefined) {

@@ -20,6 +20,8 @@ import { ANY_EVENT, itemAddressOf, withdrawalReason } from './fresh-check.ts';
 import { canonicalJson } from '../executor/ids.ts';
 import { withdrawUnplanned } from './withdraw.ts';
 import { keepsEarlierDecision } from './kept-decision.ts';
+import { createEchoBrake, type EchoBrake } from './echo-brake.ts';
+import type { BrakeStore } from './brake.ts';
 import { explainText } from '../engine/explain.ts';
 import {
   createSnapshotReader,
@@ -54,6 +56,11 @@ export interface ItemProcessorOptions {
   /** The clock (ms since the epoch) of evaluations. */
   now?: () => number;
   log?: ExecutorLog;
+  /**
+   * Bounds the writes a rule makes after the bot's own changes (echo-brake.ts); shared by the hook
+   * processor and the sweeps'. Default: one of its own over `store` when the store keeps pauses.
+   */
+  brake?: EchoBrake;
 }
 
 /** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
@@ -81,6 +88,11 @@ export type ItemProcessorFn = (item: ItemAddress, triggers: Trigger[]) => Promis
  * withdrawn with the reason. The reports of the actions, in their order.
  */
 export type ItemRetryFn = (itemKey: string, actions: readonly OutboxAction[]) => Promise<CallReport[]>;
+
+const isBrakeStore = (store: object): store is BrakeStore =>
+  ['pausedRules', 'pauseRule', 'approveRule', 'lastSuccess', 'setLastSuccess'].every(
+    (name) => typeof (store as Record<string, unknown>)[name] === 'function',
+  );
 
 const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -119,13 +131,30 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   const now = options.now ?? (() => Date.now());
   const log = options.log ?? noopLog;
 
+  const brake = options.brake ?? (isBrakeStore(store) ? createEchoBrake({ store, now, log }) : undefined);
+
+  /**
+   * Evaluates and acts. Rules the echo brake holds do not run; an evaluation caused only by the
+   * bot's own events that would take a rule past its bound pauses that rule first, and is made again
+   * without it (explain then says why). What such an evaluation wrote is counted.
+   */
   async function round(
     set: CompiledRuleSet,
     snapshot: ItemSnapshot,
-    _itemKey: string,
+    itemKey: string,
   ): Promise<{ evaluation: Evaluation; execution: ExecutionReport }> {
-    const evaluation = evaluate(set, snapshot, { now: now() });
+    const dryRun = executor.dryRun;
+    const paused = brake
+      ? await brake.paused(snapshot.project.path_with_namespace, set.rules, dryRun)
+      : undefined;
+    let evaluation = evaluate(set, snapshot, { now: now(), ...(paused?.size ? { paused } : {}) });
+    const tripped = brake ? await brake.trip(itemKey, evaluation, set.rules, dryRun) : undefined;
+    if (tripped?.size) {
+      const held = new Map([...(paused ?? []), ...tripped]);
+      evaluation = evaluate(set, snapshot, { now: now(), paused: held });
+    }
     const execution = await executor.execute(evaluation, snapshot, { rules: set });
+    brake?.record(itemKey, evaluation, execution, set.rules);
     return { evaluation, execution };
   }
 
