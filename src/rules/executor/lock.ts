@@ -140,7 +140,8 @@ export function createItemRuns(options: ItemRunsOptions = {}): ItemRuns {
       try {
         if (fleet !== undefined) {
           let waited = false;
-          while (!(await fleet.tryLease(leaseName(key)).catch(() => false))) {
+          // The database away: the error ends the wait (the run is retried as any run it fails).
+          while (!(await fleet.tryLease(leaseName(key)))) {
             if (!waited) options.log?.debug?.({ item: key }, 'item run waits for another replica');
             waited = true;
             await new Promise((resolve) => setTimeout(resolve, retryMs));
