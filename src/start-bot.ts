@@ -21,6 +21,7 @@ import { createSecretRefusalLog, reportRefusals } from './receiver/index.ts';
 import { createReceiverServer, listen } from './receiver/index.ts';
 import type { VerifyOptions } from './receiver/index.ts';
 import { StateError } from './state/index.ts';
+import { createItemRuns, type ItemRuns } from './rules/index.ts';
 import type { StateStore } from './state/index.ts';
 import { ApiError, type Client, type ClientOptions, createClient } from './api/index.ts';
 
@@ -45,6 +46,12 @@ export interface BotOptions {
   pipeline?: { debounceMs?: number; concurrency?: number; queueLimit?: number };
   /** Sees each event before its items are resolved (repository rules: pushes that change .hookbot.yml). */
   onEvent?: PipelineOptions['onEvent'];
+  /**
+   * One item, one run at a time (rules/executor/lock.ts): the same as the executor's and the
+   * sweeps', so a hook run and a sweep never work on one item at once. Default: one for the
+   * pipeline alone (across the fleet with PostgreSQL).
+   */
+  itemRuns?: ItemRuns;
   /** Does the work for one item. Built from the client: the rule engine in production, anything in tests. */
   processor: (context: { client: Client; identity: BotIdentity }) => ItemProcessor;
   /** The latest decision for an item, for `/explain`: from recorded state, never the API. */
@@ -98,15 +105,8 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     isTransient,
     log: options.log,
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    // Several replicas on one database: one of them runs an item at a time.
-    ...(store.fleet
-      ? {
-          leases: {
-            acquire: (key: string) => store.fleet!.tryLease(`item:${key}`),
-            release: (key: string) => store.fleet!.releaseLease(`item:${key}`),
-          },
-        }
-      : {}),
+    // One run per item: shared with the sweeps (the executor's) when given, and across the fleet.
+    runs: options.itemRuns ?? createItemRuns(store.fleet ? { fleet: store.fleet, log: options.log } : {}),
   });
   // Deliveries another replica accepted and can no longer finish (its lease ran out) come here.
   store.fleet?.onAdopted(() => pipeline.resume());

@@ -15,6 +15,7 @@ import {
   createSweepSet,
   scheduledSweepsOf,
   sweepSettingsOf,
+  echoLimitsOf,
   gitAccessOf,
   type SweepSet,
 } from './scheduler/index.ts';
@@ -25,7 +26,9 @@ import { basicAuth } from './status/index.ts';
 import { createDeliveryLog, createStatusRouter } from './status/index.ts';
 import {
   type BotIdentity,
+  createEchoBrake,
   createExecutor,
+  createItemRuns,
   createFreshCheck,
   createItemProcessor,
   createRepositoryRules,
@@ -169,6 +172,18 @@ export async function startRuntime(
     store
       .queued()
       .some((entry) => !entry.left && entry.projectId === item.projectId && entry.mrId === item.id);
+  // The writes a rule makes after the bot's own changes, bounded per item (rules/item/echo-brake.ts):
+  // one count for hook runs and sweeps alike.
+  const brake = createEchoBrake({
+    store: observed,
+    limits: echoLimitsOf(config),
+    log: log.child({ part: 'echo-brake' }),
+  });
+  // One item, one run at a time, for hooks and sweeps alike and across the fleet (rules/executor/lock.ts).
+  const itemRuns = createItemRuns({
+    ...(store.fleet ? { fleet: store.fleet } : {}),
+    log: log.child({ part: 'item-runs' }),
+  });
   let bot: Bot;
   let executor: Executor | undefined;
   let reader: SnapshotReader | undefined;
@@ -191,6 +206,7 @@ export async function startRuntime(
         readingLimitBytes: config.server.reading_limit_bytes,
       },
       store,
+      itemRuns,
       pipeline: {
         debounceMs: config.pipeline.debounce_ms,
         concurrency: config.pipeline.concurrency,
@@ -209,7 +225,7 @@ export async function startRuntime(
           client,
           store,
           bot,
-          ...(store.fleet ? { fleet: store.fleet } : {}),
+          runs: itemRuns,
           freshCheck: createFreshCheck({ reader, rules: projectRules }),
           log: log.child({ part: 'executor' }),
         });
@@ -219,6 +235,7 @@ export async function startRuntime(
           rules: projectRules,
           executor,
           reader,
+          brake,
           log: log.child({ part: 'process' }),
         });
         const reviewLog = log.child({ part: 'repository-rules' });
@@ -239,7 +256,11 @@ export async function startRuntime(
       },
       // From what the store recorded only: a caller never makes the bot call the API.
       explain: (query) =>
-        findDecision(store.latestDecisions(), query, { entries: store.queued(), now: Date.now() }),
+        findDecision(store.latestDecisions(), query, {
+          entries: store.queued(),
+          now: Date.now(),
+          paused: store.pausedRules(),
+        }),
       // The status page, /metrics and /explain: the Host check, then the optional basic auth.
       protect: [hostCheck(config.server.allowed_hosts), ...(auth ? [basicAuth(auth)] : [])],
       readinessTtlMs: overrides.readinessTtlMs,
@@ -286,6 +307,7 @@ export async function startRuntime(
       store: observed,
       rules: projectRules,
       executor: executor!,
+      brake,
       ...(reader ? { reader } : {}),
       ...(identity ? { bot: identity } : {}),
       log: log.child({ part: 'sweep' }),

@@ -23,7 +23,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { DecisionRecord, QueueEntry } from '../state/index.ts';
+import type { DecisionRecord, PausedRule, QueueEntry } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import {
   explainKind,
@@ -217,7 +217,7 @@ async function fromState(
     throw error;
   }
   try {
-    return lookUp(store.latestDecisions(), file, target, options, io, store.queued());
+    return lookUp(store.latestDecisions(), file, target, options, io, store.queued(), store.pausedRules());
   } finally {
     // Without compaction: reading must leave the files as the bot left them.
     await store.close({ compact: false });
@@ -231,8 +231,13 @@ function lookUp(
   options: ExplainOptions,
   io: CliIo,
   queue?: readonly QueueEntry[],
+  paused?: readonly PausedRule[],
 ): number {
-  const answer = findDecision(records, target, queue && { entries: queue, now: Date.now() });
+  const answer = findDecision(
+    records,
+    target,
+    queue && { entries: queue, now: Date.now(), ...(paused ? { paused } : {}) },
+  );
   if (!answer.found) return fail(io, `${answer.message} in ${where}`);
   const decision = answer.record.decision;
   if (!isDecision(decision))

@@ -60,7 +60,8 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { loadRules, createRepositoryRules, repositoryPolicy, formatProblem } =
     await import('../rules/index.ts');
   const { createClient } = await import('../api/index.ts');
-  const { createExecutor, createFreshCheck, createSnapshotReader } = await import('../rules/index.ts');
+  const { approveEcho, createExecutor, createFreshCheck, createSnapshotReader, echoPauses } =
+    await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/index.ts');
   const {
@@ -183,8 +184,15 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       projects.flatMap((path) =>
         rules.byProject(path).rules.filter((rule) => rule.name === name && rule.schedule !== null),
       );
+    // A rule paused by the echo brake (hook-driven, rules/item/echo-brake.ts) is approved the same way.
+    const echoPaused = (name: string) =>
+      echoPauses(store, {
+        rule: name,
+        ...(options.project !== undefined ? { project: options.project } : {}),
+      });
     for (const name of named) {
       if (scheduledNamed(name).length > 0) continue;
+      if (name === options.approve && echoPaused(name).length > 0) continue;
       const where = projects.length === 1 ? projects[0] : 'the configured projects';
       io.err(`hookbot sweep: no scheduled rule named "${name}" in the rules of ${where}\n`);
       return 1;
@@ -193,8 +201,18 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     const approved = new Set<string>();
     if (options.approve !== undefined) {
       const name = options.approve;
-      if (!pauseOf(store, name)) io.out(`rule "${name}" is not paused: nothing to approve\n`);
-      else if (dryRun) {
+      const echoes = echoPaused(name);
+      for (const paused of echoes)
+        if (dryRun) io.out(`rule "${name}" would be approved in ${paused.project} (dry run)\n`);
+        else {
+          await approveEcho(store, name, paused.project, Date.now());
+          io.out(
+            `rule "${name}" approved in ${paused.project}: its writes after the bot's own changes are counted afresh\n`,
+          );
+        }
+      if (!pauseOf(store, name)) {
+        if (echoes.length === 0) io.out(`rule "${name}" is not paused: nothing to approve\n`);
+      } else if (dryRun) {
         approved.add(name);
         io.out(`rule "${name}" would be approved (dry run: previewing as if it were)\n`);
       } else {
@@ -248,7 +266,7 @@ export const registerSweepCommand: RegisterCommand = (program, io, setExitCode) 
     .option('--project <namespace/project>', 'only this project')
     .option(
       '--approve <rule>',
-      'lift the circuit breaker of a paused rule (its current definition), then sweep',
+      'lift the brake of a paused rule (the circuit breaker: its current definition; the echo brake: in --project, or everywhere), then sweep',
     )
     .option(
       '--config <file>',

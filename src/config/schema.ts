@@ -405,6 +405,12 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         max_share: fraction()
           .default(0.5)
           .describe('Or more than this share of the items it looked at (0 to 1).'),
+        echo_writes: integer(1)
+          .default(10)
+          .describe(
+            "Writes one rule may make to one item, each caused by the bot's own change (allow_bot: true), within echo_window; one more pauses the rule in that project (docs/scheduler.md).",
+          ),
+        echo_window: duration().default('10m').describe('The sliding window of echo_writes.'),
       }).describe(
         'The circuit breaker: a paused rule waits for hookbot sweep --approve RULE or a config change.',
       ),

@@ -47,13 +47,14 @@ export interface PipelineLog {
 }
 
 /**
- * Where several replicas share the state (PostgreSQL): one replica runs an item at a time. A run
- * whose item another replica holds waits (its events stay coalesced here) and tries again.
+ * One item, one run at a time (rules/executor/lock.ts `ItemRuns`, shared with the sweeps and, with
+ * several replicas on PostgreSQL, across the fleet). A run whose item is held elsewhere (a sweep
+ * working on it, another replica) waits: its events stay coalesced here and it is tried again
+ * shortly, on the item's state as it will be then.
  */
-export interface ItemLeases {
-  /** Takes the item's lease; false while another replica holds it. */
-  acquire(itemKey: string): Promise<boolean>;
-  release(itemKey: string): Promise<void>;
+export interface ItemRunGate {
+  /** Runs `work` as the item's only run, or answers false at once when another run holds it. */
+  tryRun(itemKey: string, work: () => Promise<void>): Promise<boolean>;
   /** How long to wait before trying a held item again. Default 200 ms. */
   retryMs?: number;
 }
@@ -75,8 +76,8 @@ export interface PipelineOptions {
   log?: PipelineLog;
   /** Called with the queue depth whenever it changes (metrics). */
   onDepth?: (depth: number) => void;
-  /** Item leases across replicas; none with one instance. */
-  leases?: ItemLeases;
+  /** One run per item with the sweeps and the fleet; without it, one per item in this pipeline. */
+  runs?: ItemRunGate;
   /**
    * Sees every event before its items are resolved (repository rules: a push that changed
    * `.hookbot.yml` on the default branch). Throwing a transient error retries the delivery.
@@ -281,64 +282,43 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     running++;
     state.running = true;
     const key = itemKey(state.item);
-    if (options.leases !== undefined && !(await leaseItem(key))) {
-      // Another replica runs this item now (or the database is away): the events stay here,
-      // coalesced, and the run is tried again shortly, on the item's state as it will be then.
-      state.running = false;
-      running--;
-      if (stopped) items.delete(key);
-      else schedule(state, options.leases.retryMs ?? 200);
-      pump();
-      return;
-    }
-    await runLeased(state, key);
-  }
-
-  async function leaseItem(key: string): Promise<boolean> {
-    try {
-      return (await options.leases?.acquire(key)) ?? true;
-    } catch (error) {
-      log.warn({ item: key, err: error }, 'could not take the item lease; trying again');
-      return false;
-    }
-  }
-
-  async function runLeased(state: ItemState, key: string): Promise<void> {
     const triggers = coalesce(state.triggers);
     const deliveries = [...state.deliveries];
     state.triggers = [];
     state.deliveries.clear();
     state.again = false;
-    let retry = false;
+    /** What became of the run: done, busy (held elsewhere: not run), or retry (transient failure). */
+    let outcome: 'done' | 'busy' | 'retry' = 'done';
     try {
-      await options.process(state.item, triggers);
-      state.attempt = 0;
+      const work = () => options.process(state.item, triggers);
+      if (options.runs === undefined) await work();
+      else if (!(await options.runs.tryRun(key, work))) outcome = 'busy';
+      if (outcome === 'done') state.attempt = 0;
     } catch (error) {
       if (isTransient(error) && !stopped) {
-        retry = true;
+        outcome = 'retry';
         state.attempt++;
-        log.warn(
-          { item: itemKey(state.item), attempt: state.attempt, err: error },
-          'item run failed; retrying',
-        );
-        // Put the work back: the same triggers and deliveries run again after the backoff.
-        state.triggers.unshift(...triggers);
-        for (const id of deliveries) state.deliveries.add(id);
+        log.warn({ item: key, attempt: state.attempt, err: error }, 'item run failed; retrying');
       } else {
-        log.error({ item: itemKey(state.item), err: error }, 'item run failed');
+        log.error({ item: key, err: error }, 'item run failed');
       }
     }
-    // Released before the item can run again here: the next run takes the lease anew.
-    if (options.leases !== undefined)
-      await options.leases.release(key).catch((error: unknown) => {
-        log.warn({ item: key, err: error }, 'could not release the item lease (it expires by itself)');
-      });
+    if (outcome !== 'done') {
+      // Put the work back: the same triggers and deliveries run again, with what came meanwhile.
+      state.triggers.unshift(...triggers);
+      for (const id of deliveries) state.deliveries.add(id);
+    }
     state.running = false;
     running--;
-    if (!retry) for (const id of deliveries) await itemRunDone(id);
-    if (retry) schedule(state, retryDelay(state.attempt));
+    // Decided before anything else is awaited: an event arriving while the deliveries below are
+    // marked processed finds this state and joins its next run. (Deciding after those awaits
+    // forgot a run of the item started meanwhile, so a third event started another beside it.)
+    if (stopped && outcome !== 'done') items.delete(key);
+    else if (outcome === 'busy') schedule(state, options.runs?.retryMs ?? 200);
+    else if (outcome === 'retry') schedule(state, retryDelay(state.attempt));
     else if (state.again || state.triggers.length > 0) schedule(state, debounceMs);
-    else items.delete(itemKey(state.item));
+    else items.delete(key);
+    if (outcome === 'done') for (const id of deliveries) await itemRunDone(id);
     pump();
   }
 

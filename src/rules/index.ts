@@ -25,6 +25,16 @@ export {
   type StoredCall,
 } from './executor/executor.ts';
 export { actionIdOf, itemKeyOf } from './executor/ids.ts';
+export { createItemRuns, outsideItemRuns, type ItemRuns } from './executor/lock.ts';
+export { definitionHash, pause, pauseReason, pausedDefinition, type BrakeStore } from './item/brake.ts';
+export {
+  approveEcho,
+  createEchoBrake,
+  echoPauseOf,
+  echoPauses,
+  type EchoBrake,
+  type EchoLimits,
+} from './item/echo-brake.ts';
 export { createRulesHolder, type RulesHolder, type RulesState } from './grammar/rules-holder.ts';
 export {
   explainKind,

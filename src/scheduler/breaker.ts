@@ -4,7 +4,9 @@
  * says so and touches nothing for that rule until a person approves it (`hookbot sweep --approve
  * RULE`) or its definition changes.
  *
- * What the store keeps (its interface has a reason per pause, and times per key):
+ * The pause is the one notion of brake (rules/item/brake.ts), shared with the echo brake of
+ * hook-driven rules (rules/item/echo-brake.ts). What the store keeps (its interface has a reason per
+ * pause, and times per key):
  * - the pause, whose reason ends with ` [definition <hash>]`: the definition that tripped. When
  *   the rule's definition no longer has that hash, the pause is lifted by itself;
  * - an approval per rule and definition, under the key `breaker-approved:<rule>@<hash>` of
@@ -12,9 +14,12 @@
  *   per-run budget still bounds each run), so a backlog the person has seen drains run by run
  *   instead of tripping again at every run. A changed definition is not approved.
  */
-import { createHash } from 'node:crypto';
-import type { PausedRule, StateStore } from '../state/index.ts';
-import type { CompiledRule } from '../rules/index.ts';
+import type { PausedRule } from '../state/index.ts';
+import { type BrakeStore } from '../rules/index.ts';
+
+// The pause itself (its record, the definition hash) is the one notion of brake, shared with the
+// echo brake of hook-driven rules (rules/item/brake.ts).
+export { definitionHash, pause, pauseReason, pausedDefinition } from '../rules/index.ts';
 
 export interface BreakerLimits {
   /** More items than this in one project in one run trips it. Default 50. */
@@ -25,44 +30,9 @@ export interface BreakerLimits {
 
 export const DEFAULT_BREAKER: BreakerLimits = { maxItems: 50, maxShare: 0.5 };
 
-/**
- * A short hash of what the rule does: its triggers, scope, every condition and action as the
- * engine describes them (parameters included). Compiled rules do not keep their YAML, so the
- * descriptions stand for it; a comment's text is cut in its description, so editing only the end of
- * a long comment does not count as a new definition.
- */
-export function definitionHash(rule: CompiledRule): string {
-  const definition = {
-    name: rule.name,
-    events: rule.events,
-    schedule: rule.schedule,
-    scope: rule.scope,
-    allowBot: rule.allowBot,
-    conditions: rule.conditions.map((condition) => condition.describe),
-    actions: rule.actions.map((action) => action.describe),
-    summaryStatus: rule.summaryStatus,
-  };
-  return createHash('sha256').update(JSON.stringify(definition)).digest('hex').slice(0, 12);
-}
-
-const DEFINITION = / \[definition ([0-9a-f]{12})\]$/;
-
-/** The hash recorded with a pause, if any (pauses made elsewhere carry none). */
-export function pausedDefinition(paused: PausedRule): string | undefined {
-  return DEFINITION.exec(paused.reason)?.[1];
-}
-
-/** The reason as people should read it (without the hash). */
-export function pauseReason(paused: PausedRule): string {
-  return paused.reason.replace(DEFINITION, '');
-}
-
 const approvalKey = (rule: string, hash: string): string => `breaker-approved:${rule}@${hash}`;
 
-export type BreakerStore = Pick<
-  StateStore,
-  'pausedRules' | 'pauseRule' | 'approveRule' | 'lastSuccess' | 'setLastSuccess'
->;
+export type BreakerStore = BrakeStore;
 
 export function pauseOf(store: BreakerStore, rule: string): PausedRule | undefined {
   return store.pausedRules().find((paused) => paused.rule === rule);
@@ -70,10 +40,6 @@ export function pauseOf(store: BreakerStore, rule: string): PausedRule | undefin
 
 export function isApproved(store: BreakerStore, rule: string, hash: string): boolean {
   return store.lastSuccess(approvalKey(rule, hash)) !== undefined;
-}
-
-export async function pause(store: BreakerStore, rule: string, hash: string, reason: string): Promise<void> {
-  await store.pauseRule(rule, `${reason} [definition ${hash}]`);
 }
 
 /** Lifts the pause and exempts these definitions of the rule from the breaker. */

@@ -8,6 +8,8 @@
  */
 import type { Config } from '../config/index.ts';
 import { createBranchUpdater, type GitCredentials } from '../git/index.ts';
+import type { EchoLimits } from '../rules/index.ts';
+import { parseDuration } from '../time/index.ts';
 import type { ScheduledSweep } from './scheduler.ts';
 import { SWEEP_NAMES, type SweepSet, type SweepSettings } from './sweep-set.ts';
 import { nextRunAfter, timingOfSweep } from './timing.ts';
@@ -23,9 +25,18 @@ export function sweepSettingsOf(config: Config, now: number = Date.now()): Sweep
     projects: config.hooks.projects,
     budget: config.scheduler.budget_per_rule,
     breaker: { maxItems: config.scheduler.breaker.max_items, maxShare: config.scheduler.breaker.max_share },
+    echo: echoLimitsOf(config),
     // One interval back (a cron-timed reconciliation: the gap to its next time from now).
     reconcileLookbackMs: Math.max(60_000, Math.min(nextRunAfter(reconcile, now) - now, 7 * 86_400_000)),
     hooks: { url: config.hooks.url, manage: config.hooks.manage, token: config.webhook.secret },
+  };
+}
+
+/** The echo brake's bound (rules/item/echo-brake.ts): hook runs and sweeps share it. */
+export function echoLimitsOf(config: Config): EchoLimits {
+  return {
+    writes: config.scheduler.breaker.echo_writes,
+    windowMs: parseDuration(config.scheduler.breaker.echo_window),
   };
 }
 

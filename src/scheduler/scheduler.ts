@@ -24,6 +24,7 @@
  */
 import Bree from 'bree';
 import { runInNewLogContext } from '../ops/index.ts';
+import { outsideItemRuns } from '../rules/index.ts';
 import type { StateStore } from '../state/index.ts';
 import { sweepJobId } from './job-id.ts';
 
@@ -89,12 +90,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   /**
    * One run, in its own log context: a new one, since a run may be started from anywhere (a test,
-   * a command) and its lines belong to the job alone.
+   * a command) and its lines belong to the job alone. Outside every item run too: a sweep woken by
+   * a hook's item run (the merge queue) is not part of that run, and waits for it like any other
+   * work on the item (rules/executor/lock.ts).
    */
   function runSweep(sweep: ScheduledSweep, controller: AbortController): Promise<void> {
     const startedAt = now();
     const job = sweepJobId(sweep.name, startedAt, ++runCount);
-    return runInNewLogContext({ job }, () => runSweepNow(sweep, controller, startedAt));
+    return outsideItemRuns(() =>
+      runInNewLogContext({ job }, () => runSweepNow(sweep, controller, startedAt)),
+    );
   }
 
   async function runSweepNow(

@@ -18,9 +18,13 @@ import { runRuleSweep, type RuleSweepReport } from './sweeps/rule-sweep.ts';
 import { quietLog, type SweepLog, type SweepRunOptions } from './types.ts';
 import {
   type BotIdentity,
+  createEchoBrake,
   createItemProcessor,
   createSnapshotReader,
+  type EchoBrake,
+  type EchoLimits,
   eventMatches,
+  outsideItemRuns,
   type Executor,
   type ItemProcessorFn,
   type ProjectRules,
@@ -56,6 +60,8 @@ export interface SweepSetDeps {
   bot?: BotIdentity;
   /** Default: the item processor of rules/item/process-item.ts over the same parts. */
   processItem?: ItemProcessorFn;
+  /** The echo brake shared with the hook runs (counts are per process); default: one over `store`. */
+  brake?: EchoBrake;
   now?: () => number;
   log?: SweepLog;
   /** The merge queue's branch updater; absent: no git credentials, queued merge requests wait. */
@@ -70,6 +76,8 @@ export interface SweepSettings {
   /** `scheduler.budget_per_rule`. */
   budget: number;
   breaker: BreakerLimits;
+  /** `scheduler.breaker.echo_writes` and `echo_window`; default rules/item/echo-brake.ts's. */
+  echo?: EchoLimits;
   /** How far reconciliation looks back the first time: its interval. */
   reconcileLookbackMs: number;
   hooks: { url: string | undefined; manage: boolean; token: string | undefined };
@@ -110,6 +118,9 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
         reader,
         now,
         log,
+        brake:
+          deps.brake ??
+          createEchoBrake({ store, now, log, ...(settings.echo ? { limits: settings.echo } : {}) }),
       });
   const processItem: ItemProcessorFn = deps.processItem ?? processor!;
   const snapshots = createListedSnapshots(client, reader, deps.bot);
@@ -152,7 +163,8 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
     run(name, filter = {}) {
       if (currentLogContext()?.job !== undefined) return runSweep(name, filter);
       const job = sweepJobId(name, now(), ++directRuns);
-      return runInNewLogContext({ job }, () => runSweep(name, filter));
+      // Outside any item run of the caller: the sweep's work on an item waits for it (executor/lock.ts).
+      return outsideItemRuns(() => runInNewLogContext({ job }, () => runSweep(name, filter)));
     },
   };
 

@@ -222,7 +222,13 @@ function pausedSection(data: StatusData): Html {
   const rows = table(
     data.pausedRules,
     [
-      { label: 'Rule', cell: (r) => markup`<strong>${r.rule}</strong>` },
+      {
+        label: 'Rule',
+        cell: (r) =>
+          r.project === undefined
+            ? markup`<strong>${r.rule}</strong>`
+            : markup`<strong>${r.rule}</strong> in ${r.project}<br><small>echo brake</small>`,
+      },
       { label: 'Reason', cell: (r) => r.reason },
       { label: 'Since', cell: (r) => when(r.at, data.now) },
     ],

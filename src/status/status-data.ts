@@ -9,7 +9,7 @@ import { queuePosition, queuesOf } from '../state/index.ts';
 import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
-import type { RepositoryRulesState, RulesState } from '../rules/index.ts';
+import { echoPauseOf, pauseReason, type RepositoryRulesState, type RulesState } from '../rules/index.ts';
 
 export type StatusStore = Pick<
   StateStore,
@@ -85,7 +85,11 @@ export interface StatusData {
   mergeWatch: WatchView[];
   mergeQueue: QueueView[];
   parked: ParkedView[];
-  pausedRules: { rule: string; reason: string; at: number }[];
+  /**
+   * Rules held by a brake: the circuit breaker of scheduled rules (every project), or the echo
+   * brake of a rule that kept writing after the bot's own changes (`project`: in that project).
+   */
+  pausedRules: { rule: string; reason: string; at: number; project?: string }[];
   sweeps: SweepView[];
   rules: RulesState;
   /** Projects with a .hookbot.yml, when repository rules are on. */
@@ -144,7 +148,13 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       .sort((a, b) => a.since - b.since),
     mergeQueue: queueViews(store.queued?.() ?? [], now),
     parked: store.listParked().map(parkedView),
-    pausedRules: store.pausedRules().map(({ rule, reason, at }) => ({ rule, reason, at })),
+    pausedRules: store.pausedRules().map((paused) => {
+      const echo = echoPauseOf(paused);
+      const reason = pauseReason(paused);
+      return echo
+        ? { rule: echo.rule, project: echo.project, reason, at: paused.at }
+        : { rule: paused.rule, reason, at: paused.at };
+    }),
     sweeps: sources.sweeps.map((name) => {
       const sweep: SweepView = { name };
       const next = store.nextRun(name);

@@ -27,6 +27,11 @@ export type { ActionRecord, Evaluation, RuleEvaluation } from './evaluation.ts';
 export interface EvaluateOptions {
   /** The evaluation's clock (ages are measured from it); default: now. */
   now?: number | Date;
+  /**
+   * Rules held by a brake (rules/item/echo-brake.ts), by name, with the reason: such a rule does
+   * not run, and explain says why (`does not apply: paused: ...`).
+   */
+  paused?: ReadonlyMap<string, string>;
 }
 
 const SCOPE_NAMES: Record<ItemKind, string> = { issue: 'issues', merge_request: 'merge requests' };
@@ -278,7 +283,12 @@ export function evaluate(
   const planned: PlannedCall[] = [];
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
-    const evaluation = isRecord(slot) ? slot : evaluateRule(slot, input);
+    const held = isRecord(slot) ? undefined : options.paused?.get(slot.name);
+    const evaluation = isRecord(slot)
+      ? slot
+      : held !== undefined
+        ? notApplying(slot, `paused: ${held}`)
+        : evaluateRule(slot, input);
     rules[i] = evaluation;
     for (let j = 0; j < evaluation.planned.length; j++) planned.push(evaluation.planned[j]!);
   }

@@ -19,7 +19,7 @@ import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './ids.ts';
 import { needsFreshCheck, performCall } from './calls/index.ts';
-import { createKeyedLock, type FleetLeases } from './lock.ts';
+import { createItemRuns, type FleetLeases, type ItemRuns } from './lock.ts';
 import { requiredStatusesOf } from './required-statuses.ts';
 import {
   failed,
@@ -81,6 +81,12 @@ export interface ExecutorOptions {
   bot?: BotIdentity;
   /** Several replicas on one database: one of them acts on an item at a time (lock.ts). */
   fleet?: FleetLeases;
+  /**
+   * One run per item (lock.ts), shared with the hook pipeline and the sweeps; each call of the
+   * executor takes it too (straight through inside a run of the item). Default: one of its own,
+   * over `fleet` (none in a dry run: it writes nothing, not even a lease).
+   */
+  runs?: ItemRuns;
 }
 
 export interface ExecuteOptions {
@@ -119,6 +125,11 @@ export interface ExecutionReport {
 
 export interface Executor {
   readonly dryRun: boolean;
+  /**
+   * One item, one run at a time (lock.ts): the item processor and the sweeps run their work on an
+   * item inside `runs.run(itemKey, ...)`, and every call of the executor is made inside it.
+   */
+  readonly runs: ItemRuns;
   execute(evaluation: Evaluation, snapshot: ItemSnapshot, options?: ExecuteOptions): Promise<ExecutionReport>;
   /**
    * Runs one stored action again, with the same re-checks (the retry sweep calls it with each of
@@ -245,7 +256,8 @@ export function createExecutor(options: ExecutorOptions): Executor {
     maxDelayMs: options.retry?.maxDelayMs ?? 30 * 60_000,
     random: options.random ?? Math.random,
   };
-  const lock = createKeyedLock(options.fleet);
+  const lock =
+    options.runs ?? createItemRuns(dryRun ? {} : { ...(options.fleet ? { fleet: options.fleet } : {}) });
   // An action is leased (made due only `leaseMs` later) while its first try runs, so the retry
   // sweep leaves it alone. A lease taken before this executor existed belongs to a process that is
   // gone (one bot per state file): nothing will finish that try, so the action is due at once
@@ -360,6 +372,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
 
   return {
     dryRun,
+    runs: lock,
 
     dueActions(at) {
       const due = store.dueActions(at);

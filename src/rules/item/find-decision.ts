@@ -9,7 +9,9 @@
  * which other item the global id is.
  */
 import { queuePosition } from '../../state/index.ts';
-import type { DecisionRecord, QueueEntry } from '../../state/index.ts';
+import type { DecisionRecord, PausedRule, QueueEntry } from '../../state/index.ts';
+import { pauseReason } from './brake.ts';
+import { echoPauses } from './echo-brake.ts';
 
 export type ExplainKind = 'issue' | 'merge_request';
 
@@ -79,19 +81,27 @@ export function itemName(query: ExplainQuery): string {
 /**
  * `records`: the latest decision of each item the store keeps. `queue`: the store's merge queue
  * entries; a queued merge request's answer starts with where it stands (`merge queue: position 2 of
- * 4 ...; waiting for ci/test on 3f2a1c9`).
+ * 4 ...; waiting for ci/test on 3f2a1c9`). `paused`: the store's paused rules; the answer for an
+ * item of a project where the echo brake holds a rule starts with it (`paused: rule "swap" wrote 10
+ * times to #4 in 3 s, each time after the bot's own change ...; approve with ...`), whenever the
+ * decision shown was made.
  */
 export function findDecision(
   records: readonly DecisionRecord[],
   query: ExplainQuery,
-  queue?: { entries: readonly QueueEntry[]; now: number },
+  queue?: { entries: readonly QueueEntry[]; now: number; paused?: readonly PausedRule[] },
 ): ExplainAnswer {
   const answer = findRecorded(records, query);
   if (!answer.found || !queue) return answer;
+  const notes: string[] = [];
+  const project = answer.item.project;
+  if (project !== undefined && queue.paused)
+    for (const paused of echoPauses({ pausedRules: () => [...(queue.paused ?? [])] }, { project }))
+      notes.push(`paused: ${pauseReason(paused)}`);
   const position = queuePosition(queue.entries, answer.record.itemKey, queue.now);
-  if (!position) return answer;
-  const note = `merge queue: ${position}`;
-  return { ...answer, note: answer.note ? `${note}\n${answer.note}` : note };
+  if (position) notes.push(`merge queue: ${position}`);
+  if (answer.note) notes.push(answer.note);
+  return notes.length === 0 ? answer : { ...answer, note: notes.join('\n') };
 }
 
 function findRecorded(records: readonly DecisionRecord[], query: ExplainQuery): ExplainAnswer {

@@ -19,6 +19,9 @@ import type { CallReport, ExecutionReport, Executor, StoredCall } from '../execu
 import { ANY_EVENT, itemAddressOf, withdrawalReason } from './fresh-check.ts';
 import { canonicalJson } from '../executor/ids.ts';
 import { withdrawUnplanned } from './withdraw.ts';
+import { keepsEarlierDecision } from './kept-decision.ts';
+import { createEchoBrake, type EchoBrake } from './echo-brake.ts';
+import type { BrakeStore } from './brake.ts';
 import { explainText } from '../engine/explain.ts';
 import {
   createSnapshotReader,
@@ -46,13 +49,18 @@ export interface ItemProcessorOptions {
   client: SnapshotClient;
   /** Decisions are recorded; the outbox is read to withdraw what the latest evaluation no longer plans. */
   store: Pick<StateStore, 'recordDecision'> &
-    Partial<Pick<StateStore, 'dueActions' | 'listParked' | 'queued' | 'dequeue'>>;
+    Partial<Pick<StateStore, 'dueActions' | 'listParked' | 'queued' | 'dequeue' | 'latestDecision'>>;
   rules: ProjectRules;
   executor: Executor;
   reader?: SnapshotReader;
   /** The clock (ms since the epoch) of evaluations. */
   now?: () => number;
   log?: ExecutorLog;
+  /**
+   * Bounds the writes a rule makes after the bot's own changes (echo-brake.ts); shared by the hook
+   * processor and the sweeps'. Default: one of its own over `store` when the store keeps pauses.
+   */
+  brake?: EchoBrake;
 }
 
 /** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
@@ -80,6 +88,11 @@ export type ItemProcessorFn = (item: ItemAddress, triggers: Trigger[]) => Promis
  * withdrawn with the reason. The reports of the actions, in their order.
  */
 export type ItemRetryFn = (itemKey: string, actions: readonly OutboxAction[]) => Promise<CallReport[]>;
+
+const isBrakeStore = (store: object): store is BrakeStore =>
+  ['pausedRules', 'pauseRule', 'approveRule', 'lastSuccess', 'setLastSuccess'].every(
+    (name) => typeof (store as Record<string, unknown>)[name] === 'function',
+  );
 
 const noopLog: ExecutorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -118,12 +131,30 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   const now = options.now ?? (() => Date.now());
   const log = options.log ?? noopLog;
 
+  const brake = options.brake ?? (isBrakeStore(store) ? createEchoBrake({ store, now, log }) : undefined);
+
+  /**
+   * Evaluates and acts. Rules the echo brake holds do not run; an evaluation caused only by the
+   * bot's own events that would take a rule past its bound pauses that rule first, and is made again
+   * without it (explain then says why). What such an evaluation wrote is counted.
+   */
   async function round(
     set: CompiledRuleSet,
     snapshot: ItemSnapshot,
+    itemKey: string,
   ): Promise<{ evaluation: Evaluation; execution: ExecutionReport }> {
-    const evaluation = evaluate(set, snapshot, { now: now() });
+    const dryRun = executor.dryRun;
+    const paused = brake
+      ? await brake.paused(snapshot.project.path_with_namespace, set.rules, dryRun)
+      : undefined;
+    let evaluation = evaluate(set, snapshot, { now: now(), ...(paused?.size ? { paused } : {}) });
+    const tripped = brake ? await brake.trip(itemKey, evaluation, set.rules, dryRun) : undefined;
+    if (tripped?.size) {
+      const held = new Map([...(paused ?? []), ...tripped]);
+      evaluation = evaluate(set, snapshot, { now: now(), paused: held });
+    }
     const execution = await executor.execute(evaluation, snapshot, { rules: set });
+    brake?.record(itemKey, evaluation, execution, set.rules);
     return { evaluation, execution };
   }
 
@@ -171,7 +202,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       log.info({ itemKey }, 'item is gone (404): nothing to evaluate');
       return undefined;
     }
-    let { evaluation, execution } = await round(set, snapshot);
+    let { evaluation, execution } = await round(set, snapshot, itemKey);
     let superseded: Decision['superseded'];
     if (execution.headMoved) {
       const reason = 'a merge was skipped because the head moved';
@@ -179,7 +210,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       const fresh = await reader.read(item, trigger, set.needs);
       if (fresh) {
         superseded = { reason, item: evaluation.item, at: evaluation.at, execution };
-        ({ evaluation, execution } = await round(set, fresh));
+        ({ evaluation, execution } = await round(set, fresh, itemKey));
       }
     }
     if (store.dueActions && store.listParked) {
@@ -206,7 +237,13 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       ...(superseded ? { superseded } : {}),
       ...(leftQueue ? { leftQueue } : {}),
     };
-    await store.recordDecision(itemKey, { ...decision, text: decisionText(decision) });
+    if (keepsEarlierDecision(store.latestDecision?.(itemKey)?.decision, decision))
+      // Events that came while the run that merged (closed, moved) it went on: explain keeps that run.
+      log.info(
+        { itemKey, state: evaluation.item.state },
+        'nothing to do; explain keeps the decision that ended the item',
+      );
+    else await store.recordDecision(itemKey, { ...decision, text: decisionText(decision) });
     log.info(
       {
         itemKey,
@@ -239,57 +276,62 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   }
 
   const processItem: ItemProcessorFn & { retry: ItemRetryFn } = Object.assign(
-    async (item: ItemAddress, triggers: Trigger[]) => {
-      // Triggers in order, each on a fresh read: a note command must see the state the one before left.
-      for (const trigger of triggers) await evaluateItem(item, trigger);
-    },
+    (item: ItemAddress, triggers: Trigger[]) =>
+      // One run of the item at a time (executor/lock.ts): a hook run, a sweep's, another replica's.
+      executor.runs.run(itemKeyOf(item.type, item.projectId, item.id), async () => {
+        // Triggers in order, each on a fresh read: a note command must see the state the one before left.
+        for (const trigger of triggers) await evaluateItem(item, trigger);
+      }),
     {
-      async retry(itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> {
-        const item = itemAddressOf(itemKey);
-        const reports = new Map<string, CallReport>();
-        const byTrigger = new Map<string, Trigger>();
-        for (const action of actions) {
-          const trigger = (action.call as Partial<StoredCall> | null)?.trigger ?? ANY_EVENT;
-          byTrigger.set(canonicalJson(trigger), trigger);
-        }
-        if (item)
-          for (const trigger of byTrigger.values()) {
-            const execution = await evaluateItem(item, trigger);
-            for (const call of execution?.calls ?? []) reports.set(call.id, call);
-          }
-        // Still in the outbox and neither carried out nor withdrawn by a fresh evaluation: the
-        // item is gone, its note is gone, or its project has no rules any more.
-        const results: CallReport[] = [];
-        for (const action of actions) {
-          const report = reports.get(action.id);
-          if (report) {
-            results.push(report);
-            continue;
-          }
-          const held = store.dueActions?.(Number.MAX_SAFE_INTEGER).find((one) => one.id === action.id);
-          results.push(
-            held
-              ? await executor.withdrawAction(
-                  action,
-                  item
-                    ? 'no fresh evaluation plans it (the item, its note or its rules are gone)'
-                    : `cannot tell which item ${itemKey} is`,
-                )
-              : {
-                  id: action.id,
-                  op: 'unknown',
-                  rule: action.rule,
-                  action: 'unknown',
-                  reason: '',
-                  call: '(done meanwhile)',
-                  status: 'skipped',
-                  detail: 'no longer in the outbox',
-                },
-          );
-        }
-        return results;
-      },
+      retry: (itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> =>
+        executor.runs.run(itemKey, () => retryItem(itemKey, actions)),
     },
   );
   return processItem;
+
+  async function retryItem(itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> {
+    const item = itemAddressOf(itemKey);
+    const reports = new Map<string, CallReport>();
+    const byTrigger = new Map<string, Trigger>();
+    for (const action of actions) {
+      const trigger = (action.call as Partial<StoredCall> | null)?.trigger ?? ANY_EVENT;
+      byTrigger.set(canonicalJson(trigger), trigger);
+    }
+    if (item)
+      for (const trigger of byTrigger.values()) {
+        const execution = await evaluateItem(item, trigger);
+        for (const call of execution?.calls ?? []) reports.set(call.id, call);
+      }
+    // Still in the outbox and neither carried out nor withdrawn by a fresh evaluation: the
+    // item is gone, its note is gone, or its project has no rules any more.
+    const results: CallReport[] = [];
+    for (const action of actions) {
+      const report = reports.get(action.id);
+      if (report) {
+        results.push(report);
+        continue;
+      }
+      const held = store.dueActions?.(Number.MAX_SAFE_INTEGER).find((one) => one.id === action.id);
+      results.push(
+        held
+          ? await executor.withdrawAction(
+              action,
+              item
+                ? 'no fresh evaluation plans it (the item, its note or its rules are gone)'
+                : `cannot tell which item ${itemKey} is`,
+            )
+          : {
+              id: action.id,
+              op: 'unknown',
+              rule: action.rule,
+              action: 'unknown',
+              reason: '',
+              call: '(done meanwhile)',
+              status: 'skipped',
+              detail: 'no longer in the outbox',
+            },
+      );
+    }
+    return results;
+  }
 }

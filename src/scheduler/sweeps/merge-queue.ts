@@ -158,11 +158,14 @@ export async function runMergeQueue(
         break;
       }
       const current: QueueEntry = entry;
-      const item = await step(current).catch((error: unknown): QueueItemReport => ({
-        ...base(current),
-        outcome: 'error',
-        detail: messageOf(error),
-      }));
+      // One run of the item at a time: its hook runs wait for the step, and the step for them.
+      const item = await executor.runs
+        .run(current.itemKey, () => step(current))
+        .catch((error: unknown): QueueItemReport => ({
+          ...base(current),
+          outcome: 'error',
+          detail: messageOf(error),
+        }));
       report.items.push(item);
       report.counts[item.outcome]++;
       if (item.outcome === 'error')

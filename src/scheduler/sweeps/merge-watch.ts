@@ -135,11 +135,14 @@ export async function runMergeWatch(
           report.aborted = true;
           return undefined;
         }
-        const item = await check(entry).catch((error: unknown): WatchItemReport => ({
-          ...base(entry),
-          outcome: 'error',
-          detail: messageOf(error),
-        }));
+        // One run of the item at a time: a hook run or another sweep on it waits, and so does this.
+        const item = await executor.runs
+          .run(entry.itemKey, () => check(entry))
+          .catch((error: unknown): WatchItemReport => ({
+            ...base(entry),
+            outcome: 'error',
+            detail: messageOf(error),
+          }));
         report.watched++;
         options.onProgress?.({
           sweep: 'merge_watch',

@@ -101,7 +101,8 @@ export async function runRetries(deps: RetryDeps, options: RetryOptions = {}): P
       report.aborted = true;
       break;
     }
-    const calls = await retryOne(itemKey, actions);
+    // One run of the item at a time: a hook run on it waits for the retries, and they for it.
+    const calls = await executor.runs.run(itemKey, () => retryOne(itemKey, actions));
     for (const call of calls) {
       report.calls.push(call);
       report.counts[call.status]++;

@@ -47,6 +47,7 @@ import {
   type Executor,
   type ItemKind,
   type ItemSnapshot,
+  itemKeyOf,
   type ProjectRules,
   ruleSet,
   type Trigger,
@@ -387,29 +388,35 @@ export async function runRuleSweep(deps: RuleSweepDeps, options: RuleSweepOption
   async function act(ruleRun: RuleRun): Promise<boolean> {
     for (const { snapshot, evaluation } of ruleRun.candidates) {
       if (stopped()) return false;
-      const execution = await executor.execute(evaluation, snapshot, { rules: ruleRun.set });
-      ruleRun.report.acted++;
-      ruleRun.report.items.push({
-        kind: snapshot.kind,
-        iid: snapshot.iid,
-        title: snapshot.title,
-        calls: execution.calls,
-      });
-      for (const call of execution.calls) ruleRun.report.counts[call.status]++;
-      if (dryRun) continue;
-      const decision: Omit<Decision, 'text'> = {
-        itemKey: execution.itemKey,
-        at: new Date(deps.now()).toISOString(),
-        dryRun,
-        evaluation,
-        execution,
-      };
-      await store.recordDecision(execution.itemKey, { ...decision, text: decisionText(decision) });
-      // A scheduled merge whose head moved: the push that moved it wakes its own evaluation.
-      if (execution.headMoved)
-        log.info({ sweep: 'rules', itemKey: execution.itemKey }, 'head moved; left to its push');
+      // Acted on and recorded as one run of the item: a hook run on it waits, and this for it.
+      const key = itemKeyOf(snapshot.kind, snapshot.project.id, snapshot.id);
+      await executor.runs.run(key, () => actOn(ruleRun, snapshot, evaluation));
     }
     return true;
+  }
+
+  async function actOn(ruleRun: RuleRun, snapshot: ItemSnapshot, evaluation: Evaluation): Promise<void> {
+    const execution = await executor.execute(evaluation, snapshot, { rules: ruleRun.set });
+    ruleRun.report.acted++;
+    ruleRun.report.items.push({
+      kind: snapshot.kind,
+      iid: snapshot.iid,
+      title: snapshot.title,
+      calls: execution.calls,
+    });
+    for (const call of execution.calls) ruleRun.report.counts[call.status]++;
+    if (dryRun) return;
+    const decision: Omit<Decision, 'text'> = {
+      itemKey: execution.itemKey,
+      at: new Date(deps.now()).toISOString(),
+      dryRun,
+      evaluation,
+      execution,
+    };
+    await store.recordDecision(execution.itemKey, { ...decision, text: decisionText(decision) });
+    // A scheduled merge whose head moved: the push that moved it wakes its own evaluation.
+    if (execution.headMoved)
+      log.info({ sweep: 'rules', itemKey: execution.itemKey }, 'head moved; left to its push');
   }
 }
 
