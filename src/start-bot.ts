@@ -57,7 +57,12 @@ export interface BotOptions {
   log: BotLog;
   /** What a refused delivery's log line tells to fix (where the secret is set). */
   refusalHint?: string;
-  onDelivery?: (outcome: DeliveryOutcome, info: { kind?: string; status: number; ackMs: number }) => void;
+  onDelivery?: (
+    outcome: DeliveryOutcome,
+    info: { id?: string; kind?: string; status: number; ackMs: number },
+  ) => void;
+  /** The deliveries the pipeline holds in memory, whenever that changes (metrics). */
+  onQueueDepth?: (depth: number) => void;
 }
 
 export interface Bot {
@@ -98,6 +103,7 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     isTransient,
     log: options.log,
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.onQueueDepth ? { onDepth: options.onQueueDepth } : {}),
     // Several replicas on one database: one of them runs an item at a time.
     ...(store.fleet
       ? {

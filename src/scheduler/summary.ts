@@ -10,6 +10,7 @@ import type { ReconcileReport } from './sweeps/reconcile.ts';
 import type { RetryReport } from './sweeps/retries.ts';
 import type { RuleSweepReport } from './sweeps/rule-sweep.ts';
 import type { CallReport } from '../rules/index.ts';
+import type { SweepRunResult } from './scheduler.ts';
 
 const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
 const PREFIX: Record<'issue' | 'merge_request', string> = { issue: '#', merge_request: '!' };
@@ -130,6 +131,24 @@ export function summarise(report: SweepReport): string {
       break;
   }
   return [title, ...body].join('\n');
+}
+
+/**
+ * How a run ended, from its report: `stopped` before its end, `paused` when the circuit breaker
+ * paused a scheduled rule (and nothing else failed), `failed` when it needs a person's attention
+ * otherwise, else `ok` (scheduler.ts records the last success of an `ok` run).
+ */
+export function sweepRunResult(report: SweepReport): SweepRunResult {
+  if (report.aborted) return 'stopped';
+  if (!needsAttention(report)) return 'ok';
+  if (report.sweep === 'rules' && !report.projects.some((project) => project.error !== undefined))
+    return 'paused';
+  return 'failed';
+}
+
+/** The rules the circuit breaker paused in this run. */
+export function trippedRules(report: SweepReport): readonly string[] {
+  return report.sweep === 'rules' && !report.dryRun ? report.tripped : [];
 }
 
 /** Whether a report needs a person's attention (the CLI exits 1). */

@@ -62,6 +62,8 @@ export interface SweepSetDeps {
   updater?: BranchUpdater;
   /** The merge queue clones over SSH (`ssh_url_to_repo`). */
   gitSsh?: boolean;
+  /** Each evaluation's duration in the default item processor (metrics). */
+  onEvaluated?: (seconds: number) => void;
 }
 
 export interface SweepSettings {
@@ -110,6 +112,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
         reader,
         now,
         log,
+        ...(deps.onEvaluated ? { onEvaluated: deps.onEvaluated } : {}),
       });
   const processItem: ItemProcessorFn = deps.processItem ?? processor!;
   const snapshots = createListedSnapshots(client, reader, deps.bot);

@@ -27,6 +27,7 @@ const TONES: Record<string, Tone> = {
   error: 'bad',
   failed: 'bad',
   ambiguous: 'bad',
+  withdrawn: 'warn',
 };
 
 function badge(text: string, tone: Tone | undefined = TONES[text]): Html {
@@ -320,6 +321,7 @@ function repositorySection(data: StatusData): Html | string {
 
 const STAT_LABELS: Record<string, string> = {
   inbox: 'Deliveries waiting',
+  inboxBytes: 'Deliveries waiting (bytes)',
   dedupKeys: 'De-duplication keys',
   outbox: 'Actions in the outbox',
   parked: 'Parked actions',

@@ -53,6 +53,8 @@ export interface ItemProcessorOptions {
   /** The clock (ms since the epoch) of evaluations. */
   now?: () => number;
   log?: ExecutorLog;
+  /** The duration of each evaluation by the engine, in seconds (`hookbot_evaluation_seconds`). */
+  onEvaluated?: (seconds: number) => void;
 }
 
 /** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
@@ -122,7 +124,9 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     set: CompiledRuleSet,
     snapshot: ItemSnapshot,
   ): Promise<{ evaluation: Evaluation; execution: ExecutionReport }> {
+    const evaluatedFrom = performance.now();
     const evaluation = evaluate(set, snapshot, { now: now() });
+    options.onEvaluated?.((performance.now() - evaluatedFrom) / 1000);
     const execution = await executor.execute(evaluation, snapshot, { rules: set });
     return { evaluation, execution };
   }
