@@ -24,7 +24,8 @@ export function deliveryKindLabel(kind: string | undefined): string {
 }
 
 /** What made the engine evaluate an item: deliveries (an item run of the pipeline), or a sweep's run. */
-export type EvaluationSource = 'hook' | 'sweep';
+export const EVALUATION_SOURCES = ['hook', 'sweep'] as const;
+export type EvaluationSource = (typeof EVALUATION_SOURCES)[number];
 
 /**
  * The `result` label of `hookbot_rule_actions_total`: every outcome the executor gives an action, each
