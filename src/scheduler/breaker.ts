@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto';
 import type { PausedRule, StateStore } from '../state/index.ts';
 import type { CompiledRule } from '../rules/index.ts';
+import { counted } from '../text/index.ts';
 
 export interface BreakerLimits {
   /** More items than this in one project in one run trips it. Default 50. */
@@ -90,8 +91,8 @@ export async function approve(
 /** Why the breaker trips for `touched` of `lookedAt` items, or undefined when it holds. */
 export function tripReason(touched: number, lookedAt: number, limits: BreakerLimits): string | undefined {
   if (touched > limits.maxItems)
-    return `would touch ${touched} items, more than max_items ${limits.maxItems}`;
+    return `would touch ${counted(touched, 'item')}, more than max_items ${limits.maxItems}`;
   if (lookedAt > 0 && touched / lookedAt > limits.maxShare)
-    return `would touch ${touched} of ${lookedAt} items (${Math.round((100 * touched) / lookedAt)}%), more than max_share ${limits.maxShare}`;
+    return `would touch ${touched} of ${counted(lookedAt, 'item')} (${Math.round((100 * touched) / lookedAt)}%), more than max_share ${limits.maxShare}`;
   return undefined;
 }
