@@ -220,7 +220,8 @@ const FIELD_PROBES: Record<string, { store: Store; moved: (s: Status, first: Sta
   },
   'rules.loadedAt': { store: 'file', moved: (s, first) => s.rules.loadedAt > first.rules.loadedAt },
   'rules.files': { store: 'file', moved: (s) => s.rules.files.includes('default.yml') },
-  'rules.problems': { store: 'file', moved: (s) => s.rules.problems.length > 0 && s.rules.refused === true },
+  'rules.problems': { store: 'file', moved: (s) => s.rules.problems.length > 0 },
+  'rules.refused': { store: 'file', moved: (s) => s.rules.refused === true },
   repositoryRules: {
     store: 'file',
     moved: (s) => (s.repositoryRules ?? []).some((p: any) => p.project === 'fig/web' && p.rules === 1),
@@ -557,6 +558,7 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
       // 7. A broken rules file: refused, its problems shown, the rules before stay in force.
       writeFileSync(path.join(rulesDir, 'default.yml'), 'rules: [\n');
       await watch.until('rules.problems');
+      await watch.until('rules.refused');
 
       // Every sweep has run, and ended ok at least once.
       await watch.until('sweeps[].lastSuccess');
