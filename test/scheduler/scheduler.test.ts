@@ -9,6 +9,7 @@ import { timingOfSweep } from '../../src/scheduler/timing.ts';
 import type { SweepRunOptions } from '../../src/scheduler/types.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
 import { collectStatus } from '../../src/status/status-data.ts';
+import { sweepRunResult } from '../../src/scheduler/summary.ts';
 import type { StateStore } from '../../src/state/store.ts';
 
 const HOUR = 3_600_000;
@@ -246,5 +247,31 @@ describe('scheduler', () => {
       { name: 'reconcile', nextRun: store.nextRun('reconcile'), lastSuccess: store.lastSuccess('reconcile') },
       { name: 'retries', nextRun: store.nextRun('retries') },
     ]);
+  });
+
+  it("reads a run's result from its report, as hookbot sweep --once exits by it", () => {
+    const rules = { sweep: 'rules' as const, dryRun: false, aborted: false, unpaused: [], projects: [] };
+    const retries = {
+      sweep: 'retries' as const,
+      dryRun: false,
+      aborted: false,
+      due: 0,
+      calls: [],
+      counts: { done: 0, skipped: 0, failed: 0, ambiguous: 0, withdrawn: 0, 'dry-run': 0 },
+      parkedNow: [],
+      parked: 0,
+    };
+    expect(sweepRunResult({ ...rules, tripped: [] })).toBe('ok');
+    expect(sweepRunResult({ ...rules, tripped: ['close stale'] })).toBe('paused');
+    expect(
+      sweepRunResult({
+        ...rules,
+        tripped: ['close stale'],
+        projects: [{ project: 'acme/web', schedules: [], items: {}, pages: 1, rules: [], error: 'HTTP 500' }],
+      }),
+    ).toBe('failed');
+    expect(sweepRunResult(retries)).toBe('ok');
+    expect(sweepRunResult({ ...retries, parkedNow: [{ id: 'a', reason: 'gave up' }] })).toBe('failed');
+    expect(sweepRunResult({ ...retries, aborted: true })).toBe('stopped');
   });
 });

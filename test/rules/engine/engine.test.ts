@@ -99,7 +99,7 @@ rules:
     expect(sweep.rules.find((r) => r.rule === 'on open')?.why).toBe('the rule has no schedule');
   });
 
-  it('says in a sentence that no event of a burst is in a rule\'s on:', () => {
+  it("says in a sentence that no event of a burst is in a rule's on:", () => {
     const why = (events: { name: string; byBot: boolean }[]) =>
       evaluate(
         set,
