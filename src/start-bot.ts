@@ -64,7 +64,12 @@ export interface BotOptions {
   log: BotLog;
   /** What a refused delivery's log line tells to fix (where the secret is set). */
   refusalHint?: string;
-  onDelivery?: (outcome: DeliveryOutcome, info: { kind?: string; status: number; ackMs: number }) => void;
+  onDelivery?: (
+    outcome: DeliveryOutcome,
+    info: { id?: string; kind?: string; status: number; ackMs: number },
+  ) => void;
+  /** The deliveries the pipeline holds in memory, whenever that changes (metrics). */
+  onQueueDepth?: (depth: number) => void;
 }
 
 export interface Bot {
@@ -107,6 +112,7 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     // One run per item: shared with the sweeps (the executor's) when given, and across the fleet.
     runs: options.itemRuns ?? createItemRuns(store.fleet ? { fleet: store.fleet, log: options.log } : {}),
+    ...(options.onQueueDepth ? { onDepth: options.onQueueDepth } : {}),
   });
   // Deliveries another replica accepted and can no longer finish (its lease ran out) come here.
   store.fleet?.onAdopted(() => pipeline.resume());

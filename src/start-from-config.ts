@@ -7,16 +7,19 @@ import type { Config } from './config/index.ts';
 import { startBot, type Bot } from './start-bot.ts';
 import type { HookbotLogger } from './ops/index.ts';
 import type { Metrics } from './ops/index.ts';
-import { withDecisionMetrics } from './ops/index.ts';
+import { actionResultOf, createHookToAction, withDecisionMetrics } from './ops/index.ts';
 import { exposureProblem, exposureWarning } from './receiver/index.ts';
 import { hostCheck } from './receiver/index.ts';
 import {
   createScheduler,
   createSweepSet,
+  enabledSweeps,
   scheduledSweepsOf,
   sweepSettingsOf,
   echoLimitsOf,
   gitAccessOf,
+  trippedRules,
+  type SweepReport,
   type SweepSet,
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
@@ -27,6 +30,7 @@ import { createDeliveryLog, createStatusRouter } from './status/index.ts';
 import {
   type BotIdentity,
   createEchoBrake,
+  type CallReport,
   createExecutor,
   createItemRuns,
   createFreshCheck,
@@ -137,6 +141,20 @@ export async function startRuntime(
 
   // Every decision recorded (hooks and sweeps) also counts into the metrics.
   const observed = withDecisionMetrics(store, metrics);
+  // What became of each action, as the executor settles it (docs/operations.md#metrics): its result,
+  // and for an action an item run of deliveries carried out, how long after their acceptance.
+  const hookToAction = createHookToAction({
+    observe: (seconds) => metrics.hookToAction(seconds),
+    pending: () => store.pendingDeliveries(),
+    limit: config.state.max_pending,
+  });
+  const onResult = (report: CallReport) => {
+    // A merged labels write names every contributing rule, comma-separated.
+    for (const rule of report.rule.split(', '))
+      metrics.ruleAction(rule, report.action, actionResultOf(report));
+    if (report.status === 'done') hookToAction.acted();
+  };
+  const onEvaluated = (seconds: number) => metrics.evaluationTime(seconds);
   if (config.rules.watch) rules.watch();
 
   const deliveries = createDeliveryLog();
@@ -228,6 +246,7 @@ export async function startRuntime(
           runs: itemRuns,
           freshCheck: createFreshCheck({ reader, rules: projectRules }),
           log: log.child({ part: 'executor' }),
+          onResult,
         });
         const processItem = createItemProcessor({
           client,
@@ -237,6 +256,7 @@ export async function startRuntime(
           reader,
           brake,
           log: log.child({ part: 'process' }),
+          onEvaluated,
         });
         const reviewLog = log.child({ part: 'repository-rules' });
         return async (item, triggers) => {
@@ -275,9 +295,8 @@ export async function startRuntime(
             rules,
             ...(repository ? { repositoryRules: () => repository.state() } : {}),
             recentDeliveries: deliveries.list,
-            sweeps: Object.entries(config.scheduler.sweeps)
-              .filter(([, sweep]) => sweep.enabled)
-              .map(([name]) => name),
+            // The names the scheduler runs them by, and records their last success under.
+            sweeps: enabledSweeps(config),
             secrets: [token, secret, signatureSecret, statusAuth.password, config.git.password],
           }),
         );
@@ -286,7 +305,9 @@ export async function startRuntime(
         deliveries.record(outcome, info);
         metrics.delivery(info.kind, outcome);
         metrics.ack(info.ackMs / 1000);
+        if (outcome === 'accepted' && info.id !== undefined) hookToAction.accepted(info.id);
       },
+      onQueueDepth: (depth) => metrics.queueDepth(depth),
       log: log.child({ part: 'pipeline' }),
       refusalHint: overrides.webhookSecret
         ? "the project hook's secret token must equal the one this run generated (npm start registers it itself)"
@@ -311,6 +332,7 @@ export async function startRuntime(
       ...(reader ? { reader } : {}),
       ...(identity ? { bot: identity } : {}),
       log: log.child({ part: 'sweep' }),
+      onEvaluated,
       ...gitAccessOf(
         overrides.git ? { ...config, git: { ...config.git, ...overrides.git } } : config,
         identity?.username,
@@ -333,6 +355,11 @@ export async function startRuntime(
     sweeps: scheduledSweepsOf(config, sweeps),
     store,
     log: log.child({ part: 'scheduler' }),
+    onRun: (name, result, report) => {
+      metrics.sweepRun(name, result);
+      if (report !== undefined)
+        for (const rule of trippedRules(report as SweepReport)) metrics.breakerTrip(rule);
+    },
   });
   if (overrides.scheduler !== false) {
     scheduler.start();

@@ -7,8 +7,7 @@
  * to it.
  */
 import type { CliIo, RegisterCommand } from './command.ts';
-
-const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
+import { counted } from '../text/index.ts';
 
 /** `hookbot check [--allow ACTIONS] [--project NS/NAME] path/to/.hookbot.yml`: a repository's own rules. */
 interface RepositoryCheckOptions {
@@ -61,10 +60,10 @@ async function runRepositoryCheck(file: string, options: RepositoryCheckOptions,
   });
   if (checked.problems.length > 0) {
     for (const problem of checked.problems) io.out(`${formatProblem(problem)}\n`);
-    io.err(`hookbot check: ${plural(checked.problems.length, 'problem')} in ${file}\n`);
+    io.err(`hookbot check: ${counted(checked.problems.length, 'problem')} in ${file}\n`);
     return 1;
   }
-  io.out(`${file}: ${plural(checked.rules?.length ?? 0, 'rule')} for the repository: no problems\n`);
+  io.out(`${file}: ${counted(checked.rules?.length ?? 0, 'rule')} for the repository: no problems\n`);
   return 0;
 }
 
@@ -88,7 +87,7 @@ export async function runCheckCommand(
     for (const problem of problems) io.out(`${formatProblem(problem)}\n`);
     const files = new Set(problems.map((problem) => problem.file)).size;
     // The count goes to stderr: stdout holds nothing but problems, for tools that parse it.
-    io.err(`hookbot check: ${plural(problems.length, 'problem')} in ${plural(files, 'file')}\n`);
+    io.err(`hookbot check: ${counted(problems.length, 'problem')} in ${counted(files, 'file')}\n`);
     return 1;
   }
 
@@ -97,14 +96,14 @@ export async function runCheckCommand(
   const rules = [...read.files.values()].reduce((sum, parsed) => sum + (parsed.spec?.rules.length ?? 0), 0);
   const parts = [
     ...(read.defaultFile !== undefined ? ['the default'] : []),
-    ...(read.projectFiles.size > 0 ? [plural(read.projectFiles.size, 'project')] : []),
+    ...(read.projectFiles.size > 0 ? [counted(read.projectFiles.size, 'project')] : []),
   ];
   const what = parts.length > 0 ? ` (${parts.join(' and ')})` : '';
   if (read.files.size === 0) {
     io.out(`${folder}: no rule files (the bot would do nothing); write ${folder}/default.yml\n`);
     return 0;
   }
-  io.out(`${folder}: ${plural(read.files.size, 'file')}${what}, ${plural(rules, 'rule')}: no problems\n`);
+  io.out(`${folder}: ${counted(read.files.size, 'file')}${what}, ${counted(rules, 'rule')}: no problems\n`);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 import type { CliIo, RegisterCommand } from './command.ts';
 import { configProblems } from './config-problems.ts';
 import type { PlanReport } from '../rules/index.ts';
+import { counted } from '../text/index.ts';
 
 interface PlanOptions {
   rules?: string;
@@ -147,7 +148,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     const lines = [`### hookbot plan: ${proposedDir} against ${against}`, ''];
     for (const report of reports)
       lines.push(
-        `**${report.project}** (${report.evaluated} open issues and merge requests evaluated):`,
+        `**${report.project}** (${counted(report.evaluated, 'open issue or merge request', 'open issues and merge requests')} evaluated):`,
         '',
         ...planLines(report).map((line) => `- ${line}`),
         '',
@@ -157,7 +158,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     const lines = [`hookbot plan: ${proposedDir} against ${against}`];
     for (const report of reports)
       lines.push(
-        `${report.project}: ${report.evaluated} open items evaluated`,
+        `${report.project}: ${counted(report.evaluated, 'open item')} evaluated`,
         ...planLines(report).map((line) => `  ${line}`),
       );
     io.out(`${lines.join('\n')}\n`);

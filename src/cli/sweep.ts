@@ -12,6 +12,7 @@
  */
 import type { CliIo, RegisterCommand } from './command.ts';
 import { configProblems } from './config-problems.ts';
+import { counted } from '../text/index.ts';
 import type { ProjectRules } from '../rules/index.ts';
 
 interface SweepCommandOptions {
@@ -228,7 +229,9 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
         force: true,
         signal: controller.signal,
         onProgress: (p) =>
-          progress.update(`${p.sweep}: ${p.scope}: ${p.items} items${p.pages ? `, ${p.pages} pages` : ''}`),
+          progress.update(
+            `${p.sweep}: ${p.scope}: ${counted(p.items, 'item')}${p.pages ? `, ${counted(p.pages, 'page')}` : ''}`,
+          ),
         ...(options.project !== undefined ? { project: options.project } : {}),
         ...(options.rule !== undefined ? { rule: options.rule } : {}),
         ...(approved.size > 0 ? { assumeApproved: approved } : {}),

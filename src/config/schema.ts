@@ -282,7 +282,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
           )
           .meta(meta({ env: 'HOOKBOT_REPOSITORY_RULES' })),
         allow: textList(nonEmptyText()).describe(
-          'Actions repository rules may use besides label, comment, status, assign, unassign, close, reopen, subscribe and unsubscribe: merge, merge_when_build_succeeds, cancel_merge, move (a move only within the namespace).',
+          'Actions repository rules may use besides label, comment, status, assign, unassign, close, reopen, subscribe and unsubscribe: merge, merge_when_build_succeeds, cancel_merge, move (a move only within the namespace), queue.',
         ),
         plan_items: integer(1)
           .default(200)

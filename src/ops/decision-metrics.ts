@@ -1,23 +1,17 @@
 /**
- * Evaluations, matches and actions per rule, counted from the decisions as they are recorded: every
- * evaluation (hooks, sweeps) ends in `recordDecision`, so observing it there misses none and needs no
- * hook in the engine.
+ * Evaluations and matches per rule, counted from the decisions as they are recorded: every
+ * evaluation that decides something (hooks, sweeps) ends in `recordDecision`, so observing it there
+ * misses none and needs no hook in the engine. What became of each action is counted where the
+ * executor settles it (`hookbot_rule_actions_total`, start-from-config.ts): not every outcome is in
+ * a decision (a retry's, a withdrawal after a rules reload, the merge watch's merges).
  */
-import type { ActionResult, Metrics } from './metrics.ts';
+import { currentLogContext } from './log-context.ts';
+import type { Metrics } from './metrics.ts';
 import type { StateStore } from '../state/index.ts';
 
 interface DecisionShape {
   evaluation?: { rules?: { rule: string; matched: boolean }[]; trigger?: { kind?: string } };
-  execution?: { dryRun?: boolean; calls?: { rule: string; action: string; status: string }[] };
 }
-
-const RESULTS: Record<string, ActionResult> = {
-  done: 'done',
-  skipped: 'noop',
-  failed: 'failed',
-  ambiguous: 'retry',
-  'dry-run': 'dry_run',
-};
 
 /**
  * The store, with `recordDecision` also counting into `metrics`. Where several replicas share the
@@ -45,11 +39,9 @@ export function withDecisionMetrics(store: StateStore, metrics: Metrics): StateS
 }
 
 function count(metrics: Metrics, decision: DecisionShape): void {
-  metrics.evaluation(decision.evaluation?.trigger?.kind === 'schedule' ? 'sweep' : 'hook');
+  // A sweep's run carries its job id (scheduler.ts, sweep-set.ts): the reconcile, merge watch and
+  // merge queue sweeps evaluate items under the triggers of hooks, so the trigger cannot tell.
+  const bySweep = currentLogContext()?.job !== undefined || decision.evaluation?.trigger?.kind === 'schedule';
+  metrics.evaluation(bySweep ? 'sweep' : 'hook');
   for (const rule of decision.evaluation?.rules ?? []) if (rule.matched) metrics.ruleMatch(rule.rule);
-  for (const call of decision.execution?.calls ?? []) {
-    // A merged labels write names every contributing rule, comma-separated.
-    for (const rule of call.rule.split(', '))
-      metrics.ruleAction(rule, call.action, RESULTS[call.status] ?? 'failed');
-  }
 }

@@ -2,5 +2,6 @@
 export { withDecisionMetrics } from './decision-metrics.ts';
 export { currentLogContext, runInNewLogContext } from './log-context.ts';
 export { type HookbotLogger, createLogger } from './logger.ts';
-export { type Metrics, createMetrics } from './metrics.ts';
+export { createHookToAction } from './hook-to-action.ts';
+export { type Metrics, actionResultOf, createMetrics } from './metrics.ts';
 export { redactValue, secretMatcher } from './redact.ts';

@@ -6,6 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { KNOWN_KINDS, type DeliveryOutcome } from '../events/index.ts';
+import type { CallStatus } from '../rules/index.ts';
 
 export type { DeliveryOutcome };
 
@@ -22,11 +23,52 @@ export function deliveryKindLabel(kind: string | undefined): string {
   return deliveryKindLabels.has(kind) ? kind : 'other';
 }
 
-/** What made the engine evaluate an item. */
-export type EvaluationSource = 'hook' | 'sweep' | 'reconcile' | 'simulate';
+/** What made the engine evaluate an item: deliveries (an item run of the pipeline), or a sweep's run. */
+export const EVALUATION_SOURCES = ['hook', 'sweep'] as const;
+export type EvaluationSource = (typeof EVALUATION_SOURCES)[number];
 
-/** What became of a planned action: done, nothing to do, failed, parked after retries, or only described. */
-export type ActionResult = 'done' | 'noop' | 'failed' | 'retry' | 'parked' | 'dry_run';
+/**
+ * The `result` label of `hookbot_rule_actions_total`: every outcome the executor gives an action, each
+ * its own value (docs/operations.md#metrics lists them). A closed set: `actionResultOf` maps each
+ * executor status to one, and the compiler refuses a new status until it has its value here.
+ */
+export const ACTION_RESULTS = [
+  'done',
+  'skipped',
+  'failed',
+  'ambiguous',
+  'parked',
+  'withdrawn',
+  'dry_run',
+] as const;
+export type ActionResult = (typeof ACTION_RESULTS)[number];
+
+const RESULT_OF_STATUS: Record<CallStatus, ActionResult> = {
+  done: 'done',
+  skipped: 'skipped',
+  failed: 'failed',
+  ambiguous: 'ambiguous',
+  withdrawn: 'withdrawn',
+  'dry-run': 'dry_run',
+};
+
+/**
+ * An action's result label: its status, except that a failure which parked the action (a permanent
+ * error, or the last of its tries) is `parked`, apart from a failure that will be retried.
+ */
+export function actionResultOf(call: { status: CallStatus; parked?: string | undefined }): ActionResult {
+  if (call.parked !== undefined && call.status === 'failed') return 'parked';
+  return RESULT_OF_STATUS[call.status];
+}
+
+/**
+ * The `result` label of `hookbot_sweep_runs_total`, and what the status page's "Last success" follows
+ * (scheduler.ts): `ok` the run finished and its report needs no one's attention; `paused` the
+ * circuit breaker paused a scheduled rule in it; `failed` the run threw, or its report has a failure
+ * (what makes `hookbot sweep --once` exit 1); `stopped` the bot stopped it before its end.
+ */
+export const SWEEP_RESULTS = ['ok', 'failed', 'paused', 'stopped'] as const;
+export type SweepResult = (typeof SWEEP_RESULTS)[number];
 
 /** One API call, as the client's `onCall` hook reports it (src/api/http.ts `ApiCall`). */
 export interface ApiCallSample {
@@ -60,11 +102,11 @@ export interface Metrics {
   ack(seconds: number): void;
   /** One group commit of the state store, until its fdatasync is seen done (every answer waits for one). */
   stateCommit(seconds: number): void;
-  /** One evaluation of the rules for one item. */
+  /** The engine's evaluation of the rules for one item in an item run (rules/item/process-item.ts). */
   evaluationTime(seconds: number): void;
-  /** From a delivery's arrival to the first action it caused. */
+  /** From a delivery's acceptance to an action it caused taking effect (hook-to-action.ts). */
   hookToAction(seconds: number): void;
-  sweepRun(sweep: string, result: 'ok' | 'failed' | 'paused'): void;
+  sweepRun(sweep: string, result: SweepResult): void;
   breakerTrip(rule: string): void;
 }
 
@@ -81,7 +123,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   });
   const queueDepth = new Gauge({
     name: 'hookbot_queue_depth',
-    help: 'Items waiting for evaluation.',
+    help: 'Accepted deliveries the pipeline holds in memory and has not finished processing (at most pipeline.queue_limit; more wait in the inbox).',
     registers,
   });
   const evaluations = new Counter({
@@ -98,7 +140,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   });
   const ruleActions = new Counter({
     name: 'hookbot_rule_actions_total',
-    help: 'Actions a rule planned, by action and result.',
+    help: 'Outcomes of the actions rules planned, each time the executor settles one, by rule, action and result (done, skipped, failed, ambiguous, parked, withdrawn, dry_run).',
     labelNames: ['rule', 'action', 'result'] as const,
     registers,
   });
@@ -132,19 +174,19 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
   });
   const evaluationTime = new Histogram({
     name: 'hookbot_evaluation_seconds',
-    help: 'Duration of one evaluation of the rules for one item.',
+    help: "The engine's evaluation of the rules for one item in an item run (hook, reconcile, merge watch, merge queue, retries): from the fresh snapshot to the plan, without the reads and the calls.",
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers,
   });
   const hookToAction = new Histogram({
     name: 'hookbot_hook_to_action_seconds',
-    help: 'From the arrival of a delivery to the first action it caused.',
+    help: 'From the acceptance of a delivery (its 202) to an action its item run carried out taking effect (done), one sample per action; a run serving several deliveries counts from the earliest.',
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers,
   });
   const sweepRuns = new Counter({
     name: 'hookbot_sweep_runs_total',
-    help: 'Sweep runs, by sweep and result.',
+    help: 'Scheduled sweep runs, by sweep and result (ok, failed, paused, stopped).',
     labelNames: ['sweep', 'result'] as const,
     registers,
   });

@@ -20,6 +20,7 @@ import { type BrakeStore } from '../rules/index.ts';
 // The pause itself (its record, the definition hash) is the one notion of brake, shared with the
 // echo brake of hook-driven rules (rules/item/brake.ts).
 export { definitionHash, pause, pauseReason, pausedDefinition } from '../rules/index.ts';
+import { counted } from '../text/index.ts';
 
 export interface BreakerLimits {
   /** More items than this in one project in one run trips it. Default 50. */
@@ -56,8 +57,8 @@ export async function approve(
 /** Why the breaker trips for `touched` of `lookedAt` items, or undefined when it holds. */
 export function tripReason(touched: number, lookedAt: number, limits: BreakerLimits): string | undefined {
   if (touched > limits.maxItems)
-    return `would touch ${touched} items, more than max_items ${limits.maxItems}`;
+    return `would touch ${counted(touched, 'item')}, more than max_items ${limits.maxItems}`;
   if (lookedAt > 0 && touched / lookedAt > limits.maxShare)
-    return `would touch ${touched} of ${lookedAt} items (${Math.round((100 * touched) / lookedAt)}%), more than max_share ${limits.maxShare}`;
+    return `would touch ${touched} of ${counted(lookedAt, 'item')} (${Math.round((100 * touched) / lookedAt)}%), more than max_share ${limits.maxShare}`;
   return undefined;
 }

@@ -11,10 +11,14 @@ import { createBranchUpdater, type GitCredentials } from '../git/index.ts';
 import type { EchoLimits } from '../rules/index.ts';
 import { parseDuration } from '../time/index.ts';
 import type { ScheduledSweep } from './scheduler.ts';
-import { SWEEP_NAMES, type SweepSet, type SweepSettings } from './sweep-set.ts';
+import { SWEEP_NAMES, type SweepReport, type SweepSet, type SweepSettings } from './sweep-set.ts';
+import { sweepRunResult } from './summary.ts';
 import { nextRunAfter, timingOfSweep } from './timing.ts';
 
-/** The sweeps the configuration leaves on. */
+/**
+ * The sweeps the configuration leaves on, by name: the scheduler runs these and records their last
+ * success under the name, and the status page reads them back by the same names.
+ */
 export function enabledSweeps(config: Config) {
   return SWEEP_NAMES.filter((name) => config.scheduler.sweeps[name].enabled);
 }
@@ -45,6 +49,7 @@ export function scheduledSweepsOf(config: Config, sweeps: SweepSet): ScheduledSw
     name,
     timing: timingOfSweep(config.scheduler.sweeps[name]),
     run: (options) => sweeps.run(name, options),
+    resultOf: (report) => sweepRunResult(report as SweepReport),
   }));
 }
 

@@ -1,6 +1,6 @@
 /** The scheduler, seen from outside: what start-up and the CLI use. */
 export { createScheduler } from './scheduler.ts';
-export { createSweepSet, type SweepSet } from './sweep-set.ts';
+export { createSweepSet, type SweepReport, type SweepSet } from './sweep-set.ts';
 export {
   echoLimitsOf,
   gitAccessOf,
@@ -9,4 +9,4 @@ export {
   enabledSweeps,
 } from './from-config.ts';
 export { approve, definitionHash, pauseOf } from './breaker.ts';
-export { needsAttention, summarise } from './summary.ts';
+export { needsAttention, summarise, trippedRules } from './summary.ts';

@@ -21,6 +21,10 @@
  *
  * Each run has a job id (sweepJobId), set as the log context of everything the run does: its
  * lines, the sweep's, the item processor's, the executor's and the API client's all carry `job`.
+ *
+ * Each run ends with a result (`SweepRunResult`: the sweep's `resultOf` reads its report). An `ok`
+ * run records the sweep's last success in the store under the sweep's own name, the name the
+ * status page reads it by (its "Last success" column); the result goes to `onRun` (metrics).
  */
 import Bree from 'bree';
 import { runInNewLogContext } from '../ops/index.ts';
@@ -32,19 +36,29 @@ export { sweepJobId } from './job-id.ts';
 import { describeTiming, nextRunAfter, type Timing } from './timing.ts';
 import { quietLog, type SweepLog, type SweepRunOptions } from './types.ts';
 
+/**
+ * How a run ended: `ok` it finished and its report needs no one's attention; `paused` the circuit
+ * breaker paused a scheduled rule; `failed` it threw, or its report has a failure; `stopped` it was
+ * stopped before its end (the bot stopping).
+ */
+export type SweepRunResult = 'ok' | 'failed' | 'paused' | 'stopped';
+
 export interface ScheduledSweep {
+  /** The sweep's name (`reconcile`, `merge_watch`...): its key for its next run and last success. */
   name: string;
   timing: Timing;
   run(options: SweepRunOptions): Promise<unknown>;
+  /** What the run's report says (summary.ts `sweepRunResult`). Default: `ok` once `run` returns. */
+  resultOf?(report: unknown): SweepRunResult;
 }
 
 export interface SchedulerOptions {
   sweeps: readonly ScheduledSweep[];
-  store: Pick<StateStore, 'nextRun' | 'setNextRun' | 'fleet'>;
+  store: Pick<StateStore, 'nextRun' | 'setNextRun' | 'setLastSuccess' | 'fleet'>;
   now?: () => number;
   log?: SweepLog;
-  /** Each finished run's report (metrics, the status page). */
-  onReport?: (name: string, report: unknown) => void;
+  /** Each finished run: its result, and its report when it returned one (metrics). */
+  onRun?: (name: string, result: SweepRunResult, report: unknown) => void;
 }
 
 export interface Scheduler {
@@ -107,15 +121,23 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     controller: AbortController,
     startedAt: number,
   ): Promise<void> {
+    let result: SweepRunResult;
+    let report: unknown;
     try {
       log.info({ sweep: sweep.name }, 'sweep started');
-      const report = await sweep.run({ signal: controller.signal });
-      log.info({ sweep: sweep.name, ms: now() - startedAt }, 'sweep finished');
-      options.onReport?.(sweep.name, report);
+      report = await sweep.run({ signal: controller.signal });
+      result = controller.signal.aborted ? 'stopped' : (sweep.resultOf?.(report) ?? 'ok');
+      log.info({ sweep: sweep.name, ms: now() - startedAt, result }, 'sweep finished');
     } catch (error) {
       // Its next run is still set below: a sweep that keeps failing must not spin after a restart.
+      result = 'failed';
       log.error({ sweep: sweep.name, err: error }, 'sweep failed');
     }
+    options.onRun?.(sweep.name, result, report);
+    if (result === 'ok')
+      await store.setLastSuccess(sweep.name, now()).catch((error: unknown) => {
+        log.error({ sweep: sweep.name, err: error }, 'last success not stored');
+      });
     // Stopped halfway: leave it due, so the next start does it again (redoing is harmless).
     if (controller.signal.aborted) return;
     const next = nextRunAfter(sweep.timing, startedAt);

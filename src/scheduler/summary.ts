@@ -10,8 +10,9 @@ import type { ReconcileReport } from './sweeps/reconcile.ts';
 import type { RetryReport } from './sweeps/retries.ts';
 import type { RuleSweepReport } from './sweeps/rule-sweep.ts';
 import type { CallReport } from '../rules/index.ts';
+import { counted } from '../text/index.ts';
+import type { SweepRunResult } from './scheduler.ts';
 
-const plural = (count: number, word: string): string => `${count} ${word}${count === 1 ? '' : 's'}`;
 const PREFIX: Record<'issue' | 'merge_request', string> = { issue: '#', merge_request: '!' };
 
 function callLine(call: CallReport): string {
@@ -28,10 +29,10 @@ function rules(report: RuleSweepReport): string[] {
   const lines: string[] = [];
   for (const project of report.projects) {
     const seen = Object.entries(project.items).map(([kind, count]) =>
-      plural(count, kind === 'issue' ? 'open issue' : 'open merge request'),
+      counted(count, kind === 'issue' ? 'open issue' : 'open merge request'),
     );
     lines.push(
-      `  ${project.project}: ${seen.join(', ') || 'nothing listed'} (${plural(project.pages, 'page')})${project.error ? `: ERROR ${project.error}` : ''}`,
+      `  ${project.project}: ${seen.join(', ') || 'nothing listed'} (${counted(project.pages, 'page')})${project.error ? `: ERROR ${project.error}` : ''}`,
     );
     for (const rule of project.rules) {
       const head = `    "${rule.rule}" [${rule.schedule}]`;
@@ -44,7 +45,8 @@ function rules(report: RuleSweepReport): string[] {
         lines.push(`${head}: ${counts}: circuit breaker tripped (${rule.reason ?? ''}); nothing touched`);
         continue;
       }
-      const waiting = rule.waiting > 0 ? `, ${rule.waiting} wait for the next run (budget)` : '';
+      const waiting =
+        rule.waiting > 0 ? `, ${counted(rule.waiting, 'waits', 'wait')} for the next run (budget)` : '';
       lines.push(`${head}: ${counts}, ${rule.acted} ${report.dryRun ? 'planned' : 'acted on'}${waiting}`);
       for (const item of rule.items) {
         lines.push(`      ${PREFIX[item.kind]}${item.iid} ${JSON.stringify(item.title)}`);
@@ -77,7 +79,7 @@ function mergeQueue(report: MergeQueueReport): string[] {
 
 function retries(report: RetryReport): string[] {
   const lines = [
-    `  ${plural(report.due, 'due action')}, ${report.calls.length} tried; ${plural(report.parked, 'parked action')} in all`,
+    `  ${counted(report.due, 'due action')}, ${report.calls.length} tried; ${counted(report.parked, 'parked action')} in all`,
   ];
   for (const call of report.calls) lines.push(`    ${callLine(call)}`);
   if (report.stoppedEarly) lines.push(`  stopped early: ${report.stoppedEarly}`);
@@ -87,7 +89,7 @@ function retries(report: RetryReport): string[] {
 function reconcile(report: ReconcileReport): string[] {
   return report.projects.map(
     (project) =>
-      `  ${project.project}: updated since ${project.since}: ${plural(project.evaluated, 'item')} evaluated${project.failed ? `, ${project.failed} failed` : ''} (${plural(project.pages, 'page')})${project.error ? `: ERROR ${project.error}` : ''}`,
+      `  ${project.project}: updated since ${project.since}: ${counted(project.evaluated, 'item')} evaluated${project.failed ? `, ${project.failed} failed` : ''} (${counted(project.pages, 'page')})${project.error ? `: ERROR ${project.error}` : ''}`,
   );
 }
 
@@ -99,7 +101,7 @@ function hookCheck(report: HookCheckReport): string[] {
         ? `not supported by this server: ${project.unsupportedEvents.join(', ')}`
         : '',
       project.duplicates
-        ? `${plural(project.duplicates, 'duplicate hook')} (each delivery arrives more than once)`
+        ? `${counted(project.duplicates, 'duplicate hook')} (each delivery arrives more than once)`
         : '',
     ].filter(Boolean);
     return `  ${project.project}: ${project.state}: ${project.detail}${extra.length ? ` (${extra.join('; ')})` : ''}`;
@@ -130,6 +132,24 @@ export function summarise(report: SweepReport): string {
       break;
   }
   return [title, ...body].join('\n');
+}
+
+/**
+ * How a run ended, from its report: `stopped` before its end, `paused` when the circuit breaker
+ * paused a scheduled rule (and nothing else failed), `failed` when it needs a person's attention
+ * otherwise, else `ok` (scheduler.ts records the last success of an `ok` run).
+ */
+export function sweepRunResult(report: SweepReport): SweepRunResult {
+  if (report.aborted) return 'stopped';
+  if (!needsAttention(report)) return 'ok';
+  if (report.sweep === 'rules' && !report.projects.some((project) => project.error !== undefined))
+    return 'paused';
+  return 'failed';
+}
+
+/** The rules the circuit breaker paused in this run. */
+export function trippedRules(report: SweepReport): readonly string[] {
+  return report.sweep === 'rules' && !report.dryRun ? report.tripped : [];
 }
 
 /** Whether a report needs a person's attention (the CLI exits 1). */

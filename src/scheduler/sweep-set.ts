@@ -68,6 +68,8 @@ export interface SweepSetDeps {
   updater?: BranchUpdater;
   /** The merge queue clones over SSH (`ssh_url_to_repo`). */
   gitSsh?: boolean;
+  /** Each evaluation's duration in the default item processor (metrics). */
+  onEvaluated?: (seconds: number) => void;
 }
 
 export interface SweepSettings {
@@ -121,6 +123,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
         brake:
           deps.brake ??
           createEchoBrake({ store, now, log, ...(settings.echo ? { limits: settings.echo } : {}) }),
+        ...(deps.onEvaluated ? { onEvaluated: deps.onEvaluated } : {}),
       });
   const processItem: ItemProcessorFn = deps.processItem ?? processor!;
   const snapshots = createListedSnapshots(client, reader, deps.bot);

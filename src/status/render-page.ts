@@ -8,6 +8,7 @@ import { markup, trusted, type Html, type HtmlValue } from './html.ts';
 import type { QueueView, StatusData, SweepView, WatchView } from './status-data.ts';
 import { STATUS_CSS } from './status-style.ts';
 import { relativeText, utcText } from './time-text.ts';
+import { counted } from '../text/index.ts';
 
 type Tone = 'ok' | 'warn' | 'bad';
 
@@ -27,6 +28,7 @@ const TONES: Record<string, Tone> = {
   error: 'bad',
   failed: 'bad',
   ambiguous: 'bad',
+  withdrawn: 'warn',
 };
 
 function badge(text: string, tone: Tone | undefined = TONES[text]): Html {
@@ -41,8 +43,6 @@ function when(ms: number | undefined, now: number): Html {
 
 /** `0.4 ms`, `12 ms`: fast answers are the normal case, so they keep a decimal. */
 const msText = (ms: number): string => `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
-
-const plural = (count: number, one: string, many: string): string => `${count} ${count === 1 ? one : many}`;
 
 interface Column<T> {
   label: string;
@@ -70,7 +70,7 @@ function deliveriesSection(data: StatusData): Html {
   const waiting =
     pending === 0
       ? markup`<p class="muted">No accepted delivery is waiting to be processed.</p>\n`
-      : markup`<p>${plural(pending, 'accepted delivery is', 'accepted deliveries are')} waiting to be processed (oldest received ${when(oldestPendingAt, data.now)}).</p>\n`;
+      : markup`<p>${counted(pending, 'accepted delivery is', 'accepted deliveries are')} waiting to be processed (oldest received ${when(oldestPendingAt, data.now)}).</p>\n`;
   const rows = table<DeliveryInfo>(
     recent,
     [
@@ -281,7 +281,7 @@ function rulesSection(data: StatusData): Html {
   const loaded =
     rules.loadedAt === undefined
       ? markup`<p class="bad">No rules loaded.</p>\n`
-      : markup`<p>Loaded ${when(rules.loadedAt, data.now)} from ${plural(rules.files.length, 'file', 'files')}.</p>\n`;
+      : markup`<p>Loaded ${when(rules.loadedAt, data.now)} from ${counted(rules.files.length, 'file', 'files')}.</p>\n`;
   const lead = rules.refused
     ? 'The last change was refused; the rules loaded before stay in force:'
     : 'Loaded with problems (the rules of the files with problems are left out):';
@@ -312,7 +312,7 @@ function repositorySection(data: StatusData): Html | string {
     const loaded =
       project.loadedAt === undefined
         ? markup`no rules in force from it`
-        : markup`${plural(project.rules, 'rule', 'rules')} in force, taken ${when(project.loadedAt, data.now)}`;
+        : markup`${counted(project.rules, 'rule', 'rules')} in force, taken ${when(project.loadedAt, data.now)}`;
     const refused = project.problems.length
       ? markup`<div class="alert"><p>The change in ${(project.problemCommit ?? '').slice(0, 8)} was refused (hookbot/config failed)${project.loadedAt === undefined ? '' : '; the last good rules stay in force'}:</p><ul>${project.problems.map(
           (problem) => markup`<li><code>${problem}</code></li>`,
@@ -326,6 +326,7 @@ function repositorySection(data: StatusData): Html | string {
 
 const STAT_LABELS: Record<string, string> = {
   inbox: 'Deliveries waiting',
+  inboxBytes: 'Deliveries waiting (bytes)',
   dedupKeys: 'De-duplication keys',
   outbox: 'Actions in the outbox',
   parked: 'Parked actions',
@@ -362,11 +363,11 @@ function alerts(data: StatusData): Html[] {
     out.push(markup`<p class="alert warn">Rules loaded with problems: see <a href="#rules">rules</a>.</p>\n`);
   if (parked.length)
     out.push(
-      markup`<p class="alert">${plural(parked.length, 'parked action waits', 'parked actions wait')} for an operator: see <a href="#parked">parked actions</a>.</p>\n`,
+      markup`<p class="alert">${counted(parked.length, 'parked action waits', 'parked actions wait')} for an operator: see <a href="#parked">parked actions</a>.</p>\n`,
     );
   if (pausedRules.length)
     out.push(
-      markup`<p class="alert warn">${plural(pausedRules.length, 'rule is', 'rules are')} paused: see <a href="#paused">paused rules</a>.</p>\n`,
+      markup`<p class="alert warn">${counted(pausedRules.length, 'rule is', 'rules are')} paused: see <a href="#paused">paused rules</a>.</p>\n`,
     );
   return out;
 }

@@ -98,6 +98,13 @@ function problemsOf(file: string, content = readFileSync(path.join(ROOT, file), 
     const text = isMarkdown ? line : CODE_FILE.test(file) ? commentOf(line) : '';
     for (const match of text.matchAll(/(?<![\w/.-])docs\/[\w./-]+\.md(?:#[\w-]+)?/g))
       problems.push(...checkTarget(match[0], where));
+    // A doc named without its folder, in a comment (`design.md`): one of the project's docs or the
+    // README, else a file users do not have.
+    // (A line already found citing an outside file is not counted twice.)
+    if (!isMarkdown && !problems.some((problem) => problem.startsWith(`${where}:`)))
+      for (const match of text.matchAll(/(?<![\w/.-])([\w-]+\.md)\b/g))
+        if (!existsSync(path.join(ROOT, 'docs', match[1]!)) && !existsSync(path.join(ROOT, match[1]!)))
+          problems.push(`${where}: cites ${match[1]}, which is neither in docs/ nor at the root`);
     // Markdown links, from the citing file's folder.
     if (isMarkdown)
       for (const match of line.matchAll(/\]\(([^)\s]+)\)/g)) {
@@ -135,6 +142,8 @@ describe('the project stands alone', () => {
     ['src/x.ts', '// docs/server-behaviour.md#no-such-heading', 1],
     ['src/x.ts', ' * see docs/no-such-doc.md', 1],
     ['src/x.ts', "const file = 'docs/a.md'; // a path in a test repository", 0],
+    ['src/x.ts', ' * safe to run twice (design.md: "make every handler safe to run twice")', 1],
+    ['src/x.ts', ' * as rules.md says; see also README.md', 0],
     ['docs/x.md', 'See [the API](api-v3.md#labels) and [facts](server-behaviour.md#labels).', 0],
     ['docs/x.md', 'See [the API](api-v3.md#no-such-heading).', 1],
     ['docs/x.md', 'See [nothing](no-such-doc.md) and [here](#no-such-heading).', 2],

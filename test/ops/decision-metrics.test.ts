@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withDecisionMetrics } from '../../src/ops/decision-metrics.ts';
+import { runInNewLogContext } from '../../src/ops/log-context.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
 import { createFileStore } from '../../src/state/file/file-store.ts';
+import { createMemoryStore } from '../../src/state/memory-store.ts';
 
 describe('decision metrics', () => {
-  it('counts evaluations, matches and actions per rule, and leaves every store method working', async () => {
+  it('counts evaluations and matches per rule, and leaves every store method working', async () => {
     const store = createFileStore({
       path: path.join(mkdtempSync(path.join(tmpdir(), 'hookbot-dm-')), 'state.json'),
     });
@@ -36,8 +38,30 @@ describe('decision metrics', () => {
     const text = await metrics.text();
     expect(text).toMatch(/hookbot_rule_matches_total\{rule="triage"\} 1/);
     expect(text).not.toMatch(/hookbot_rule_matches_total\{rule="other"\}/);
-    expect(text).toMatch(/hookbot_rule_actions_total\{rule="triage",action="label",result="done"\} 1/);
-    expect(text).toMatch(/hookbot_rule_actions_total\{rule="other",action="label",result="noop"\} 1/);
+    expect(text).toMatch(/hookbot_evaluations_total\{source="hook"\} 1/);
+    // Actions are counted where the executor settles them (every outcome, decision or not), not
+    // here: counting both would count each action twice.
+    expect(text).not.toMatch(/hookbot_rule_actions_total\{/);
+    await store.close();
+  });
+
+  it('counts an evaluation made in a sweep run as a sweep, whatever its trigger', async () => {
+    const store = createMemoryStore();
+    await store.open();
+    const metrics = createMetrics({ defaultMetrics: false });
+    const observed = withDecisionMetrics(store, metrics);
+    // The reconcile sweep evaluates items under a hook-like trigger (issue, update): the run's job
+    // id, not the trigger, says a sweep did it.
+    const decision = { evaluation: { trigger: { kind: 'issue' }, rules: [] } };
+    await runInNewLogContext({ job: 'reconcile:20250301T140500Z-1' }, () =>
+      observed.recordDecision('issue:1:2', decision),
+    );
+    await runInNewLogContext({ delivery: 'd1', deliveries: ['d1'] }, () =>
+      observed.recordDecision('issue:1:3', decision),
+    );
+    const text = await metrics.text();
+    expect(text).toMatch(/hookbot_evaluations_total\{source="sweep"\} 1/);
+    expect(text).toMatch(/hookbot_evaluations_total\{source="hook"\} 1/);
     await store.close();
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/ops/metrics.ts';
+import { ACTION_RESULTS, actionResultOf, createMetrics, SWEEP_RESULTS } from '../../src/ops/metrics.ts';
+import type { CallStatus } from '../../src/rules/executor/types.ts';
 
 const MERGE_ROUTE = '/projects/:id/merge_requests/:merge_request_id/merge';
 
@@ -79,5 +80,32 @@ describe('createMetrics', () => {
       'hookbot_deliveries_total{kind="other",outcome="ignored"} 100',
       'hookbot_deliveries_total{kind="unknown",outcome="bad_request"} 1',
     ]);
+  });
+
+  it('gives every outcome of the executor its own result label, from a closed set', () => {
+    const statuses: Record<CallStatus, string> = {
+      done: 'done',
+      skipped: 'skipped',
+      failed: 'failed',
+      ambiguous: 'ambiguous',
+      withdrawn: 'withdrawn',
+      'dry-run': 'dry_run',
+    };
+    for (const [status, label] of Object.entries(statuses))
+      expect(actionResultOf({ status: status as CallStatus }), status).toBe(label);
+    // A failure that parked the action is apart from one that will be retried.
+    expect(actionResultOf({ status: 'failed', parked: 'gave up after 5 attempts' })).toBe('parked');
+    // A withdrawn action was never "failed" (the label it had before).
+    expect(actionResultOf({ status: 'withdrawn' })).not.toBe('failed');
+    const labels = new Set([...Object.values(statuses), 'parked']);
+    expect([...ACTION_RESULTS].sort()).toEqual([...labels].sort());
+  });
+
+  it('counts sweep runs by a result of a closed set', async () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    for (const result of SWEEP_RESULTS) metrics.sweepRun('rules', result);
+    const text = await metrics.text();
+    for (const result of SWEEP_RESULTS)
+      expect(text).toContain(`hookbot_sweep_runs_total{sweep="rules",result="${result}"} 1`);
   });
 });

@@ -8,6 +8,8 @@ import { createScheduler, type ScheduledSweep, type Scheduler } from '../../src/
 import { timingOfSweep } from '../../src/scheduler/timing.ts';
 import type { SweepRunOptions } from '../../src/scheduler/types.ts';
 import { createMemoryStore } from '../../src/state/memory-store.ts';
+import { collectStatus } from '../../src/status/status-data.ts';
+import { sweepRunResult } from '../../src/scheduler/summary.ts';
 import type { StateStore } from '../../src/state/store.ts';
 
 const HOUR = 3_600_000;
@@ -206,5 +208,70 @@ describe('scheduler', () => {
 
     expect(errors).toMatchObject([{ sweep: 'reconcile' }]);
     expect(store.nextRun('reconcile')).toBeGreaterThan(Date.now() + 14 * 60_000);
+  });
+
+  it("records an ok run's last success under the sweep's name, where the status page reads it", async () => {
+    const store = await openStore();
+    const results: [string, string][] = [];
+    const ok = counting('reconcile', timingOfSweep({ every: '15m' }));
+    const attention: ScheduledSweep = {
+      ...counting('retries', timingOfSweep({ every: '1m' })),
+      resultOf: () => 'failed',
+    };
+    const broken = counting('hook_check', timingOfSweep({ every: '1h' }), async () => {
+      throw new Error('the server is down');
+    });
+    scheduler = createScheduler({
+      sweeps: [ok, attention, broken],
+      store,
+      onRun: (name, result) => results.push([name, result]),
+    });
+    const before = Date.now();
+
+    for (const name of ['reconcile', 'retries', 'hook_check']) await scheduler.trigger(name);
+
+    expect(results).toEqual([
+      ['reconcile', 'ok'],
+      ['retries', 'failed'],
+      ['hook_check', 'failed'],
+    ]);
+    expect(store.lastSuccess('reconcile')).toBeGreaterThanOrEqual(before);
+    expect([store.lastSuccess('retries'), store.lastSuccess('hook_check')]).toEqual([undefined, undefined]);
+    // The status page reads it back by the same name: "Last success" is no longer "not yet".
+    const status = collectStatus({
+      store,
+      rules: { state: () => ({ files: [], problems: [], refused: false }) },
+      sweeps: ['reconcile', 'retries'],
+    });
+    expect(status.sweeps).toEqual([
+      { name: 'reconcile', nextRun: store.nextRun('reconcile'), lastSuccess: store.lastSuccess('reconcile') },
+      { name: 'retries', nextRun: store.nextRun('retries') },
+    ]);
+  });
+
+  it("reads a run's result from its report, as hookbot sweep --once exits by it", () => {
+    const rules = { sweep: 'rules' as const, dryRun: false, aborted: false, unpaused: [], projects: [] };
+    const retries = {
+      sweep: 'retries' as const,
+      dryRun: false,
+      aborted: false,
+      due: 0,
+      calls: [],
+      counts: { done: 0, skipped: 0, failed: 0, ambiguous: 0, withdrawn: 0, 'dry-run': 0 },
+      parkedNow: [],
+      parked: 0,
+    };
+    expect(sweepRunResult({ ...rules, tripped: [] })).toBe('ok');
+    expect(sweepRunResult({ ...rules, tripped: ['close stale'] })).toBe('paused');
+    expect(
+      sweepRunResult({
+        ...rules,
+        tripped: ['close stale'],
+        projects: [{ project: 'acme/web', schedules: [], items: {}, pages: 1, rules: [], error: 'HTTP 500' }],
+      }),
+    ).toBe('failed');
+    expect(sweepRunResult(retries)).toBe('ok');
+    expect(sweepRunResult({ ...retries, parkedNow: [{ id: 'a', reason: 'gave up' }] })).toBe('failed');
+    expect(sweepRunResult({ ...retries, aborted: true })).toBe('stopped');
   });
 });

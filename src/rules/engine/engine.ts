@@ -60,7 +60,10 @@ function whyNotApplies(rule: CompiledRule, input: EvalInput): string | undefined
       if (heard) return undefined;
       if (input.events.some((one) => one.byBot && rule.listensTo(one.name)))
         return `the bot caused the event in on: [${rule.eventsText}] (allow_bot is off)`;
-      return `${event} ${input.events.length > 1 ? 'are' : 'is'} not in on: [${rule.eventsText}]`;
+      // `event` names each event of a burst once (eval-input.ts): several events of one name are one.
+      return event.includes(', ')
+        ? `none of ${event} is in on: [${rule.eventsText}]`
+        : `${event} is not in on: [${rule.eventsText}]`;
     }
   }
 }

@@ -11,8 +11,9 @@
  * 3. `completeAction` on done or skipped; `failAction` with backoff on a retryable failure; parked
  *    with the reason on a permanent one, or after `maxAttempts` tries.
  *
- * Every handler is safe to run twice (design.md: "make every handler safe to run twice"), which is
- * what makes the outbox's at-least-once retries harmless. Dry-run describes and calls nothing.
+ * Every handler is safe to run twice (it re-reads and acts only when the effect does not hold yet:
+ * docs/architecture.md#recipe-a-new-kind-of-api-call), which is what makes the outbox's
+ * at-least-once retries harmless. Dry-run describes and calls nothing.
  */
 import type { OutboxAction } from '../../state/index.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
@@ -87,6 +88,11 @@ export interface ExecutorOptions {
    * over `fleet` (none in a dry run: it writes nothing, not even a lease).
    */
   runs?: ItemRuns;
+  /**
+   * Sees every outcome the executor gives an action, as it is settled, whichever method settled it
+   * (metrics: `hookbot_rule_actions_total`, `hookbot_hook_to_action_seconds`).
+   */
+  onResult?: (report: CallReport) => void;
 }
 
 export interface ExecuteOptions {
@@ -263,6 +269,10 @@ export function createExecutor(options: ExecutorOptions): Executor {
   // gone (one bot per state file): nothing will finish that try, so the action is due at once
   // rather than a minute later. Retrying it is safe: every retry re-checks what already took effect.
   const startedAt = now();
+  const observed = (report: CallReport): CallReport => {
+    options.onResult?.(report);
+    return report;
+  };
 
   function reportOf(id: string, stored: StoredCall, result: CallResult): CallReport {
     const { planned } = stored;
@@ -370,7 +380,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
     return attempt(id, itemKey, stored);
   }
 
-  return {
+  const executor: Executor = {
     dryRun,
     runs: lock,
 
@@ -396,7 +406,9 @@ export function createExecutor(options: ExecutorOptions): Executor {
         const stored = storedCallOf(planned, snapshot, evaluation, executeOptions.rules);
         const id = actionIdOf(itemKey, planned.rule, stored.planned.call);
         calls.push(
-          dryRun ? dryRunReport(id, stored) : await lock.run(itemKey, () => runFresh(id, itemKey, stored)),
+          observed(
+            dryRun ? dryRunReport(id, stored) : await lock.run(itemKey, () => runFresh(id, itemKey, stored)),
+          ),
         );
       }
       const counts = emptyCounts();
@@ -466,6 +478,13 @@ export function createExecutor(options: ExecutorOptions): Executor {
         return attempt(action.id, action.itemKey, readable);
       });
     },
+  };
+  // Every outcome passes `observed` once, whichever method settled it (`execute` does so per call).
+  return {
+    ...executor,
+    withdrawAction: (action, reason) => executor.withdrawAction(action, reason).then(observed),
+    deferAction: (action, error) => executor.deferAction(action, error).then(observed),
+    retryAction: (action) => executor.retryAction(action).then(observed),
   };
 }
 

@@ -61,6 +61,8 @@ export interface ItemProcessorOptions {
    * processor and the sweeps'. Default: one of its own over `store` when the store keeps pauses.
    */
   brake?: EchoBrake;
+  /** The duration of each evaluation by the engine, in seconds (`hookbot_evaluation_seconds`). */
+  onEvaluated?: (seconds: number) => void;
 }
 
 /** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
@@ -147,12 +149,17 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     const paused = brake
       ? await brake.paused(snapshot.project.path_with_namespace, set.rules, dryRun)
       : undefined;
-    let evaluation = evaluate(set, snapshot, { now: now(), ...(paused?.size ? { paused } : {}) });
+    // hookbot_evaluation_seconds: the engine's work only (a trip's re-evaluation included), not the
+    // brake's reads and writes of the store.
+    const timed = (paused?: ReadonlyMap<string, string>) => {
+      const from = performance.now();
+      const result = evaluate(set, snapshot, { now: now(), ...(paused?.size ? { paused } : {}) });
+      options.onEvaluated?.((performance.now() - from) / 1000);
+      return result;
+    };
+    let evaluation = timed(paused);
     const tripped = brake ? await brake.trip(itemKey, evaluation, set.rules, dryRun) : undefined;
-    if (tripped?.size) {
-      const held = new Map([...(paused ?? []), ...tripped]);
-      evaluation = evaluate(set, snapshot, { now: now(), paused: held });
-    }
+    if (tripped?.size) evaluation = timed(new Map([...(paused ?? []), ...tripped]));
     const execution = await executor.execute(evaluation, snapshot, { rules: set });
     brake?.record(itemKey, evaluation, execution, set.rules);
     return { evaluation, execution };

@@ -24,6 +24,7 @@ import type { PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemKind, Trigger } from '../engine/snapshot.ts';
 import { createSnapshotReader } from '../item/read-snapshot.ts';
 import { readAudience, type Reader } from './plan-access.ts';
+import { counted } from '../../text/index.ts';
 
 export interface PlanBudget {
   /** Most open items evaluated. */
@@ -298,12 +299,16 @@ export function changeLine(change: PlanChange): string {
   return what.replace('{items}', `${count}: ${itemsText(change.items)}`);
 }
 
+/** `3 open issues and merge requests evaluated`, `1 open issue or merge request evaluated`. */
+const evaluatedItems = (count: number): string =>
+  `${counted(count, 'open issue or merge request', 'open issues and merge requests')} evaluated`;
+
 /** The budget, in words, when it was reached. */
 export function budgetLine(report: PlanReport): string | undefined {
   if (report.budgetReached === 'items')
-    return `budget reached: ${report.evaluated} of ${report.listedAll ? '' : 'at least '}${report.listed} open items evaluated (at most ${report.budget.items}); the plan covers those only`;
+    return `budget reached: ${report.evaluated} of ${report.listedAll ? '' : 'at least '}${counted(report.listed, 'open item')} evaluated (at most ${report.budget.items}); the plan covers those only`;
   if (report.budgetReached === 'apiCalls')
-    return `budget reached: ${report.apiCalls} API calls (at most ${report.budget.apiCalls}) after ${report.evaluated} items; the plan covers those only`;
+    return `budget reached: ${counted(report.apiCalls, 'API call')} (at most ${report.budget.apiCalls}) after ${counted(report.evaluated, 'item')}; the plan covers those only`;
   return undefined;
 }
 
@@ -313,7 +318,7 @@ export function planLines(report: PlanReport): string[] {
   const now = report.changes.filter((change) => change.kind === 'now');
   const stop = report.changes.filter((change) => change.kind === 'stop');
   if (now.length === 0 && stop.length === 0)
-    lines.push(`no change on the ${report.evaluated} open issues and merge requests evaluated`);
+    lines.push(`no change on the ${evaluatedItems(report.evaluated)}`);
   for (const change of [...now, ...stop]) lines.push(changeLine(change));
   for (const left of report.notEvaluated) lines.push(`not evaluated: ${left}`);
   const budget = budgetLine(report);

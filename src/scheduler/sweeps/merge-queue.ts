@@ -30,6 +30,7 @@
 import type { QueueEntry, StateStore } from '../../state/index.ts';
 import { queuesOf } from '../../state/index.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
+import { counted } from '../../text/index.ts';
 import {
   actionIdOf,
   type CallReport,
@@ -422,7 +423,7 @@ export async function runMergeQueue(
       return remove(
         entry,
         mr,
-        `${entry.targetBranch} moved ${entry.updates} times while it was tested (max_updates)`,
+        `${entry.targetBranch} moved ${counted(entry.updates, 'time')} while it was tested (max_updates)`,
         head,
       );
     // The bot pushes with its own power: only where the author could push (queue-push-rule.ts). A

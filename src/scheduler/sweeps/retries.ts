@@ -16,6 +16,7 @@
  */
 import type { OutboxAction, StateStore } from '../../state/index.ts';
 import type { SweepLog, SweepRunOptions } from '../types.ts';
+import { counted } from '../../text/index.ts';
 import type { CallReport, CallStatus, Executor, ItemRetryFn } from '../../rules/index.ts';
 
 export interface RetryDeps {
@@ -113,7 +114,7 @@ export async function runRetries(deps: RetryDeps, options: RetryOptions = {}): P
     options.onProgress?.({ sweep: 'retries', scope: 'due actions', items: report.calls.length, pages: 0 });
     if (failuresInARow >= stopAfter && report.calls.length < due.length) {
       const last = report.calls.at(-1);
-      report.stoppedEarly = `${failuresInARow} items in a row failed transiently (last: ${last?.error ?? last?.detail ?? 'unknown'}); the rest waits for the next run`;
+      report.stoppedEarly = `${counted(failuresInARow, 'item')} in a row failed transiently (last: ${last?.error ?? last?.detail ?? 'unknown'}); the rest waits for the next run`;
       log.warn(
         { sweep: 'retries', remaining: due.length - report.calls.length },
         'retries: server still failing, run ended early',
@@ -122,7 +123,7 @@ export async function runRetries(deps: RetryDeps, options: RetryOptions = {}): P
     }
   }
   if (due.length > limit && report.stoppedEarly === undefined && !report.aborted)
-    report.stoppedEarly = `${due.length - limit} due actions over the per-run limit of ${limit} wait for the next run`;
+    report.stoppedEarly = `${counted(due.length - limit, 'due action')} over the per-run limit of ${limit} ${due.length - limit === 1 ? 'waits' : 'wait'} for the next run`;
   report.parked = store.listParked().length;
   return report;
 }

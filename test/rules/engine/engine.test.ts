@@ -99,6 +99,28 @@ rules:
     expect(sweep.rules.find((r) => r.rule === 'on open')?.why).toBe('the rule has no schedule');
   });
 
+  it("says in a sentence that no event of a burst is in a rule's on:", () => {
+    const why = (events: { name: string; byBot: boolean }[]) =>
+      evaluate(
+        set,
+        issue('issue-open', { trigger: { kind: 'issue', action: 'update', byBot: false, events } }),
+        { now: NOW },
+      ).rules.find((r) => r.rule === 'bots welcome')?.why;
+    // Two events of one name (the bot's status and someone else's) are one event to name.
+    expect(
+      why([
+        { name: 'status.changed', byBot: true },
+        { name: 'status.changed', byBot: false },
+      ]),
+    ).toBe('status.changed is not in on: [note.created]');
+    expect(
+      why([
+        { name: 'issue.update', byBot: false },
+        { name: 'status.changed', byBot: false },
+      ]),
+    ).toBe('none of issue.update, status.changed is in on: [note.created]');
+  });
+
   it('decides applicability once per kind of event: records of idle rules are shared and frozen', () => {
     const first = evaluate(set, issue('issue-open', { trigger: opened }), { now: NOW });
     const again = evaluate(set, issue('issue-open', { trigger: opened, title: 'another' }), { now: NOW });

@@ -1,0 +1,284 @@
+/**
+ * The docs say what the code does, both ways: every configuration key, `HOOKBOT_*` variable,
+ * command-line flag and metric the code has is documented, and every one the docs name exists in the
+ * code. The lists come from the code itself (the configuration schema, the variables it reads, the
+ * commands as commander registers them, the metrics registry) and from the docs' text, so a key,
+ * flag or metric added on one side only fails here. Generated docs stay generated: regenerating them
+ * gives the committed files.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { generateConfigFiles } from '../../scripts/gen-config-example.ts';
+import { generateRulesDoc, RULES_DOC } from '../../scripts/gen-rules-doc.ts';
+import { generateRulesSchema, RULES_SCHEMA } from '../../scripts/gen-rules-schema.ts';
+import type { RegisterCommand } from '../../src/cli/command.ts';
+import { buildProgram } from '../../src/cli/main.ts';
+import { configKeys, leafKeys, type ConfigKey } from '../../src/config/config-keys.ts';
+import { OTHER_VARIABLES } from '../../src/config/unknown-env.ts';
+import { KNOWN_KINDS } from '../../src/events/index.ts';
+import { ACTION_RESULTS, createMetrics, EVALUATION_SOURCES, SWEEP_RESULTS } from '../../src/ops/metrics.ts';
+import { actionDefinitions } from '../../src/rules/actions/index.ts';
+import { codeWords, readDoc, ROOT, tableUnder } from '../helpers/docs-tables.ts';
+
+/** Every Markdown file a user reads: the README and docs/. */
+const DOCS = [
+  'README.md',
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
+const text = (file: string) => readDoc(file);
+const allDocs = DOCS.map((file) => ({ file, content: text(file) }));
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+    .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name)));
+}
+
+/** Where each documented thing is named: `thing -> files`. */
+function namedIn(pattern: RegExp): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  for (const { file, content } of allDocs)
+    for (const match of content.matchAll(pattern)) {
+      const name = match[1] ?? match[0];
+      found.set(name, [...new Set([...(found.get(name) ?? []), file])]);
+    }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('configuration keys', () => {
+  const keys = configKeys();
+  const all: ConfigKey[] = [];
+  const walk = (list: readonly ConfigKey[]) => {
+    for (const key of list) {
+      all.push(key);
+      if (key.children) walk(key.children);
+    }
+  };
+  walk(keys);
+  const names = new Set(all.map((key) => key.name));
+  const sections = new Set(keys.map((key) => key.name));
+
+  it('every key of the schema is in docs/configuration.md', () => {
+    const reference = text('docs/configuration.md');
+    expect(all.filter((key) => !reference.includes(`\`${key.name}\``)).map((key) => key.name)).toEqual([]);
+  });
+
+  /** Names the docs set like keys that are something else, each for its reason. */
+  const NOT_KEYS: Record<string, string> = {
+    'sandbox.ssh.port': 'a field of the object startSandbox() returns, in code (docs/sandbox.md)',
+  };
+
+  it('every key the docs name is a key of the schema', () => {
+    // `rules.problems` and the like are fields of /status.json (docs/operations.md), not keys.
+    const statusFields = new Set(
+      tableUnder(text('docs/operations.md'), 'Status page').map((row) => codeWords(row[0]!)[0]!),
+    );
+    const unknown: string[] = [];
+    for (const [name, files] of namedIn(/`([a-z_]+(?:\.[a-z_<>]+)+)`/g)) {
+      const [section] = name.split('.');
+      if (!sections.has(section!) || statusFields.has(name) || name.endsWith('.ts') || name.endsWith('.md'))
+        continue;
+      // The API's and the client's methods (`hooks.create`) share the names of sections.
+      if (files.every((file) => file === 'docs/api-client.md' || file === 'docs/api-v3.md')) continue;
+      if (name in NOT_KEYS) continue;
+      // `scheduler.sweeps.<name>` stands for each sweep.
+      const pattern = new RegExp(`^${name.replace(/\./g, '\\.').replace(/<[a-z_]+>/g, '[a-z_]+')}$`);
+      if (![...names].some((key) => pattern.test(key))) unknown.push(`${name} (${files.join(', ')})`);
+    }
+    expect(unknown).toEqual([]);
+  });
+
+  it("rules.repository.allow's description names exactly the actions that need the operator's permission", () => {
+    const allow = all.find((key) => key.name === 'rules.repository.allow')!;
+    const [defaults, operator] = allow.description.split(':');
+    const named = (part: string | undefined) => new Set((part ?? '').match(/[a-z_]+/g));
+    const byDefault = actionDefinitions.filter((a) => a.inRepositories === 'allowed').map((a) => a.name);
+    const needsOperator = actionDefinitions.filter((a) => a.inRepositories === 'operator').map((a) => a.name);
+    for (const name of byDefault) expect(named(defaults).has(name), `${name} among the defaults`).toBe(true);
+    for (const name of needsOperator)
+      expect(named(operator).has(name), `${name} among the others`).toBe(true);
+    for (const name of named(operator))
+      if (actionDefinitions.some((a) => a.name === name)) expect(needsOperator).toContain(name);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('HOOKBOT_* variables', () => {
+  const fromSchema = leafKeys(configKeys()).flatMap((key) => (key.env === undefined ? [] : [key.env]));
+  const declared = new Set([...fromSchema, ...OTHER_VARIABLES]);
+  /** Variables the docs name that the bot does not read, each for its reason. */
+  const NOT_READ_BY_THE_BOT: Record<string, string> = {
+    HOOKBOT_PROT: 'the example of a misspelt variable (docs/configuration.md)',
+  };
+  /** Variables the tests read (docs/deployment.md, "Testing against PostgreSQL"). */
+  const READ_BY_THE_TESTS = ['HOOKBOT_TEST_DATABASE_URL'];
+
+  it('every variable the code reads is one it declares (a read the unknown-variable warning does not know is a false warning)', () => {
+    const reads = new Set<string>();
+    for (const file of filesUnder('src'))
+      for (const match of readFileSync(path.join(ROOT, file), 'utf8').matchAll(
+        /env(?:\.|\[['"])(HOOKBOT_[A-Z0-9_]+)/g,
+      ))
+        reads.add(match[1]!);
+    expect(reads.size).toBeGreaterThan(0);
+    expect([...reads].filter((name) => !declared.has(name))).toEqual([]);
+  });
+
+  it('every variable the code reads is documented', () => {
+    const documented = namedIn(/\b(HOOKBOT_[A-Z0-9_]+)\b/g);
+    expect([...declared].filter((name) => !documented.has(name)).sort()).toEqual([]);
+  });
+
+  it('every variable the docs name is read', () => {
+    const tests = filesUnder('test/helpers')
+      .map((file) => readFileSync(path.join(ROOT, file), 'utf8'))
+      .join('\n');
+    const unread: string[] = [];
+    for (const [name, files] of namedIn(/\b(HOOKBOT_[A-Z0-9_]+)\b/g)) {
+      if (declared.has(name) || name in NOT_READ_BY_THE_BOT) continue;
+      if (READ_BY_THE_TESTS.includes(name) && tests.includes(name)) continue;
+      unread.push(`${name} (${files.join(', ')})`);
+    }
+    expect(unread).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('command-line flags', async () => {
+  // Every command file's register function, found by name: a new command is checked unasked.
+  const registers: RegisterCommand[] = [];
+  for (const file of readdirSync(path.join(ROOT, 'src/cli'))
+    .filter((f) => f.endsWith('.ts'))
+    .sort()) {
+    const module = (await import(path.join(ROOT, 'src/cli', file))) as Record<string, unknown>;
+    for (const [name, value] of Object.entries(module))
+      if (/^register\w+Command$/.test(name) && typeof value === 'function')
+        registers.push(value as RegisterCommand);
+  }
+  const program = buildProgram({ out: () => undefined, err: () => undefined }, () => undefined, registers);
+  const commands: { path: string; flags: string[] }[] = [];
+  const walk = (command: Command, prefix: string) => {
+    for (const sub of command.commands) {
+      const name = prefix ? `${prefix} ${sub.name()}` : sub.name();
+      commands.push({ path: name, flags: sub.options.map((option) => option.long!).filter(Boolean) });
+      walk(sub, name);
+    }
+  };
+  walk(program, '');
+  const everyFlag = new Set([
+    ...commands.flatMap((command) => command.flags),
+    ...program.options.map((option) => option.long!),
+    '--help',
+  ]);
+  const cliDoc = text('docs/cli.md');
+
+  /** The part of docs/cli.md under the heading of `hookbot <command>`, down to the next heading as high. */
+  function sectionOf(command: string): string | undefined {
+    const lines = cliDoc.split('\n');
+    const start = lines.findIndex((line) =>
+      new RegExp(`^#{2,6} \`hookbot ${command.replace(/ /g, ' ')}(?:[ \`])`).test(line),
+    );
+    if (start < 0) return undefined;
+    const level = /^#+/.exec(lines[start]!)![0].length;
+    const end = lines.findIndex(
+      (line, index) => index > start && /^#+ /.test(line) && /^#+/.exec(line)![0].length <= level,
+    );
+    return lines.slice(start, end < 0 ? undefined : end).join('\n');
+  }
+
+  it('finds every command', () => {
+    expect(commands.map((command) => command.path)).toEqual(
+      expect.arrayContaining([
+        'start',
+        'serve',
+        'sandbox',
+        'sweep',
+        'demo',
+        'check',
+        'explain',
+        'state migrate',
+      ]),
+    );
+  });
+
+  it('every command that takes flags has its section in docs/cli.md, naming each of its flags', () => {
+    const missing: string[] = [];
+    for (const command of commands) {
+      if (command.flags.length === 0) continue;
+      const section = sectionOf(command.path);
+      if (section === undefined) {
+        missing.push(`hookbot ${command.path}: no section`);
+        continue;
+      }
+      for (const flag of command.flags)
+        if (!new RegExp(`${flag}(?![\\w-])`).test(section)) missing.push(`hookbot ${command.path} ${flag}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('every flag docs/cli.md and the README’s table of commands name is a flag of hookbot', () => {
+    const named = [...cliDoc.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((match) => match[0]);
+    const readmeCommands = tableUnder(text('README.md'), 'Commands')
+      .map((row) => row[0]!)
+      .join(' ');
+    named.push(...[...readmeCommands.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((match) => match[0]));
+    expect([...new Set(named)].filter((flag) => !everyFlag.has(flag))).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('metrics', () => {
+  const operations = text('docs/operations.md');
+  const documented = tableUnder(operations, 'Metrics').map((row) => codeWords(row[0]!)[0]!);
+
+  it('every metric the bot registers is documented, and every documented one is registered', async () => {
+    const registered = createMetrics({ defaultMetrics: false })
+      .registry.getMetricsAsArray()
+      .map((metric) => metric.name);
+    expect([...documented].sort()).toEqual([...registered].sort());
+  });
+
+  it('every metric the docs name anywhere is registered', () => {
+    const registered = new Set(documented);
+    const named = namedIn(/\b(hookbot_[a-z_]+_(?:total|seconds|depth|bytes))\b/g);
+    expect([...named.keys()].filter((name) => !registered.has(name))).toEqual([]);
+  });
+
+  it('the label values documented are the closed sets of the code', () => {
+    const values = (label: string) =>
+      codeWords(tableUnder(operations, 'Label values').find((row) => row[0] === label)![1]!).sort();
+    expect(values('`hookbot_rule_actions_total` `result`')).toEqual([...ACTION_RESULTS].sort());
+    expect(values('`hookbot_sweep_runs_total` `result`')).toEqual([...SWEEP_RESULTS].sort());
+    expect(values('`hookbot_evaluations_total` `source`')).toEqual([...EVALUATION_SOURCES].sort());
+    expect(values('`hookbot_deliveries_total` `kind`')).toEqual([...KNOWN_KINDS, 'unknown', 'other'].sort());
+    // The outcomes are a type: read from its declaration.
+    const declaration = /export type DeliveryOutcome =([\s\S]*?);\n/.exec(
+      readFileSync(path.join(ROOT, 'src/events/delivery.ts'), 'utf8'),
+    )![1]!;
+    const outcomes = [...declaration.matchAll(/\| '([a-z_]+)'/g)].map((match) => match[1]!);
+    expect(values('`hookbot_deliveries_total` `outcome`')).toEqual(outcomes.sort());
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('generated docs stay generated', () => {
+  it('docs/configuration.md and config.example.yml (npx tsx scripts/gen-config-example.ts)', async () => {
+    for (const file of await generateConfigFiles())
+      expect(readFileSync(path.join(ROOT, file.path), 'utf8'), file.path).toBe(file.text);
+  });
+
+  it('docs/rules.md (npx tsx scripts/gen-rules-doc.ts) and docs/rules.schema.json (npx tsx scripts/gen-rules-schema.ts)', async () => {
+    expect(readFileSync(RULES_DOC, 'utf8')).toBe(await generateRulesDoc());
+    expect(readFileSync(RULES_SCHEMA, 'utf8')).toBe(await generateRulesSchema());
+  });
+});

@@ -1,0 +1,219 @@
+/**
+ * The probes of test/e2e/figures-move.test.ts: what "moved" means for each figure docs/operations.md
+ * lists, on one read of `/metrics` or `/status.json`, and the watcher that gives every read to every
+ * probe. They name what that test's scenario does (its rules, its sweeps, its replica).
+ */
+import { waitFor } from '../helpers/wait-for.ts';
+
+/** Generous: a busy 2-core machine runs the sandbox, the proxy and the bot at once. */
+export const LONG = 90_000;
+
+// ---------------------------------------------------------------------------------------------
+// Reading /metrics
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function parseMetrics(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match) continue;
+    const labels: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+/** The sum of the series of `name` whose labels include `labels`. */
+export function total(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+}
+
+/** What "moved" means for each documented metric family, on one read of /metrics. */
+export const METRIC_PROBES: Record<string, (samples: Sample[]) => boolean> = {
+  hookbot_deliveries_total: (m) =>
+    total(m, 'hookbot_deliveries_total', { kind: 'issue', outcome: 'accepted' }) > 0 &&
+    total(m, 'hookbot_deliveries_total', { kind: 'merge_request', outcome: 'accepted' }) > 0,
+  // A gauge: it moved when it was seen above zero (deliveries held while an item run waits).
+  hookbot_queue_depth: (m) => total(m, 'hookbot_queue_depth') > 0,
+  hookbot_evaluations_total: (m) => total(m, 'hookbot_evaluations_total', { source: 'hook' }) > 0,
+  hookbot_rule_matches_total: (m) =>
+    total(m, 'hookbot_rule_matches_total', { rule: 'triage' }) > 0 &&
+    total(m, 'hookbot_rule_matches_total', { rule: 'repository label' }) > 0,
+  hookbot_rule_actions_total: (m) =>
+    total(m, 'hookbot_rule_actions_total', { rule: 'triage', action: 'label', result: 'done' }) > 0 &&
+    total(m, 'hookbot_rule_actions_total', { rule: 'assign ghost', result: 'parked' }) > 0 &&
+    total(m, 'hookbot_rule_actions_total', { rule: 'flaky', result: 'withdrawn' }) > 0,
+  hookbot_api_calls_total: (m) => total(m, 'hookbot_api_calls_total', { method: 'GET', status: '200' }) > 0,
+  hookbot_api_call_duration_seconds: (m) => total(m, 'hookbot_api_call_duration_seconds_count') > 0,
+  hookbot_ack_seconds: (m) => total(m, 'hookbot_ack_seconds_count') > 0,
+  hookbot_state_commit_seconds: (m) => total(m, 'hookbot_state_commit_seconds_count') > 0,
+  hookbot_evaluation_seconds: (m) =>
+    total(m, 'hookbot_evaluation_seconds_count') > 0 && total(m, 'hookbot_evaluation_seconds_sum') > 0,
+  // Each action a delivery caused: triage's label and comment at least.
+  hookbot_hook_to_action_seconds: (m) =>
+    total(m, 'hookbot_hook_to_action_seconds_count') >= 2 &&
+    total(m, 'hookbot_hook_to_action_seconds_sum') > 0,
+  hookbot_sweep_runs_total: (m) =>
+    total(m, 'hookbot_sweep_runs_total', { sweep: 'merge_watch', result: 'ok' }) > 0 &&
+    total(m, 'hookbot_sweep_runs_total', { sweep: 'rules', result: 'paused' }) > 0,
+  hookbot_breaker_trips_total: (m) => total(m, 'hookbot_breaker_trips_total', { rule: 'close stale' }) > 0,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading /status.json
+
+type Status = any;
+type Store = 'file' | 'postgres';
+
+/** The sweeps the first bot runs (merge_queue is off: the queued merge request stays queued). */
+const SWEEPS = ['retries', 'merge_watch', 'rules', 'reconcile', 'hook_check'];
+export const REPLICA = 'figures-replica';
+
+/**
+ * What "moved" means for each documented field, on one read of /status.json (`first` is the first
+ * read of the same bot), and which bot shows it: the fleet exists with PostgreSQL only, the journal
+ * and the compactions with the state file only.
+ */
+export const FIELD_PROBES: Record<string, { store: Store; moved: (s: Status, first: Status) => boolean }> = {
+  now: { store: 'file', moved: (s, first) => s.now > first.now },
+  'deliveries.recent': {
+    store: 'file',
+    moved: (s) => s.deliveries.recent.some((d: any) => d.kind === 'issue' && d.outcome === 'accepted'),
+  },
+  'deliveries.pending': { store: 'file', moved: (s) => s.deliveries.pending > 0 },
+  'deliveries.oldestPendingAt': {
+    store: 'file',
+    moved: (s) => typeof s.deliveries.oldestPendingAt === 'number' && s.deliveries.oldestPendingAt <= s.now,
+  },
+  decisions: {
+    store: 'file',
+    moved: (s) => s.decisions.some((d: any) => d.matched.includes('triage') && d.text.length > 0),
+  },
+  mergeWatch: {
+    store: 'file',
+    moved: (s) =>
+      s.mergeWatch.some((w: any) => w.rule === 'arm when pending' && w.required.includes('ci/test')),
+  },
+  mergeQueue: { store: 'file', moved: (s) => s.mergeQueue.some((q: any) => q.position === 1) },
+  parked: { store: 'file', moved: (s) => s.parked.some((p: any) => p.rule === 'assign ghost') },
+  pausedRules: { store: 'file', moved: (s) => s.pausedRules.some((r: any) => r.rule === 'close stale') },
+  'sweeps[].nextRun': {
+    store: 'file',
+    moved: (s) =>
+      s.sweeps.length === SWEEPS.length && s.sweeps.every((w: any) => typeof w.nextRun === 'number'),
+  },
+  // The figure of issue 30: it said "not yet" forever.
+  'sweeps[].lastSuccess': {
+    store: 'file',
+    moved: (s) =>
+      s.sweeps.length === SWEEPS.length && s.sweeps.every((w: any) => typeof w.lastSuccess === 'number'),
+  },
+  'rules.loadedAt': { store: 'file', moved: (s, first) => s.rules.loadedAt > first.rules.loadedAt },
+  'rules.files': { store: 'file', moved: (s) => s.rules.files.includes('default.yml') },
+  'rules.problems': { store: 'file', moved: (s) => s.rules.problems.length > 0 },
+  'rules.refused': { store: 'file', moved: (s) => s.rules.refused === true },
+  repositoryRules: {
+    store: 'file',
+    moved: (s) => (s.repositoryRules ?? []).some((p: any) => p.project === 'fig/web' && p.rules === 1),
+  },
+  'stats.inbox': { store: 'file', moved: (s) => s.stats.inbox > 0 },
+  'stats.inboxBytes': { store: 'file', moved: (s) => s.stats.inboxBytes > 0 },
+  'stats.dedupKeys': { store: 'file', moved: (s) => s.stats.dedupKeys > 0 },
+  'stats.outbox': { store: 'file', moved: (s) => s.stats.outbox > 0 },
+  'stats.parked': { store: 'file', moved: (s) => s.stats.parked > 0 },
+  'stats.watched': { store: 'file', moved: (s) => s.stats.watched > 0 },
+  'stats.pausedRules': { store: 'file', moved: (s) => s.stats.pausedRules > 0 },
+  'stats.decisionItems': { store: 'file', moved: (s) => s.stats.decisionItems > 0 },
+  'stats.recentDecisions': { store: 'file', moved: (s) => s.stats.recentDecisions > 0 },
+  'stats.documentBytes': {
+    store: 'file',
+    moved: (s, first) => s.stats.documentBytes > first.stats.documentBytes,
+  },
+  'stats.journalBytes': { store: 'file', moved: (s) => s.stats.journalBytes > 0 },
+  'stats.journalRecords': { store: 'file', moved: (s) => s.stats.journalRecords > 0 },
+  'stats.commits': { store: 'file', moved: (s, first) => s.stats.commits > first.stats.commits },
+  'stats.fsyncs': { store: 'file', moved: (s, first) => s.stats.fsyncs > first.stats.fsyncs },
+  'stats.compactions': { store: 'file', moved: (s) => s.stats.compactions > 0 },
+  'fleet.replica': { store: 'postgres', moved: (s) => s.fleet?.replica === REPLICA },
+  'fleet.pending': { store: 'postgres', moved: (s) => (s.fleet?.pending ?? 0) > 0 },
+  'fleet.replicas': {
+    store: 'postgres',
+    moved: (s, first) =>
+      (s.fleet?.replicas ?? []).some(
+        (r: any) =>
+          r.id === REPLICA &&
+          r.seenAt > (first.fleet?.replicas?.find((f: any) => f.id === REPLICA)?.seenAt ?? 0) &&
+          r.deliveries > 0,
+      ),
+  },
+};
+
+/**
+ * Reads a bot's /metrics and /status.json, and gives every read to every probe: `moved` holds the
+ * figures seen to move. `read()` reads once now; `start()` keeps reading in the background.
+ */
+export function watcher(url: string, store: Store) {
+  const moved = new Set<string>();
+  const labels = new Map<string, Set<string>>();
+  let first: Status | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let reading: Promise<void> = Promise.resolve();
+
+  async function readNow(): Promise<{ status: Status; samples: Sample[] }> {
+    const [statusAnswer, metricsAnswer] = await Promise.all([
+      fetch(`${url}/status.json`),
+      fetch(`${url}/metrics`),
+    ]);
+    const status = (await statusAnswer.json()) as Status;
+    const samples = parseMetrics(await metricsAnswer.text());
+    first ??= status;
+    for (const [field, probe] of Object.entries(FIELD_PROBES))
+      if (probe.store === store && probe.moved(status, first)) moved.add(field);
+    for (const [metric, probe] of Object.entries(METRIC_PROBES)) if (probe(samples)) moved.add(metric);
+    for (const sample of samples)
+      if (sample.name === 'hookbot_rule_actions_total' && sample.labels.result !== undefined) {
+        const seen = labels.get('result') ?? new Set<string>();
+        seen.add(sample.labels.result);
+        labels.set('result', seen);
+      }
+    return { status, samples };
+  }
+
+  return {
+    moved,
+    labels,
+    read() {
+      const done = reading.then(readNow);
+      reading = done.then(
+        () => undefined,
+        () => undefined,
+      );
+      return done;
+    },
+    start(everyMs = 150) {
+      timer = setInterval(() => {
+        reading = reading.then(() => readNow().then(() => undefined)).catch(() => undefined);
+      }, everyMs);
+    },
+    async stop() {
+      clearInterval(timer);
+      await reading.catch(() => undefined);
+    },
+    /** Reads until `field` has moved. */
+    until(field: string, timeoutMs = LONG) {
+      return waitFor(
+        async () => ((await readNow()) && moved.has(field) ? true : undefined),
+        timeoutMs,
+        field,
+      );
+    },
+  };
+}
