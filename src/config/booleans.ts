@@ -23,10 +23,7 @@ export function parseBoolean(text: string): boolean | undefined {
   return undefined;
 }
 
-export type BooleanVariable =
-  | { set: false }
-  | { set: true; value: boolean }
-  | { set: true; problem: string };
+export type BooleanVariable = { set: false } | { set: true; value: boolean } | { set: true; problem: string };
 
 /**
  * The variable `name` of `env` read as a boolean. Unset or empty is unset (as compose files leave
@@ -36,9 +33,7 @@ export function booleanVariable(env: NodeJS.ProcessEnv, name: string): BooleanVa
   const text = env[name];
   if (text === undefined || text.trim() === '') return { set: false };
   const value = parseBoolean(text);
-  return value === undefined
-    ? { set: true, problem: booleanProblem(name, text) }
-    : { set: true, value };
+  return value === undefined ? { set: true, problem: booleanProblem(name, text) } : { set: true, value };
 }
 
 /** `HOOKBOT_X is "maybe": use true or false (...)`. */

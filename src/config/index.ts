@@ -2,5 +2,4 @@
 export { loadConfig } from './load-config.ts';
 export { type Config, SWEEP_DEFAULTS, type SweepName } from './schema.ts';
 export { type ConfigSource, type ConfigSources, describeSource } from './sources.ts';
-export { BOOLEAN_SPELLINGS, booleanVariable } from './booleans.ts';
-export { resolveFromBase } from './paths.ts';
+export { booleanVariable } from './booleans.ts';
