@@ -27,7 +27,13 @@ export const registerDemoCommand: RegisterCommand = (program, io, setExitCode) =
 };
 
 async function demo(options: DemoOptions, io: CliIo): Promise<number> {
-  const { loadConfig } = await import('../config/index.ts');
+  const { booleanVariable, loadConfig } = await import('../config/index.ts');
+  // The bot's own logs on stderr, when HOOKBOT_DEMO_LOG is true (the same spellings as every boolean variable).
+  const demoLog = booleanVariable(process.env, 'HOOKBOT_DEMO_LOG');
+  if (demoLog.set && 'problem' in demoLog) {
+    io.err(`hookbot demo: ${demoLog.problem}\n`);
+    return 1;
+  }
   const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { startSandbox, DEMO_TOKENS } = await import('../sandbox/index.ts');
@@ -50,9 +56,10 @@ async function demo(options: DemoOptions, io: CliIo): Promise<number> {
   config.pipeline.debounce_ms = 0;
   config.rules.watch = false;
   // The narration is the output; the bot's own logs go to stderr, only when asked for.
-  const log = process.env.HOOKBOT_DEMO_LOG
-    ? createLogger({ level: 'debug', format: 'json', destination: process.stderr })
-    : createLogger({ level: 'silent', format: 'json' });
+  const log =
+    demoLog.set && 'value' in demoLog && demoLog.value
+      ? createLogger({ level: 'debug', format: 'json', destination: process.stderr })
+      : createLogger({ level: 'silent', format: 'json' });
   const sandbox = await startSandbox({ seed: 'demo', hookTimeoutMs: 5_000 });
   const secret = 'demo-hook-secret';
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;

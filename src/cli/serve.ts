@@ -39,6 +39,13 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     );
     return 1;
   }
+  // The public-listener guard, with where the address came from (a variable, the file, the container).
+  const { publicListenerProblem } = await import('./public-listener.ts');
+  const exposure = publicListenerProblem(loaded);
+  if (exposure) {
+    io.err(`hookbot serve: could not start: ${exposure}\n`);
+    return 1;
+  }
   const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { config } = loaded;

@@ -2,7 +2,9 @@
  * `hookbot start` (what `npm start` runs): the main job. With a server configured it is `serve`;
  * without one it runs on the embedded default: the sandbox (seeded with the demo on first run, state
  * in `data/`) as the server, the bot registered as the demo projects' hook, the rules in `rules/`.
- * Ctrl-C stops both cleanly.
+ * Ctrl-C stops both cleanly. The embedded default listens on loopback wherever it runs, in a
+ * container too (a dev container, a CI image): only `serve` against a server takes the container's
+ * every-interface default, and with it the public-listener guard.
  */
 import { randomBytes } from 'node:crypto';
 import { configProblems } from './config-problems.ts';
@@ -36,6 +38,14 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     return 1;
   }
   const { config } = loaded;
+  // The public-listener guard, with where the address came from. On the embedded sandbox the bot
+  // listens on loopback unless told otherwise, container or not (config/load-config.ts).
+  const { publicListenerProblem } = await import('./public-listener.ts');
+  const exposure = publicListenerProblem(loaded);
+  if (exposure) {
+    io.err(`hookbot start: could not start: ${exposure}\n`);
+    return 1;
+  }
   const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');
   const { quietOnTerminal, startBanner } = await import('./start-banner.ts');
@@ -107,7 +117,6 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
     signals.release();
     await runtime?.close();
     await sandbox?.close();
-    // The sandbox listens first: a listen error before it is up is the sandbox's port.
     // On the embedded default the sandbox listens first: a listen error before it is up is its port.
     const sandboxPort = loaded.mode === 'sandbox' && sandbox === undefined;
     const problem = sandboxPort

@@ -34,6 +34,7 @@ interface JsonSchemaNode {
   secret?: unknown;
   example?: unknown;
   defaultNote?: unknown;
+  fsPath?: unknown;
 }
 
 let defaultKeys: readonly ConfigKey[] | undefined;
@@ -64,6 +65,7 @@ function keyOf(node: JsonSchemaNode, path: readonly string[], inherited: unknown
     ...(node.secret === true ? { secret: true } : {}),
     ...(typeof node.example === 'string' ? { example: node.example } : {}),
     ...(typeof node.defaultNote === 'string' ? { defaultNote: node.defaultNote } : {}),
+    ...(node.fsPath === true ? { fsPath: true } : {}),
   };
   if (node.type === 'object' && node.properties)
     return { ...base, type: 'mapping', hasDefault: true, children: childrenOf(node, path, inherited) };

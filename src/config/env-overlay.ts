@@ -2,6 +2,7 @@
  * Environment variables win over the file (issue 4, "Configuration contract"). Which variable
  * sets which key is declared in the schema (`.meta({ env })`); this only reads them.
  */
+import { BOOLEAN_SPELLINGS, parseBoolean } from './booleans.ts';
 import { leafKeys, type ConfigKey } from './config-keys.ts';
 
 export interface EnvValue {
@@ -9,6 +10,8 @@ export interface EnvValue {
   path: readonly string[];
   /** Numbers and booleans converted when they read as such; otherwise the text, for the schema to refuse. */
   value: unknown;
+  /** Why the text cannot be this key's value, when the overlay knows better than the schema (booleans). */
+  problem?: string;
 }
 
 /** The variables that are set (an empty variable counts as unset, as compose files often leave them). */
@@ -18,7 +21,20 @@ export function envValues(env: NodeJS.ProcessEnv, keys: readonly ConfigKey[]): E
     if (key.env === undefined) continue;
     const text = env[key.env];
     if (text === undefined || text === '') continue;
-    values.push({ name: key.env, path: key.path, value: convert(text, key.type) });
+    if (key.type === 'boolean') {
+      // Every boolean variable reads the same spellings (booleans.ts); anything else names the variable.
+      const value = parseBoolean(text);
+      values.push(
+        value === undefined
+          ? {
+              name: key.env,
+              path: key.path,
+              value: text,
+              problem: `must be ${BOOLEAN_SPELLINGS}; got ${JSON.stringify(text)}`,
+            }
+          : { name: key.env, path: key.path, value },
+      );
+    } else values.push({ name: key.env, path: key.path, value: convert(text, key.type) });
   }
   return values;
 }
@@ -26,7 +42,6 @@ export function envValues(env: NodeJS.ProcessEnv, keys: readonly ConfigKey[]): E
 function convert(text: string, type: string): unknown {
   const trimmed = text.trim();
   if ((type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed);
-  if (type === 'boolean' && /^(true|false)$/i.test(trimmed)) return trimmed.toLowerCase() === 'true';
   return text;
 }
 

@@ -7,16 +7,23 @@ import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { resolve } from 'node:path';
 import { fileErrorReason } from './file-error.ts';
-import { resolveGitPaths } from './git-paths.ts';
 import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
-import { detectDocker } from './docker.ts';
+import { detectContainer, type ContainerSignal } from './docker.ts';
 import { deleteIn, envValues, getIn, setIn } from './env-overlay.ts';
+import { resolveConfigPaths } from './paths.ts';
 import { modeOf, requirementProblems, type ConfigMode } from './requirements.ts';
 import { createConfigSchema, type Config } from './schema.ts';
 import { schemaProblems } from './schema-problems.ts';
 import { readSecrets, SECRET_KEYS } from './secrets.ts';
 import { unknownEnvWarnings } from './unknown-env.ts';
-import { formatProblem, keyName, sortProblems, type ConfigSource, type ConfigSources } from './sources.ts';
+import {
+  formatProblem,
+  keyName,
+  sortProblems,
+  type ConfigSource,
+  type ConfigSources,
+  type Problem,
+} from './sources.ts';
 import { parseYamlSource, type KeyPath, type YamlSource } from './yaml-source.ts';
 
 export type { ConfigMode } from './requirements.ts';
@@ -26,11 +33,14 @@ export interface LoadConfigOptions {
   file?: string | undefined;
   env: NodeJS.ProcessEnv;
   /**
-   * Relative paths of the config file, of secret files and of `git:` (git-paths.ts) are taken from
-   * here. Default: process.cwd(), the folder hookbot is started in.
+   * The base of every relative path: the config file, secret files, the state file, the rules
+   * folder, the git cache... (paths.ts). Default: process.cwd(), the folder hookbot is started in.
    */
   cwd?: string;
-  /** Running in a container? Default: detected (`/.dockerenv`, `HOOKBOT_IN_DOCKER`). Tests set it. */
+  /**
+   * Running in a container? Default: detected (`/.dockerenv`, `HOOKBOT_IN_DOCKER`,
+   * `HOOKBOT_CONTAINER_FILE`: docker.ts). Tests set it.
+   */
   inDocker?: boolean;
   /** Reads a file as text; tests may replace it. */
   readFile?: (path: string) => string;
@@ -55,6 +65,8 @@ export type LoadConfigResult =
       warnings: string[];
       /** Of the warnings, those about `HOOKBOT_*` variables hookbot does not read (one-shot commands say only these). */
       variableWarnings: string[];
+      /** In a container or not, and why: messages about the listening address say it. */
+      container: ContainerSignal;
     }
   | { ok: false; problems: string[] };
 
@@ -91,18 +103,31 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
   if (yaml) recordFileSources(raw, [], yaml, sources);
   const fileOnly = structuredClone(raw);
   const overridden: { name: string; path: readonly string[] }[] = [];
-  for (const { name, path, value } of envValues(options.env, keys)) {
+  const variableProblems: Problem[] = [];
+  for (const { name, path, value, problem } of envValues(options.env, keys)) {
+    if (problem !== undefined) {
+      variableProblems.push({ key: keyName(path), message: problem, source: { from: 'env', name } });
+      continue;
+    }
     if (sources[keyName(path)]?.from === 'file') overridden.push({ name, path });
     if (setIn(raw, path, value)) sources[keyName(path)] = { from: 'env', name };
   }
 
   const secretProblems = readSecrets(raw, sources, { cwd, readFile });
-  const problems = [...secretProblems];
+  const problems = [...variableProblems, ...secretProblems];
 
   const fileSource = (position: { line: number; column: number } | undefined): ConfigSource | undefined =>
     position && yaml ? { from: 'file', file: yaml.file, ...position } : undefined;
-  const inDocker = options.inDocker ?? detectDocker(options.env);
-  const schema = createConfigSchema({ inDocker });
+  const detected: ContainerSignal | { problem: string } =
+    options.inDocker === undefined
+      ? detectContainer(options.env)
+      : { inContainer: options.inDocker, because: 'the caller says so' };
+  const container = 'problem' in detected ? { inContainer: false, because: detected.problem } : detected;
+  if ('problem' in detected) problems.push({ key: '', message: detected.problem });
+  // Every interface in a container, so that a published port reaches the bot; but only against a
+  // server: the embedded sandbox listens on loopback, and a bot on every interface would only meet
+  // the public-listener guard (status_auth) on a first `npm start` in a dev container.
+  const schema = createConfigSchema({ inDocker: container.inContainer && modeOf(raw) === 'server' });
   const result = schema.safeParse(raw);
   if (!result.success)
     problems.push(
@@ -121,9 +146,12 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
   // A misspelt variable is often why a key is missing (HOOKBOT_API_TOKN): listed with the problems.
   if (!result.success || problems.length > 0)
     return { ok: false, problems: [...sortProblems(problems).map(formatProblem), ...variableWarnings] };
+  // Relative paths resolved once, from the working directory (paths.ts).
+  resolveConfigPaths(result.data, keys, cwd);
   return {
     ok: true,
-    config: { ...result.data, git: resolveGitPaths(result.data.git, cwd) },
+    config: result.data,
+    container,
     mode: modeOf(raw),
     file,
     sources,

@@ -2,6 +2,7 @@
  * docs/configuration.md, written from the schema like config.example.yml (same script, same test),
  * so that the reference cannot drift from what the loader accepts.
  */
+import { BOOLEAN_SPELLINGS } from './booleans.ts';
 import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
 import { loadConfig } from './load-config.ts';
 import { describeKey, GENERATED_NOTE, yamlValue } from './render-example.ts';
@@ -39,21 +40,64 @@ export function renderConfigReference(keys: readonly ConfigKey[] = configKeys())
     '3. environment variables (the table below), which win over the file;',
     '4. for secrets, a file that holds the secret, named by a `*_file` key or variable (see [Secrets](#secrets)).',
     '',
-    'A key with no value (`port:`) keeps its default. Relative paths (rules, state, secret files) are read from',
-    'the working directory. `server.host` defaults to `127.0.0.1`, or to `0.0.0.0` in a container: hookbot',
-    'assumes one when `/.dockerenv` exists or `HOOKBOT_IN_DOCKER=1` (and not when `HOOKBOT_IN_DOCKER=0`).',
+    'A key with no value (`port:`) keeps its default.',
     '',
     '| Variable | Key |',
     '| --- | --- |',
     '| `HOOKBOT_CONFIG` | the configuration file to read |',
     ...envRows,
     '',
-    'Three more are read by single commands: `HOOKBOT_IN_DOCKER` (above), `HOOKBOT_BOT_URL` (the bot',
-    '`hookbot explain --bot` asks) and `HOOKBOT_DEMO_LOG` (`hookbot demo` logs the bot on stderr). Any other',
+    'Four more are read outside the keys: `HOOKBOT_IN_DOCKER` and `HOOKBOT_CONTAINER_FILE` (see',
+    '[In a container](#in-a-container)), `HOOKBOT_BOT_URL` (the bot `hookbot explain --bot` asks) and',
+    '`HOOKBOT_DEMO_LOG` (`hookbot demo` logs the bot on stderr). Any other',
     '`HOOKBOT_*` variable is a warning at start naming the closest known one (`HOOKBOT_PROT is set but',
     'hookbot reads no such variable (did you mean HOOKBOT_PORT?)`): a misspelt variable would otherwise leave',
     'the default in force in silence. `hookbot sweep` receives no deliveries, so it does not ask for the',
     'webhook secret.',
+    '',
+    '## Relative paths',
+    '',
+    'Every path is resolved once, when hookbot starts, from one base: **the folder hookbot is started in**',
+    "(its working directory), whether the path comes from the file, a variable or a default. The configuration file's",
+    'own folder does not count: `hookbot serve --config /etc/hookbot/config.yml` started in `/srv/hookbot` keeps',
+    'its state in `/srv/hookbot/data/` and reads `/srv/hookbot/rules/`. So the defaults mean the same folders with',
+    'a file or without one: `data/` and `rules/` of the clone for `npm start`, `/app/data` and `/app/rules` in the',
+    'Docker image (its working directory is `/app`). The start banner, the logs and the messages show the',
+    'resolved, absolute paths; nothing resolves them again later (git, for one, runs in other folders). The',
+    'keys that hold paths:',
+    '',
+    ...pathKeys(leaves),
+    '',
+    'The paths commands take as arguments (`--config`, `HOOKBOT_CONFIG`, `hookbot check DIR`, `--rules`,',
+    '`--state`, `hookbot sandbox --data FILE`) are read from the same folder.',
+    '',
+    '## Booleans',
+    '',
+    "In the configuration file a boolean is YAML's `true` or `false` (in YAML 1.2, `yes` and `on` are strings,",
+    'and hookbot refuses them there with their place, as any YAML 1.2 tool would read them as text). An',
+    'environment variable is text: every boolean variable (those of the table, `HOOKBOT_IN_DOCKER`,',
+    `\`HOOKBOT_DEMO_LOG\`) reads ${BOOLEAN_SPELLINGS}, and anything else stops hookbot at start with the`,
+    'variable and its value named (`server.public_ops: must be true or false (...); got "maybe" (set by',
+    'HOOKBOT_ALLOW_PUBLIC_OPS)`). An empty variable counts as unset.',
+    '',
+    '## In a container',
+    '',
+    '`server.host` defaults to `127.0.0.1`. In a container, against a server (`api.url` set: `hookbot serve`, the',
+    'Docker image), it defaults to `0.0.0.0`, so that a published port reaches the bot; the image sets',
+    '`HOOKBOT_HOST=0.0.0.0` itself anyway. Beyond loopback the bot refuses to start without',
+    '`server.status_auth` unless `server.public_ops` is true, and the refusal says where the address came from',
+    '(the variable, the line of the file, or the container and what detected it) and what to set instead',
+    '(`HOOKBOT_HOST=127.0.0.1`, the status credentials, or `HOOKBOT_ALLOW_PUBLIC_OPS=true`).',
+    '',
+    'The embedded sandbox (`npm start` with no `api.url`) listens on loopback wherever it runs, and so does the',
+    'bot beside it: a first `npm start` in a dev container or a CI image comes up with nothing to set. To reach',
+    'it from outside the container, set `HOOKBOT_HOST=0.0.0.0` with the status credentials (or',
+    '`HOOKBOT_ALLOW_PUBLIC_OPS=true`).',
+    '',
+    'hookbot assumes a container when `HOOKBOT_IN_DOCKER` is true, or, when that variable is unset, when',
+    '`/.dockerenv` exists (Docker creates it; Podman and Kubernetes do not: set `HOOKBOT_IN_DOCKER=1` there).',
+    '`HOOKBOT_IN_DOCKER=0` says it is no container whatever the files say. `HOOKBOT_CONTAINER_FILE` names',
+    'another file to look for instead of `/.dockerenv` (the tests use it to play a container without root).',
     '',
     '## Secrets',
     '',
@@ -119,6 +163,20 @@ function sampleProblems(): string[] {
     readFile: () => SAMPLE_FILE,
   });
   return result.ok ? [] : result.problems;
+}
+
+/** One line per key that holds a path, with its default and its variable. */
+function pathKeys(leaves: readonly ConfigKey[]): string[] {
+  return leaves
+    .filter((key) => key.fsPath === true)
+    .map((key) => {
+      const parts = [
+        key.hasDefault && key.default !== '' ? `default \`${String(key.default)}\`` : undefined,
+        key.env && `\`${key.env}\``,
+      ];
+      const extra = parts.filter((part) => part !== undefined).join(', ');
+      return `- \`${key.name}\`${extra ? ` (${extra})` : ''}`;
+    });
 }
 
 function renderSection(section: ConfigKey): string[] {

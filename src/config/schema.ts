@@ -35,6 +35,8 @@ export type ConfigKeyMeta = {
   example?: string;
   /** The default depends on where hookbot runs: the example leaves the key commented out. */
   defaultNote?: string;
+  /** A file or folder: a relative path is resolved from the working directory at start (paths.ts). */
+  fsPath?: boolean;
 };
 
 const meta = (m: ConfigKeyMeta): ConfigKeyMeta => m;
@@ -102,7 +104,10 @@ function sweep(name: SweepName) {
 }
 
 export interface ConfigSchemaOptions {
-  /** Running in a container: listen on every interface by default. */
+  /**
+   * Listen on every interface by default: in a container, against a server (load-config.ts). The
+   * embedded sandbox listens on loopback only, so the bot on it does too, container or not.
+   */
   inDocker?: boolean;
 }
 
@@ -122,7 +127,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe(
           'A file holding the token (a trailing newline is dropped), e.g. a Docker or Kubernetes secret.',
         )
-        .meta(meta({ env: 'HOOKBOT_API_TOKEN_FILE' })),
+        .meta(meta({ env: 'HOOKBOT_API_TOKEN_FILE', fsPath: true })),
       token_type: oneOf(TOKEN_TYPES)
         .default('private')
         .describe('private sends the token as PRIVATE-TOKEN; oauth as Authorization: Bearer.'),
@@ -156,22 +161,23 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .meta(meta({ env: 'HOOKBOT_GIT_PASSWORD', secret: true })),
       password_file: optionalText()
         .describe('A file holding the git password or token (a trailing newline is dropped).')
-        .meta(meta({ env: 'HOOKBOT_GIT_PASSWORD_FILE' })),
+        .meta(meta({ env: 'HOOKBOT_GIT_PASSWORD_FILE', fsPath: true })),
       ssh_key_file: optionalText()
         .describe(
           "A private key file for git over SSH (the projects' ssh_url_to_repo) instead of HTTPS; its public key registered for the bot user (POST /user/keys). Keep it readable by hookbot only (mode 0600).",
         )
-        .meta(meta({ env: 'HOOKBOT_GIT_SSH_KEY_FILE' })),
+        .meta(meta({ env: 'HOOKBOT_GIT_SSH_KEY_FILE', fsPath: true })),
       ssh_known_hosts_file: optionalText()
         .describe(
           "A known_hosts file the server's SSH host key must be in (a line `[host]:port ssh-ed25519 AAAA…`, or `host ssh-…` for port 22). Empty: ssh's own known_hosts files of the user hookbot runs as. An unknown or changed host key is always refused, never trusted on first use.",
         )
-        .meta(meta({ env: 'HOOKBOT_GIT_SSH_KNOWN_HOSTS_FILE' })),
+        .meta(meta({ env: 'HOOKBOT_GIT_SSH_KNOWN_HOSTS_FILE', fsPath: true })),
       cache_dir: nonEmptyText()
         .default('data/git-cache')
         .describe(
-          'Bare repositories the merge queue fetches into and makes merge commits in (no working tree), created 0700. A relative path is taken from the folder hookbot is started in. A cache: safe to delete while hookbot is stopped.',
-        ),
+          'Bare repositories the merge queue fetches into and makes merge commits in (no working tree), created 0700. A cache: safe to delete while hookbot is stopped.',
+        )
+        .meta(meta({ fsPath: true })),
       cache_max_repositories: integer(1)
         .default(20)
         .describe(
@@ -194,7 +200,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .meta(
           meta({
             env: 'HOOKBOT_HOST',
-            defaultNote: `${LOCAL_HOST}, or ${DOCKER_HOST} when running in Docker`,
+            defaultNote: `${LOCAL_HOST}; ${DOCKER_HOST} in a container when api.url is set (never on the embedded sandbox)`,
           }),
         ),
       port: port()
@@ -217,7 +223,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
           .meta(meta({ env: 'HOOKBOT_STATUS_PASSWORD', secret: true })),
         password_file: optionalText()
           .describe('A file holding the password (a trailing newline is dropped).')
-          .meta(meta({ env: 'HOOKBOT_STATUS_PASSWORD_FILE' })),
+          .meta(meta({ env: 'HOOKBOT_STATUS_PASSWORD_FILE', fsPath: true })),
       }).describe(
         'Basic authentication for the status page (/status), /metrics and /explain. Needed to listen beyond loopback, unless public_ops is true.',
       ),
@@ -247,7 +253,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .meta(meta({ env: 'HOOKBOT_WEBHOOK_SECRET', secret: true })),
       secret_file: optionalText()
         .describe('A file holding the secret (a trailing newline is dropped).')
-        .meta(meta({ env: 'HOOKBOT_WEBHOOK_SECRET_FILE' })),
+        .meta(meta({ env: 'HOOKBOT_WEBHOOK_SECRET_FILE', fsPath: true })),
       allow_open: flag()
         .default(false)
         .describe(
@@ -259,9 +265,9 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
             'Also require an HMAC-SHA256 signature of the body made with this secret (behind a signing proxy).',
           )
           .meta(meta({ secret: true })),
-        secret_file: optionalText().describe(
-          'A file holding the signature secret (a trailing newline is dropped).',
-        ),
+        secret_file: optionalText()
+          .describe('A file holding the signature secret (a trailing newline is dropped).')
+          .meta(meta({ fsPath: true })),
         header: nonEmptyText()
           .default('X-Hookbot-Signature-256')
           .describe('The header that carries the signature.'),
@@ -272,7 +278,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       dir: nonEmptyText()
         .default('rules')
         .describe('The rules folder: default.yml and <namespace>/<project>.yml.')
-        .meta(meta({ env: 'HOOKBOT_RULES' })),
+        .meta(meta({ env: 'HOOKBOT_RULES', fsPath: true })),
       watch: flag().default(true).describe('Reload rules when their files change.'),
       repository: section({
         enabled: flag()
@@ -307,7 +313,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       path: nonEmptyText()
         .default('data/hookbot.json')
         .describe("hookbot's state file (back it up; keep it on a volume in Docker).")
-        .meta(meta({ env: 'HOOKBOT_STATE' })),
+        .meta(meta({ env: 'HOOKBOT_STATE', fsPath: true })),
       dedup_ttl_ms: integer(0)
         .default(86_400_000)
         .describe('How long a delivery is remembered, so that a redelivery is not processed twice.'),
@@ -448,7 +454,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
       data: nonEmptyText()
         .default('data/sandbox.json')
         .describe("The sandbox's data file.")
-        .meta(meta({ env: 'HOOKBOT_SANDBOX_DATA' })),
+        .meta(meta({ env: 'HOOKBOT_SANDBOX_DATA', fsPath: true })),
     }).describe('The embedded sandbox, used by npm start when api.url is empty.'),
   });
 }

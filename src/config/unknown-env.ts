@@ -9,6 +9,7 @@ import { leafKeys, type ConfigKey } from './config-keys.ts';
 export const OTHER_VARIABLES: readonly string[] = [
   'HOOKBOT_CONFIG', // the configuration file
   'HOOKBOT_IN_DOCKER', // container detection, forced on or off
+  'HOOKBOT_CONTAINER_FILE', // container detection: the file to look for instead of /.dockerenv
   'HOOKBOT_BOT_URL', // `hookbot explain --bot`: the running bot to ask
   'HOOKBOT_DEMO_LOG', // `hookbot demo`: the bot's debug log on stderr during the demo
 ];

@@ -13,6 +13,11 @@ export interface ExposureSettings {
   authenticated: boolean;
   /** `server.public_ops`: open ops routes beyond loopback are meant. */
   publicOps: boolean;
+  /**
+   * Why the host is what it is, when the caller knows (`HOOKBOT_HOST sets it`, or the container
+   * default and what detected the container): the refusal says it, so the fix is not a guess.
+   */
+  hostOrigin?: string;
 }
 
 export function isLoopbackHost(host: string): boolean {
@@ -32,9 +37,11 @@ export function exposureProblem(settings: ExposureSettings): string | undefined 
   return [
     `server.host is ${settings.host}, beyond loopback, and server.status_auth is not set:`,
     'the status page, /metrics and /explain would show rule decisions, confidential titles and',
-    'planned comments to anyone who reaches the port. Set server.status_auth (or',
-    'HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD), or listen on 127.0.0.1, or, if a proxy',
-    'or network policy guards the port, set server.public_ops: true (HOOKBOT_ALLOW_PUBLIC_OPS=true).',
+    'planned comments to anyone who reaches the port.',
+    ...(settings.hostOrigin ? [`It is ${settings.host} because ${settings.hostOrigin}.`] : []),
+    'Set server.status_auth (or HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD), or listen on',
+    'loopback only (HOOKBOT_HOST=127.0.0.1, or server.host), or, if a proxy or network policy guards',
+    'the port, set server.public_ops: true (HOOKBOT_ALLOW_PUBLIC_OPS=true).',
   ].join(' ');
 }
 

@@ -1,11 +1,12 @@
 /**
  * The benchmarks' load generator: wrk's report read right, and its request scripts (bench/wrk/*.lua)
- * driven for real against a recording server (wrk comes from scripts/install-wrk.sh, as in CI).
+ * driven for real against a recording server (wrk comes from scripts/install-wrk.sh, which npm test
+ * runs when wrk is missing).
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseWrkOutput, wrkLoad } from '../../bench/wrk.ts';
+import { hasWrk, parseWrkOutput, wrkLoad } from '../../bench/wrk.ts';
 
 const REPORT = `Running 1s test @ http://127.0.0.1:37029/
   1 threads and 4 connections
@@ -75,8 +76,21 @@ async function recording(status = 202): Promise<{ url: string; seen: Seen[] }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, seen };
 }
 
+/**
+ * Called first by each test that drives wrk. Not a skip: a missing wrk is a broken setup (npm test
+ * installs it), and each such test fails saying how to fix it (a hook failure would mark them skipped).
+ */
+function needWrk(): void {
+  if (!hasWrk)
+    throw new Error(
+      'wrk is missing: this test drives it for real. npm test installs it (scripts/install-wrk.sh, ' +
+        "Debian's apt-get, as root); without root run `sudo sh scripts/install-wrk.sh`.",
+    );
+}
+
 describe('wrkLoad', () => {
   it('sends a distinct body per request, from the template, with the given headers', async () => {
+    needWrk();
     const { url, seen } = await recording();
     const template = '{"object_kind":"merge_request","title":"bench [<id>]"}';
     const headers = { 'content-type': 'application/json', 'x-gitlab-token': 'secret' };
@@ -101,6 +115,7 @@ describe('wrkLoad', () => {
   });
 
   it('takes prepared requests from the pool in turn, each with its own headers', async () => {
+    needWrk();
     const { url, seen } = await recording();
     const pool = ['a', 'b', 'c'].map((id) => ({
       headers: { 'x-github-delivery': id, 'x-hub-signature-256': `sha256=${id}` },
@@ -122,6 +137,7 @@ describe('wrkLoad', () => {
   });
 
   it('reports answers other than 2xx as failures, not as answered deliveries', async () => {
+    needWrk();
     const { url, seen } = await recording(503);
     const load = await wrkLoad({
       url,

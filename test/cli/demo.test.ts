@@ -27,4 +27,15 @@ describe('hookbot demo', () => {
       expect(stderr).not.toContain(secret);
     }
   }, 120_000);
+
+  it('reads HOOKBOT_DEMO_LOG as every boolean variable is read, and refuses anything else by name', async () => {
+    const run = promisify(execFile)(process.execPath, ['bin/hookbot.js', 'demo'], {
+      env: { ...process.env, HOOKBOT_DEMO_LOG: 'maybe', HOOKBOT_IN_DOCKER: '0' },
+    });
+    await expect(run).rejects.toMatchObject({
+      code: 1,
+      stderr:
+        'hookbot demo: HOOKBOT_DEMO_LOG is "maybe": use true or false (also 1 or 0, yes or no, on or off, in any case)\n',
+    });
+  }, 60_000);
 });

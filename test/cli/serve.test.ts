@@ -191,6 +191,49 @@ describe('hookbot serve', () => {
     expect(existsSync(path.dirname(state))).toBe(false);
   });
 
+  it('in a container (a /.dockerenv-like file), the default every-interface address keeps the guard, and the refusal names the detection and the variables that change it', async () => {
+    const marker = path.join(dir, 'dockerenv');
+    writeFileSync(marker, '');
+    const state = path.join(dir, 'container', 'hookbot.json');
+    const serve = runServe([], {
+      // The container signal as a file, as /.dockerenv is: HOOKBOT_IN_DOCKER unset (empty).
+      HOOKBOT_IN_DOCKER: '',
+      HOOKBOT_CONTAINER_FILE: marker,
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: dir,
+      HOOKBOT_STATE: state,
+      HOOKBOT_LOG_LEVEL: 'warn',
+    });
+    expect(await serve.exited).toBe(1);
+    const out = serve.output();
+    expect(out).toContain(
+      'hookbot serve: could not start: server.host is 0.0.0.0, beyond loopback, and server.status_auth is not set',
+    );
+    expect(out).toContain(`It is 0.0.0.0 because hookbot runs in a container (${marker} exists;`);
+    expect(out).toContain('HOOKBOT_IN_DOCKER=0');
+    expect(out).toContain('HOOKBOT_HOST=127.0.0.1');
+    expect(out).toContain('HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD');
+    expect(out).toContain('HOOKBOT_ALLOW_PUBLIC_OPS=true');
+    expect(existsSync(path.dirname(state))).toBe(false);
+  });
+
+  it('names the variable that set a public address', async () => {
+    const serve = runServe([], {
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_HOST: '0.0.0.0',
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: dir,
+      HOOKBOT_STATE: path.join(dir, 'named', 'hookbot.json'),
+    });
+    expect(await serve.exited).toBe(1);
+    expect(serve.output()).toContain('It is 0.0.0.0 because HOOKBOT_HOST sets it.');
+  });
+
   it('refuses a bad configuration with every problem listed', async () => {
     const file = path.join(dir, 'bad.yml');
     writeFileSync(file, ['api:', '  url: not a url', 'server:', '  port: 99999', 'sever: {}', ''].join('\n'));

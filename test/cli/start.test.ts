@@ -4,7 +4,7 @@
  * and the bot acts; Ctrl-C (SIGINT) stops both with exit 0. Tested as a process, over HTTP.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -48,6 +48,12 @@ function startProcess(dir: string, env: Record<string, string> = {}): Started {
 
 const sandboxApiOf = (out: string) => /sandbox:\s+(http:\/\/127\.0\.0\.1:\d+\/api\/v3)/.exec(out)?.[1];
 const adminTokenOf = (out: string) => /admin token: (\S+)/.exec(out)?.[1];
+
+/** While waiting for the banner: a start that failed says why at once instead of timing out. */
+function exitedEarly(started: Started): undefined {
+  if (/could not start/.test(started.output())) throw new Error(started.output());
+  return undefined;
+}
 
 describe('hookbot start on the embedded default', () => {
   it('runs the bot on the seeded sandbox, acts on a demo issue, and stops cleanly on Ctrl-C', async () => {
@@ -154,6 +160,44 @@ describe('hookbot start on the embedded default', () => {
       }
     }
   }, 120_000);
+
+  it('in a container (a /.dockerenv-like file) with nothing configured: comes up on loopback and acts', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-container-'));
+    const marker = path.join(dir, 'dockerenv');
+    writeFileSync(marker, '');
+    // The container signal as a file, as /.dockerenv is: HOOKBOT_IN_DOCKER unset (empty).
+    const started = startProcess(dir, { HOOKBOT_IN_DOCKER: '', HOOKBOT_CONTAINER_FILE: marker });
+    try {
+      const sandboxApi = await waitFor(() => sandboxApiOf(started.output()) ?? exitedEarly(started));
+      expect(started.output()).toMatch(/bot:\s+http:\/\/127\.0\.0\.1:\d+ /);
+      const project = encodeURIComponent('acme/web');
+      const created = await fetch(`${sandboxApi}/projects/${project}/issues`, {
+        method: 'POST',
+        headers: { 'private-token': 'alice-demo-token', 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'It crashes on start' }),
+      });
+      const issue = (await created.json()) as { id: number };
+      await waitFor(async () => {
+        const res = await fetch(`${sandboxApi}/projects/${project}/issues/${issue.id}`, {
+          headers: { 'private-token': 'alice-demo-token' },
+        });
+        return ((await res.json()) as { labels: string[] }).labels.includes('bug') ? true : undefined;
+      });
+    } finally {
+      await started.stop();
+    }
+    expect(await started.exited).toBe(0);
+  }, 90_000);
+
+  it('asked for every interface with nothing to guard the status page: refused, naming the variable', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-public-'));
+    const started = startProcess(dir, { HOOKBOT_HOST: '0.0.0.0' });
+    expect(await started.exited).toBe(1);
+    const out = started.output();
+    expect(out).toContain('hookbot start: could not start: server.host is 0.0.0.0, beyond loopback');
+    expect(out).toContain('It is 0.0.0.0 because HOOKBOT_HOST sets it.');
+    expect(out).toContain('HOOKBOT_ALLOW_PUBLIC_OPS=true');
+  }, 60_000);
 
   it.each([
     ['the embedded sandbox', 'HOOKBOT_SANDBOX_PORT'],

@@ -35,7 +35,13 @@ describe('files generated from the schema', () => {
   });
 
   it('the example does not pin the host: in Docker it is 0.0.0.0', () => {
-    const result = loadConfig({ file: example, env: {}, cwd: root, inDocker: true });
+    // Against a server, as the image serves with it (the embedded sandbox stays on loopback).
+    const env = {
+      HOOKBOT_API_URL: 'https://git.example.com',
+      HOOKBOT_API_TOKEN: 'api-token-1234',
+      HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678',
+    };
+    const result = loadConfig({ file: example, env, cwd: root, inDocker: true });
     expect(result.ok && result.config.server.host).toBe('0.0.0.0');
   });
 

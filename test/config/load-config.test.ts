@@ -1,5 +1,10 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { configKeys, leafKeys } from '../../src/config/config-keys.ts';
+import { getIn, setIn } from '../../src/config/env-overlay.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
 import { createConfigSchema } from '../../src/config/schema.ts';
 import { expectOk, expectProblems, loadIn, useTempDir } from './helpers.ts';
 
@@ -235,12 +240,13 @@ describe('loadConfig: values and where they come from', () => {
     expect(result.mode).toBe('sandbox');
     expect(result.file).toBeUndefined();
     expect(result.sources).toEqual({});
+    // The defaults, their relative paths resolved from the working directory (the one base).
     const defaults = createConfigSchema().parse({});
-    // Every default; the relative cache folder taken from the folder hookbot starts in (git-paths.ts).
-    expect(result.config).toEqual({
-      ...defaults,
-      git: { ...defaults.git, cache_dir: join(dir, 'data/git-cache') },
-    });
+    defaults.state.path = join(dir, 'data/hookbot.json');
+    defaults.rules.dir = join(dir, 'rules');
+    defaults.git.cache_dir = join(dir, 'data/git-cache');
+    defaults.sandbox.data = join(dir, 'data/sandbox.json');
+    expect(result.config).toEqual(defaults);
     expect(result.config.server).toMatchObject({ host: '127.0.0.1', port: 3000, hook_path: '/hooks' });
     expect(result.config.api.token).toBeUndefined();
   });
@@ -461,7 +467,6 @@ describe('loadConfig: secrets from files', () => {
       password: 'git-pat-0001',
       ssh_key_file: '/run/secrets/hookbot_key',
       ssh_known_hosts_file: '/etc/ssh/known',
-      // The default relative folder, taken from the folder hookbot is started in (git-paths.ts).
       cache_dir: join(dir, 'data/git-cache'),
       timeout_ms: 120_000,
     });
@@ -569,11 +574,44 @@ describe('loadConfig: secrets from files', () => {
 describe('loadConfig: the default host', () => {
   const tempDir = useTempDir();
 
+  // Against a server (what `hookbot serve` and the image run): every interface in a container.
   it.each([
     { where: 'outside Docker', inDocker: false, host: '127.0.0.1' },
     { where: 'in Docker', inDocker: true, host: '0.0.0.0' },
   ])('$where it is $host', ({ inDocker, host }) => {
-    expect(expectOk(loadIn(tempDir(), { inDocker })).config.server.host).toBe(host);
+    expect(expectOk(loadIn(tempDir(), { yaml: SERVER, env: SECRETS, inDocker })).config.server.host).toBe(
+      host,
+    );
+  });
+
+  it('on the embedded sandbox (no api.url: npm start) it is loopback in a container too', () => {
+    const result = expectOk(loadIn(tempDir(), { inDocker: true }));
+    expect(result.mode).toBe('sandbox');
+    expect(result.config.server.host).toBe('127.0.0.1');
+    expect(result.container).toEqual({ inContainer: true, because: 'the caller says so' });
+  });
+
+  it('a container detected by its file (HOOKBOT_CONTAINER_FILE standing in for /.dockerenv)', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'dockerenv'), '');
+    const env = { HOOKBOT_CONTAINER_FILE: join(dir, 'dockerenv') };
+    const options = { inDocker: undefined };
+    const sandbox = expectOk(loadIn(dir, { env, options }));
+    expect(sandbox.config.server.host).toBe('127.0.0.1');
+    expect(sandbox.container).toEqual({ inContainer: true, because: `${join(dir, 'dockerenv')} exists` });
+    const server = expectOk(loadIn(dir, { yaml: SERVER, env: { ...env, ...SECRETS }, options }));
+    expect(server.config.server.host).toBe('0.0.0.0');
+  });
+
+  it('a HOOKBOT_IN_DOCKER that is no boolean is a problem naming the variable', () => {
+    const dir = tempDir();
+    expect(
+      expectProblems(
+        loadIn(dir, { env: { HOOKBOT_IN_DOCKER: 'sometimes' }, options: { inDocker: undefined } }),
+      ),
+    ).toEqual([
+      'HOOKBOT_IN_DOCKER is "sometimes": use true or false (also 1 or 0, yes or no, on or off, in any case)',
+    ]);
   });
 
   it('a host in the file wins in Docker too', () => {
@@ -589,7 +627,11 @@ describe('loadConfig: the default host', () => {
   ])('detected from HOOKBOT_IN_DOCKER=$flag when not injected', ({ flag, host }) => {
     const dir = tempDir();
     const result = expectOk(
-      loadIn(dir, { env: { HOOKBOT_IN_DOCKER: flag }, options: { inDocker: undefined } }),
+      loadIn(dir, {
+        yaml: SERVER,
+        env: { ...SECRETS, HOOKBOT_IN_DOCKER: flag },
+        options: { inDocker: undefined },
+      }),
     );
     expect(result.config.server.host).toBe(host);
   });
@@ -633,5 +675,163 @@ describe('loadConfig: variables and commands', () => {
     expect(expectOk(loadIn(tempDir(), { yaml: SERVER, env, options: { receivesHooks: false } })).mode).toBe(
       'server',
     );
+  });
+});
+
+describe('loadConfig: boolean variables, one reading for all', () => {
+  const tempDir = useTempDir();
+  const booleanVariables = leafKeys(configKeys()).filter((key) => key.type === 'boolean' && key.env);
+
+  it('covers the boolean keys that have a variable', () => {
+    expect(booleanVariables.map((key) => key.env)).toEqual([
+      'HOOKBOT_ALLOW_PUBLIC_OPS',
+      'HOOKBOT_REPOSITORY_RULES',
+    ]);
+  });
+
+  const spellings: [string, boolean][] = [
+    ['true', true],
+    ['TRUE', true],
+    ['1', true],
+    ['yes', true],
+    ['On', true],
+    [' true ', true],
+    ['false', false],
+    ['0', false],
+    ['no', false],
+    ['OFF', false],
+  ];
+  it.each(booleanVariables.flatMap((key) => spellings.map(([text, value]) => ({ key, text, value }))))(
+    '$key.env=$text reads as $value',
+    ({ key, text, value }) => {
+      const result = expectOk(loadIn(tempDir(), { env: { [key.env!]: text } }));
+      expect(getIn(result.config, key.path)).toBe(value);
+      expect(result.sources[key.name]).toEqual({ from: 'env', name: key.env });
+    },
+  );
+
+  it.each(booleanVariables)(
+    '$env with anything else is a problem naming the variable and the value',
+    (key) => {
+      expect(expectProblems(loadIn(tempDir(), { env: { [key.env!]: 'maybe' } }))).toEqual([
+        `${key.name}: must be true or false (also 1 or 0, yes or no, on or off, in any case); got "maybe" (set by ${key.env})`,
+      ]);
+    },
+  );
+
+  it('the spelling docs/deployment.md gives, HOOKBOT_ALLOW_PUBLIC_OPS=1, is accepted', () => {
+    const result = expectOk(loadIn(tempDir(), { env: { HOOKBOT_ALLOW_PUBLIC_OPS: '1' } }));
+    expect(result.config.server.public_ops).toBe(true);
+  });
+
+  it('a boolean variable wins over the file, and a wrong file value it overrides is a warning', () => {
+    const result = expectOk(
+      loadIn(tempDir(), { yaml: 'server:\n  public_ops: sure\n', env: { HOOKBOT_ALLOW_PUBLIC_OPS: 'no' } }),
+    );
+    expect(result.config.server.public_ops).toBe(false);
+    expect(result.warnings).toEqual([
+      'config.yml:2:15: server.public_ops: must be true or false (not in force: HOOKBOT_ALLOW_PUBLIC_OPS overrides it)',
+    ]);
+  });
+});
+
+describe('loadConfig: relative paths, resolved once from the working directory', () => {
+  const tempDir = useTempDir();
+  const pathKeys = leafKeys(configKeys()).filter((key) => key.fsPath === true);
+
+  it('marks every key that holds a file or folder', () => {
+    expect(pathKeys.map((key) => key.name)).toEqual([
+      'api.token_file',
+      'git.password_file',
+      'git.ssh_key_file',
+      'git.ssh_known_hosts_file',
+      'git.cache_dir',
+      'server.status_auth.password_file',
+      'webhook.secret_file',
+      'webhook.signature.secret_file',
+      'rules.dir',
+      'state.path',
+      'sandbox.data',
+    ]);
+  });
+
+  it('the defaults come out absolute, under the working directory', () => {
+    const dir = tempDir();
+    const { config } = expectOk(loadIn(dir, {}));
+    expect(config.state.path).toBe(join(dir, 'data', 'hookbot.json'));
+    expect(config.rules.dir).toBe(join(dir, 'rules'));
+    expect(config.git.cache_dir).toBe(join(dir, 'data', 'git-cache'));
+    expect(config.sandbox.data).toBe(join(dir, 'data', 'sandbox.json'));
+  });
+
+  // Secret files must exist (they are read at load): each holds its secret.
+  const secretFiles = {
+    'api-token': 'api-token-1234',
+    'hook-secret': 'hook-secret-5678',
+    'signature-secret': 'signature-9',
+    'status-password': 'status-password-0',
+    'git-password': 'git-password-1',
+  };
+  const relativeValues: Record<string, string> = {
+    'api.token_file': 'secrets/api-token',
+    'git.password_file': 'secrets/git-password',
+    'git.ssh_key_file': 'keys/id_ed25519',
+    'git.ssh_known_hosts_file': 'keys/known_hosts',
+    'git.cache_dir': 'cache/git',
+    'server.status_auth.password_file': 'secrets/status-password',
+    'webhook.secret_file': 'secrets/hook-secret',
+    'webhook.signature.secret_file': 'secrets/signature-secret',
+    'rules.dir': 'my-rules',
+    'state.path': 'state/bot.json',
+    'sandbox.data': 'state/sandbox.json',
+  };
+
+  function withSecretFiles(dir: string) {
+    mkdirSync(join(dir, 'secrets'));
+    for (const [name, content] of Object.entries(secretFiles))
+      writeFileSync(join(dir, 'secrets', name), content);
+  }
+
+  it("from the configuration file, in a folder of its own: from the working directory, not the file's folder", () => {
+    const dir = tempDir();
+    withSecretFiles(dir);
+    mkdirSync(join(dir, 'etc'));
+    const yaml: Record<string, unknown> = { api: { url: 'https://git.example.com' } };
+    for (const key of pathKeys) setIn(yaml, key.path, relativeValues[key.name]);
+    setIn(yaml, ['server', 'status_auth', 'username'], 'ops');
+    writeFileSync(join(dir, 'etc', 'hookbot.yml'), stringify(yaml));
+    const result = expectOk(loadConfig({ file: 'etc/hookbot.yml', env: {}, cwd: dir, inDocker: false }));
+    for (const key of pathKeys)
+      expect(getIn(result.config, key.path), key.name).toBe(join(dir, relativeValues[key.name]!));
+    // And the secret files were read from there.
+    expect(result.config.api.token).toBe('api-token-1234');
+    expect(result.config.webhook.signature.secret).toBe('signature-9');
+    expect(result.config.git.password).toBe('git-password-1');
+  });
+
+  it('from the environment, the same (the keys without a variable from the file)', () => {
+    const dir = tempDir();
+    withSecretFiles(dir);
+    const env: NodeJS.ProcessEnv = {
+      HOOKBOT_API_URL: 'https://git.example.com',
+      HOOKBOT_STATUS_USERNAME: 'ops',
+    };
+    const yaml: Record<string, unknown> = {};
+    for (const key of pathKeys)
+      if (key.env) env[key.env] = relativeValues[key.name];
+      else setIn(yaml, key.path, relativeValues[key.name]);
+    const result = expectOk(loadIn(dir, { yaml: stringify(yaml), env }));
+    for (const key of pathKeys)
+      expect(getIn(result.config, key.path), key.name).toBe(join(dir, relativeValues[key.name]!));
+  });
+
+  it('absolute paths stay as they are (normalised)', () => {
+    const { config } = expectOk(
+      loadIn(tempDir(), {
+        env: { HOOKBOT_STATE: '/var/lib/hookbot//state.json', HOOKBOT_RULES: '/etc/hookbot/rules/' },
+      }),
+    );
+    expect(config.state.path).toBe('/var/lib/hookbot/state.json');
+    expect(config.rules.dir).toBe('/etc/hookbot/rules');
   });
 });

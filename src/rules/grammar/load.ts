@@ -48,7 +48,17 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
   return found;
 }
 
-const display = (dir: string, rel: string): string => path.join(dir, rel);
+/**
+ * How a rule file is named in problems and explanations: as given, or, for an absolute path inside
+ * the working directory (the configuration resolves its paths to absolute ones: config/paths.ts),
+ * relative to it, as people type it and as `hookbot check rules` shows it.
+ */
+const display = (dir: string, rel: string): string => {
+  const file = path.join(dir, rel);
+  if (!path.isAbsolute(file)) return file;
+  const inside = path.relative(process.cwd(), file);
+  return inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside) ? inside : file;
+};
 
 /**
  * A file that defines no rules at all (empty, only comments, or no `rules:` key) is refused rather
