@@ -20,7 +20,7 @@ import { ApiError, fileText, type Client, type RepositoryFile } from '../../api/
 import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
 import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
 import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
-import type { Problem } from '../grammar/problem.ts';
+import { firstProblems, type Problem } from '../grammar/problem.ts';
 import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
@@ -124,6 +124,9 @@ export function problemText(problem: Problem): string {
   return `${problem.line}:${problem.column}: ${problem.message}${problem.hint ? ` (${problem.hint})` : ''}`;
 }
 
+/** Problems of a file shown at most (in the comment, on the status page, in the log); the rest counted. */
+const MAX_PROBLEMS_SHOWN = 50;
+
 /** Statuses take a short description. */
 const short = (text: string): string => (text.length > 250 ? `${text.slice(0, 249)}…` : text);
 
@@ -163,12 +166,14 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     // Explain names a repository rule's place as `acme/web:.hookbot.yml:3:5`.
     const file = `${project}:${REPOSITORY_FILE}`;
     if (size > MAX_RULE_FILE_BYTES) return { rules: undefined, problems: [tooLarge(file, size)] };
-    return checkRepositoryFile(text, {
+    const checked = checkRepositoryFile(text, {
       file,
       policy,
       project,
       central: central.forProject(project).rules,
     });
+    // What the status page, the log and the merge request's comment show: the first ones only.
+    return { rules: checked.rules, problems: firstProblems(checked.problems, MAX_PROBLEMS_SHOWN) };
   }
 
   /**
