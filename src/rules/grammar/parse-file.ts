@@ -33,13 +33,20 @@ const MAX_ALIAS_COUNT = 100;
  */
 export const MAX_RULE_FILE_BYTES = 256 * 1024;
 
-/** The problem of a file over the limit (`size` in bytes), at its first line. */
-export function tooLarge(file: string, size: number): Problem {
+/**
+ * The problem of a file over the limit (`size` in bytes), at its first line. Without `size`: a file
+ * whose reading was stopped at the limit, its size unknown.
+ */
+export function tooLarge(file: string, size?: number): Problem {
+  const limit = `${MAX_RULE_FILE_BYTES / 1024} KB`;
   return {
     file,
     line: 1,
     column: 1,
-    message: `the file is ${Math.ceil(size / 1024)} KB, over the ${MAX_RULE_FILE_BYTES / 1024} KB limit of a rule file`,
+    message:
+      size === undefined
+        ? `the file is over the ${limit} limit of a rule file (not read past it)`
+        : `the file is ${Math.ceil(size / 1024)} KB, over the ${limit} limit of a rule file`,
     hint: 'split it, or move what is not rules elsewhere',
   };
 }
