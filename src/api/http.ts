@@ -209,12 +209,10 @@ export function createHttp(options: HttpOptions): Http {
               oversize ??= seen;
               pending.cancel();
             };
-            pending.on('response', (answer: { headers: Record<string, string | string[] | undefined> }) => {
-              const declared = Number(answer.headers['content-length']);
-              if (Number.isFinite(declared) && declared > max) stop(declared);
-            });
-            pending.on('downloadProgress', (progress: { transferred: number }) => {
-              if (progress.transferred > max) stop(progress.transferred);
+            // The first report comes with the answer's head: `total` is its Content-Length, if any.
+            pending.on('downloadProgress', (progress: { transferred: number; total?: number }) => {
+              if (progress.total !== undefined && progress.total > max) stop(progress.total);
+              else if (progress.transferred > max) stop(progress.transferred);
             });
           }
           return pending;
