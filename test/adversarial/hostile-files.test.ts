@@ -179,20 +179,22 @@ describe('hostile repository files against a running bot (over HTTP and git)', (
   }
 
   it("a developer's tag named like the default branch, holding planted rules, is never read", async () => {
+    const clone = await git.clone(gitUrl('alice', 'acme/web'));
+    await git.run(clone, ['checkout', '--quiet', '-b', 'planted']);
+    await git.commit(clone, { [FILE]: labelRule('planted') }, 'Plant rules');
+    await git.run(clone, ['tag', 'master']);
+    await git.run(clone, ['push', '--quiet', 'origin', 'refs/tags/master:refs/tags/master']);
+    // The next change of the real file makes the bot read it again: from the tag, by a bare name.
     await admin.files.create(web, {
       file_path: FILE,
       branch_name: 'master',
       content: labelRule('triage'),
       commit_message: `Add ${FILE}`,
     });
-    const clone = await git.clone(gitUrl('alice', 'acme/web'));
-    await git.run(clone, ['checkout', '--quiet', '-b', 'planted']);
-    await git.commit(clone, { [FILE]: labelRule('planted') }, 'Plant rules');
-    await git.run(clone, ['tag', 'master']);
-    await git.run(clone, ['push', '--quiet', 'origin', 'refs/tags/master:refs/tags/master']);
-    // The server resolves the bare name to the tag: the trap is set.
     const bare = await admin.files.get(web, FILE, 'master');
     expect(Buffer.from(bare.content, 'base64').toString('utf8')).toContain('planted');
+    const head = (await admin.branches.get(web, 'master')).commit.id;
+    expect((await configStatus(web, head)).description).toBe('1 rule in force');
 
     const labels = await openIssue(web, 'After the planted tag');
     expect(labels.sort()).toEqual(['seen', 'triage']);
