@@ -9,6 +9,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createFileStore, createPostgresStore, type StateStore } from '../../src/state/index.ts';
 import { fixture } from '../events/fixtures.ts';
@@ -19,6 +20,7 @@ const dir = useTempDir();
 const schema = useTestSchemas();
 
 const POISON = 666;
+const CHILD = fileURLToPath(new URL('./poison-child.ts', import.meta.url));
 
 interface Backend {
   /** The child's argument. */
@@ -53,11 +55,9 @@ const backends: [string, () => Backend][] = [
 /** One run of the child to its end: its exit code and its log lines. */
 function runChild(where: string, runs: string): Promise<{ code: number | null; log: object[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'test/receiver/poison-child.ts', where, String(POISON), runs],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, where, String(POISON), runs], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.once('error', reject);
