@@ -179,7 +179,15 @@ describe('rules in the repository: .hookbot.yml (over HTTP, the bot as it runs)'
     expect(status.status).toBe('success');
     expect(status.description).toBe('1 rule in force');
     expect((await openIssue('First after the file')).sort()).toEqual(['needs-triage', 'seen']);
-    const explain = await (await fetch(`${runtime.bot.url}/explain/acme%2Fweb/issue/${lastIssue}`)).text();
+    // The decision is recorded once the run's actions are done: the labels can show a moment before.
+    const explain = await waitFor(
+      async () => {
+        const text = await (await fetch(`${runtime.bot.url}/explain/acme%2Fweb/issue/${lastIssue}`)).text();
+        return text.includes('no decision recorded') ? undefined : text;
+      },
+      20_000,
+      'the decision of the issue',
+    );
     expect(explain).toContain('✓ triage (acme/web:.hookbot.yml:2): matched');
   });
 

@@ -82,7 +82,15 @@ function compose(tokens: readonly CST.Token[], length: number): Document.Parsed 
   return doc!;
 }
 
-export function parseRuleFile(text: string, file: string): ParsedRuleFile {
+/**
+ * `onDocument`: handed the document once composed (within the bounds), for a caller that needs more
+ * of it than `locate` (parse-transfer.ts, to carry positions out of a worker thread).
+ */
+export function parseRuleFile(
+  text: string,
+  file: string,
+  onDocument?: (doc: Document.Parsed, lines: LineCounter) => void,
+): ParsedRuleFile {
   const size = Buffer.byteLength(text, 'utf8');
   if (size > MAX_RULE_FILE_BYTES)
     return {
@@ -109,6 +117,7 @@ export function parseRuleFile(text: string, file: string): ParsedRuleFile {
     };
   }
   const doc = compose(tokens, text.length);
+  onDocument?.(doc, lines);
   const at = (path: ValuePath, key?: string): Position => locate(doc, lines, path, key);
   const problemAt = (position: Position, message: string, hint?: string): Problem => ({
     file,

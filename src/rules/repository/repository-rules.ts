@@ -25,7 +25,8 @@ import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
 import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
-import { checkRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
+import { parseRuleFileOffThread } from '../grammar/parse-off-thread.ts';
+import { checkParsedRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
 export const CONFIG_STATUS = 'hookbot/config';
@@ -219,11 +220,18 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   /** Combined sets, by central set: rebuilt when either side changes. */
   const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
 
-  function check(text: string, size: number, project: string) {
+  let warnedFallback = false;
+  async function check(text: string, size: number, project: string) {
     // Explain names a repository rule's place as `acme/web:.hookbot.yml:3:5`.
     const file = `${project}:${REPOSITORY_FILE}`;
     if (size > MAX_RULE_FILE_BYTES) return { rules: undefined, problems: [tooLarge(file, size)] };
-    const checked = checkRepositoryFile(text, {
+    // Parsed away from the event loop that answers hooks, then checked (compiled) here.
+    const parsed = await parseRuleFileOffThread(text, file, (error) => {
+      if (!warnedFallback)
+        log.warn({ err: error }, `no worker thread for ${REPOSITORY_FILE}: parsing on the main thread`);
+      warnedFallback = true;
+    });
+    const checked = checkParsedRepositoryFile(parsed, text, {
       file,
       policy,
       project,
@@ -303,7 +311,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     const commit = seen.commit;
     const checked =
       'file' in read
-        ? check(fileText(read.file), read.file.size, project.path_with_namespace)
+        ? await check(fileText(read.file), read.file.size, project.path_with_namespace)
         : { rules: undefined, problems: [tooLarge(`${project.path_with_namespace}:${REPOSITORY_FILE}`)] };
     if (checked.rules === undefined) {
       entry.problems = checked.problems;
@@ -419,7 +427,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     const project = await client.projects.get(item.projectId);
     const path = project.path_with_namespace;
     const checked = file
-      ? check(fileText(file), file.size, path)
+      ? await check(fileText(file), file.size, path)
       : read
         ? { rules: undefined, problems: [tooLarge(`${path}:${REPOSITORY_FILE}`)] }
         : { rules: [] as CompiledRule[], problems: [] as Problem[] };
