@@ -270,18 +270,21 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const { beginAttempt: count, parkDelivery: park } = options.store;
     if (!count || !park) return true;
     let attempts: number;
+    // Marked before the count is written: a stop that comes meanwhile gives it back all the same.
+    begun.add(entry.id);
     try {
       attempts = await count.call(options.store, entry.id);
     } catch (error) {
       // The store is away: the delivery is processed uncounted rather than held back or dropped.
+      begun.delete(entry.id);
       log.warn(
         { delivery: entry.id, err: error },
         'could not count the attempt on the delivery; processing it',
       );
       return true;
     }
+    if (attempts === 0) begun.delete(entry.id); // processed meanwhile (another replica's now)
     if (attempts <= maxAttempts) {
-      if (attempts > 0) begun.add(entry.id);
       if (attempts > 1)
         log.warn(
           { delivery: entry.id, kind: entry.kind, attempts },
@@ -291,6 +294,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
     const reason = `the process stopped during each of its last ${attempts - 1} attempts (it may be what stops it): parked, not tried again`;
     log.error({ delivery: entry.id, kind: entry.kind, attempts: attempts - 1 }, `delivery parked: ${reason}`);
+    begun.delete(entry.id);
     try {
       await park.call(options.store, entry.id, reason);
     } catch (error) {

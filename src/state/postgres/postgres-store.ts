@@ -276,6 +276,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
       await this.settled();
       return 0;
     }
+    // In the view at once (a clean stop may give it back before the database answers).
+    this.model.apply({ op: 'attempt', id });
     let begun = 0;
     await this.#serial(async () => {
       const counted = await this.#query<{ attempts: number }>(
