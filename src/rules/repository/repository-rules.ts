@@ -217,6 +217,23 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   };
   /** Merge requests reviewed, by `project:id`: the head and blob their comment shows. */
   const reviewed = new Map<string, string>();
+  /**
+   * Whether a merge request changes the file, by `project:id:head:target`: its `/changes` (up to
+   * 4 MB) are read once per head, not at every event of the merge request (labels, edits).
+   */
+  const touching = new Map<string, boolean>();
+  async function touches(
+    item: ItemAddress,
+    mr: { sha: string; target_branch: string; source_project_id?: number | null },
+  ) {
+    const key = `${item.projectId}:${item.id}:${mr.sha}:${mr.target_branch}`;
+    const known = touching.get(key);
+    if (known !== undefined) return known;
+    const found = await touchesRepositoryFile(parts!.client, item, mr);
+    touching.set(key, found);
+    if (touching.size > 1000) touching.delete(touching.keys().next().value!);
+    return found;
+  }
   /** Combined sets, by central set: rebuilt when either side changes. */
   const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
 
@@ -418,7 +435,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     const mr = await client.mergeRequests.get(item.projectId, item.id);
     if (mr.state !== 'opened' || !mr.sha) return;
     const key = `${item.projectId}:${item.id}`;
-    if (!(await touchesRepositoryFile(client, item, { ...mr, sha: mr.sha }))) return;
+    if (!(await touches(item, { ...mr, sha: mr.sha }))) return;
     const sourceProject = mr.source_project_id ?? item.projectId;
     const read = await readFile(client, sourceProject, mr.sha);
     const file = read && 'file' in read ? read.file : undefined;

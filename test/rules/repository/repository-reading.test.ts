@@ -12,6 +12,7 @@ import { repositoryPolicy } from '../../../src/rules/repository/allow-list.ts';
 import { createRepositoryRules } from '../../../src/rules/repository/repository-rules.ts';
 import { DEMO_TOKENS } from '../../../src/sandbox/seed.ts';
 import { startSandbox, type Sandbox } from '../../../src/sandbox/server.ts';
+import { startFaultProxy } from '../../helpers/fault-proxy.ts';
 import { gitClient, type GitClient } from '../../helpers/git-client.ts';
 
 const central = (): CompiledRuleSet =>
@@ -45,12 +46,12 @@ describe('repository rules: what is read, and how much', () => {
     await sb?.close();
   });
 
-  function layer() {
+  function layer(baseUrl = sb.url) {
     const rules = createRepositoryRules({
       central: { forProject: () => central() },
       policy: repositoryPolicy([]),
     });
-    const client = createClient({ baseUrl: sb.url, token: DEMO_TOKENS.hookbot, retry: { limit: 0 } });
+    const client = createClient({ baseUrl, token: DEMO_TOKENS.hookbot, retry: { limit: 0 } });
     rules.attach({ client, bot: { username: 'hookbot' }, planClient: () => client });
     return rules;
   }
@@ -143,5 +144,31 @@ describe('repository rules: what is read, and how much', () => {
           '1:1: the file is over the 256 KB limit of a rule file (not read past it) (split it, or move what is not rules elsewhere)',
       }),
     ]);
+  });
+
+  it("a merge request's /changes are read once per head, not at each of its events", async () => {
+    await admin.branches.create('acme/web', { branch_name: 'once', ref: 'master' });
+    await admin.files.update('acme/web', {
+      file_path: '.hookbot.yml',
+      branch_name: 'once',
+      content: ruleFile('once'),
+      commit_message: 'Another rule',
+    });
+    const mr = await admin.mergeRequests.create('acme/web', {
+      source_branch: 'once',
+      target_branch: 'master',
+      title: 'Another rule',
+    });
+    const proxy = await startFaultProxy(sb.url);
+    try {
+      const rules = layer(proxy.url);
+      const item = { type: 'merge_request' as const, projectId: mr.project_id, id: mr.id };
+      await rules.reviewMergeRequest(item, [{ kind: 'merge_request', action: 'open', byBot: false }]);
+      await rules.reviewMergeRequest(item, [{ kind: 'merge_request', action: 'update', byBot: false }]);
+      await rules.reviewMergeRequest(item, [{ kind: 'merge_request', action: 'update', byBot: false }]);
+      expect(proxy.arrived('GET', /\/merge_requests\/\d+\/changes$/)).toBe(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });
