@@ -20,6 +20,7 @@ export type ApiErrorKind =
   | 'network' // no answer at all: refused, reset, DNS
   | 'timeout' // no answer in time
   | 'invalid_response' // an answer we could not understand (not JSON, wrong shape)
+  | 'too_large' // an answer longer than the call's byte bound (`maxBytes`): not read past it
   | 'http'; // anything else
 
 export interface ApiErrorDetails {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { Http } from './http.ts';
-import type { CallOptions, ProjectRef } from './types.ts';
+import type { BoundedCallOptions, CallOptions, ProjectRef } from './types.ts';
 
 /** One file at a ref (`GET /projects/:id/repository/files?file_path=&ref=`), as 8.x servers answer. */
 export const repositoryFileSchema = z.looseObject({
@@ -47,13 +47,16 @@ export function createFilesApi(http: Http) {
   return {
     /**
      * One file at a branch, tag or sha; 404 when the ref or the file does not exist. `content` is
-     * base64 (`encoding`); `fileText` decodes it.
+     * base64 (`encoding`); `fileText` decodes it. The answer holds the whole file: a caller reading
+     * a file it does not control gives `maxBytes` (the server says the size only with the content).
+     * A bare name is resolved as git does, a tag before a branch of the same name: give
+     * `refs/heads/<branch>` or a sha to read a branch.
      */
     get(
       project: ProjectRef,
       filePath: string,
       ref: string,
-      options: CallOptions = {},
+      options: BoundedCallOptions = {},
     ): Promise<RepositoryFile> {
       return http.request({
         method: 'GET',

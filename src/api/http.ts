@@ -69,6 +69,12 @@ export interface RequestSpec<T = unknown> {
   idempotent?: boolean;
   /** Validates the answer at the boundary; a mismatch is an `invalid_response` ApiError, not a crash later. */
   schema?: ZodType<T>;
+  /**
+   * The most bytes of answer read. A longer answer (by its `Content-Length`, or counted as it
+   * arrives) is aborted there, never held whole, and is a `too_large` ApiError. Such a call asks for
+   * no compression, so the bytes counted are the bytes held.
+   */
+  maxBytes?: number;
 }
 
 /** What a call that may find nothing to do answers: subscribe, star and the like (304 means "already so"). */
@@ -108,6 +114,12 @@ export interface CallStats {
 }
 
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+
+/** got's promise of a call, as far as a bounded read uses it. */
+type BoundedCall = Promise<Response<string>> & {
+  on(event: string, listener: (value: never) => void): unknown;
+  cancel(): void;
+};
 
 export function apiUrlOf(baseUrl: string): string {
   const trimmed = baseUrl.replace(/\/+$/, '');
@@ -177,19 +189,47 @@ export function createHttp(options: HttpOptions): Http {
     if (spec.body instanceof FormData) init.body = spec.body;
     else if (spec.body !== undefined) init.json = spec.body;
 
+    if (spec.maxBytes !== undefined) init.decompress = false;
+
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       let response: Response<string> | undefined;
       let failure: ApiError | undefined;
+      /** Set when the answer passed `maxBytes`: what was seen of its size. */
+      let oversize: number | undefined;
       try {
         // got's overloads infer a union here (stream or promise); this call is always the promise of text.
-        const call = () =>
-          (url.startsWith('http')
+        const call = () => {
+          const pending = (url.startsWith('http')
             ? client(url, { ...init, prefixUrl: '' })
-            : client(url, init)) as unknown as Promise<Response<string>>;
+            : client(url, init)) as unknown as BoundedCall;
+          const max = spec.maxBytes;
+          if (max !== undefined) {
+            const stop = (seen: number) => {
+              oversize ??= seen;
+              pending.cancel();
+            };
+            // The first report comes with the answer's head: `total` is its Content-Length, if any.
+            pending.on('downloadProgress', (progress: { transferred: number; total?: number }) => {
+              if (progress.total !== undefined && progress.total > max) stop(progress.total);
+              else if (progress.transferred > max) stop(progress.transferred);
+            });
+          }
+          return pending;
+        };
         response = await limit(call);
       } catch (error) {
-        failure = toApiError(error, spec, path, idempotent);
+        failure =
+          oversize === undefined
+            ? toApiError(error, spec, path, idempotent)
+            : new ApiError({
+                status: undefined,
+                method: spec.method,
+                route: spec.route,
+                path,
+                kind: 'too_large',
+                serverMessage: `the answer passed ${spec.maxBytes} bytes (${oversize} seen), the bound of this call: not read further`,
+              });
         response = error instanceof HTTPError ? (error.response as Response<string>) : undefined;
       }
       stats.calls++;

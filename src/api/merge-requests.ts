@@ -13,6 +13,7 @@ import {
   milestoneSchema,
   commaList,
   userSummarySchema,
+  type BoundedCallOptions,
   type CallOptions,
   type ListOptions,
   type OrderSort,
@@ -204,10 +205,11 @@ export function createMergeRequestsApi(http: Http) {
       });
     },
 
+    /** The diff of every file: as large as the change (`maxBytes` bounds what is read). */
     changes(
       project: ProjectRef,
       mergeRequestId: number,
-      options: CallOptions = {},
+      options: BoundedCallOptions = {},
     ): Promise<MergeRequestChanges> {
       return http.request({
         method: 'GET',

@@ -16,6 +16,11 @@ export interface CallOptions {
   sudo?: Sudo | null;
 }
 
+/** A call whose answer may be large: read up to `maxBytes`, or fail `too_large` without holding more (http.ts). */
+export interface BoundedCallOptions extends CallOptions {
+  maxBytes?: number;
+}
+
 /** Options of every list call. */
 export interface ListOptions extends CallOptions {
   perPage?: number;

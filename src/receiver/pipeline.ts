@@ -11,6 +11,12 @@
  *   that means it is processed again after the restart, which the level-triggered design makes safe.
  * - A run that fails with a transient error (the server is down) is retried with backoff; the
  *   delivery stays in the inbox meanwhile.
+ * - A delivery that kills the process is not replayed forever (issue 28, poison deliveries): each
+ *   process counts its attempt durably before it works on a delivery. One whose earlier attempt never
+ *   finished (the process died during it, maybe because of another delivery in flight) is a suspect:
+ *   it runs alone, no other delivery beginning until it is done, so a death during that run is its
+ *   own. Past `maxDeliveryAttempts` it is parked with the reason (log, status page) and the rest go
+ *   on; a delivery that was merely in flight beside it is never parked for it.
  * - Every line logged while a delivery is taken or an item run goes on carries the ids (issue 7):
  *   each opens a log context (ops/log-context.ts) that the processor, the executor and the API
  *   client's call log inherit.
@@ -59,8 +65,24 @@ export interface ItemRunGate {
   retryMs?: number;
 }
 
+/** The store as the pipeline uses it (state/store.ts). Without the attempt calls, nothing is counted. */
+export interface PipelineStore {
+  pendingDeliveries(): Delivery[];
+  markProcessed(id: string): Promise<void>;
+  deliveryAttempts?(id: string): number;
+  beginAttempt?(id: string): Promise<number>;
+  releaseAttempt?(id: string): Promise<void>;
+  parkDelivery?(id: string, reason: string): Promise<void>;
+}
+
 export interface PipelineOptions {
-  store: { pendingDeliveries(): Delivery[]; markProcessed(id: string): Promise<void> };
+  store: PipelineStore;
+  /**
+   * Attempts begun on one delivery (by this process and those before it) before it is parked
+   * instead: every attempt but the running one ended with the process. Default 2: the first, and
+   * one more after a crash (which may have had another cause).
+   */
+  maxDeliveryAttempts?: number;
   resolver: HintResolver;
   process: ItemProcessor;
   bot: BotIdentity;
@@ -119,8 +141,21 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const retryDelay =
     options.retryDelayMs ?? ((attempt: number) => Math.min(60_000, 500 * 2 ** (attempt - 1)));
 
+  const maxAttempts = options.maxDeliveryAttempts ?? 2;
   /** Deliveries in memory: id -> item runs still owed before it counts as processed. */
   const held = new Map<string, number>();
+  /** Deliveries whose attempt this process began (and counted) and has not finished. */
+  const begun = new Set<string>();
+  /** Suspects (an earlier attempt never finished) waiting for their run alone, in arrival order. */
+  const suspects: Delivery[] = [];
+  /** The suspect on its run alone: no other delivery begins, no other item runs start. */
+  let lone: string | undefined;
+  /** Deliveries waiting to begin until the suspects are done. */
+  const deferred: Delivery[] = [];
+  const counting = (): boolean =>
+    options.store.deliveryAttempts !== undefined &&
+    options.store.beginAttempt !== undefined &&
+    options.store.parkDelivery !== undefined;
   const items = new Map<string, ItemState>();
   const ready: ItemState[] = [];
   let running = 0;
@@ -174,6 +209,20 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   async function takeNow(entry: Delivery, attempt: number): Promise<void> {
     pendingWork++;
     try {
+      // Counted before any work on it (the first take in this process; a retry is the same attempt).
+      if (attempt === 1 && counting()) {
+        if (entry.id !== lone) {
+          if (options.store.deliveryAttempts!(entry.id) > 0) {
+            suspects.push(entry);
+            return;
+          }
+          if (suspects.length > 0 || lone !== undefined) {
+            deferred.push(entry);
+            return;
+          }
+        }
+        if (!(await beginAttempt(entry))) return;
+      }
       const parsed = parseHookEvent(entry.kind, entry.body);
       // What else the event means (a push that changed a project's .hookbot.yml), before its items:
       // they are then evaluated with the rules it brought.
@@ -212,6 +261,71 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       pendingWork--;
       pump();
     }
+  }
+
+  /**
+   * Counts this process's attempt on the delivery; false when it was parked instead (the attempts
+   * before this one all ended with the process).
+   */
+  async function beginAttempt(entry: Delivery): Promise<boolean> {
+    const { beginAttempt: count, parkDelivery: park } = options.store;
+    if (!count || !park) return true;
+    let attempts: number;
+    // Marked before the count is written: a stop that comes meanwhile gives it back all the same.
+    begun.add(entry.id);
+    try {
+      attempts = await count.call(options.store, entry.id);
+    } catch (error) {
+      // The store is away: the delivery is processed uncounted rather than held back or dropped.
+      begun.delete(entry.id);
+      log.warn(
+        { delivery: entry.id, err: error },
+        'could not count the attempt on the delivery; processing it',
+      );
+      return true;
+    }
+    if (attempts === 0) begun.delete(entry.id); // processed meanwhile (another replica's now)
+    if (attempts <= maxAttempts) {
+      if (attempts > 1)
+        log.warn(
+          { delivery: entry.id, kind: entry.kind, attempts },
+          'delivery taken again after its last attempt did not finish (the process stopped during it)',
+        );
+      return true;
+    }
+    const reason = `the process stopped during each of its last ${attempts - 1} attempts (it may be what stops it): parked, not tried again`;
+    log.error({ delivery: entry.id, kind: entry.kind, attempts: attempts - 1 }, `delivery parked: ${reason}`);
+    begun.delete(entry.id);
+    try {
+      await park.call(options.store, entry.id, reason);
+    } catch (error) {
+      log.error({ delivery: entry.id, err: error }, 'could not park the delivery; it stays in the inbox');
+    }
+    held.delete(entry.id);
+    reportDepth();
+    loneDone(entry.id);
+    return false;
+  }
+
+  /** The next suspect's run alone, once no item run is going on. */
+  function startLone(): void {
+    if (stopped || lone !== undefined || running > 0) return;
+    const next = suspects.shift();
+    if (next === undefined) return;
+    lone = next.id;
+    log.warn(
+      { delivery: next.id, kind: next.kind },
+      'an earlier attempt at this delivery never finished (the process stopped): it runs alone',
+    );
+    void take(next);
+  }
+
+  /** A delivery is done (processed or parked): if it was the suspect running alone, the next goes. */
+  function loneDone(id: string): void {
+    if (id !== lone) return;
+    lone = undefined;
+    if (suspects.length > 0) return startLone();
+    for (const entry of deferred.splice(0)) void take(entry);
   }
 
   /**
@@ -258,10 +372,17 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function pump(): void {
     while (!stopped && running < concurrency && ready.length > 0) {
-      const state = ready.shift()!;
-      if (state.running) continue;
-      void run(state);
+      // While suspects wait or one runs alone, only the lone suspect's items start.
+      const index =
+        lone === undefined && suspects.length === 0
+          ? 0
+          : ready.findIndex((state) => lone !== undefined && state.deliveries.has(lone));
+      if (index < 0) break;
+      const [state] = ready.splice(index, 1);
+      if (state!.running) continue;
+      void run(state!);
     }
+    startLone();
     if (backlog && held.size < queueLimit / 2 && !stopped) resume();
     checkIdle();
   }
@@ -329,6 +450,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   }
 
   async function finishDelivery(id: string): Promise<void> {
+    begun.delete(id);
     try {
       await options.store.markProcessed(id);
     } catch (error) {
@@ -336,6 +458,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
     held.delete(id);
     reportDepth();
+    loneDone(id);
   }
 
   return {
@@ -359,6 +482,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       }
       ready.length = 0;
       while (running > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      // A clean stop is no crash: the attempts it leaves unfinished are given back.
+      const release = options.store.releaseAttempt;
+      for (const id of begun)
+        await release?.call(options.store, id).catch((error: unknown) => {
+          log.warn({ delivery: id, err: error }, 'could not give back the attempt of an unfinished delivery');
+        });
+      begun.clear();
     },
   };
 }

@@ -26,6 +26,7 @@ import type {
   Delivery,
   InboxEntry,
   OutboxAction,
+  ParkedDelivery,
   PausedRule,
   PendingDelivery,
   QueueEntry,
@@ -179,6 +180,55 @@ export abstract class HeldStateStore implements StateStore {
     if (!this.model.inbox.has(id)) return this.settled();
     this.model.apply({ op: 'processed', id });
     await this.persist(`{"op":"processed","id":${JSON.stringify(id)}}`);
+  }
+
+  async beginAttempt(id: string): Promise<number> {
+    this.assertOpen();
+    if (!this.model.inbox.has(id)) {
+      await this.settled();
+      return 0;
+    }
+    const written = this.commit({ op: 'attempt', id });
+    // Read now: applied synchronously, and the delivery may be processed before the write settles.
+    const begun = this.model.attempts.get(id) ?? 0;
+    await written;
+    return begun;
+  }
+
+  deliveryAttempts(id: string): number {
+    this.assertOpen();
+    return this.model.attempts.get(id) ?? 0;
+  }
+
+  async releaseAttempt(id: string): Promise<void> {
+    this.assertOpen();
+    if (this.model.attempts.has(id)) await this.commit({ op: 'attempt_released', id });
+    else await this.settled();
+  }
+
+  async parkDelivery(id: string, reason: string): Promise<void> {
+    this.assertOpen();
+    const held = this.model.inbox.get(id);
+    if (held === undefined) return this.settled();
+    await this.commit({ op: 'park_delivery', parked: this.parkedRecord(held, reason) });
+  }
+
+  /** What a parked delivery keeps of its entry: the fields, the attempts, not the body. */
+  protected parkedRecord(held: HeldEntry, reason: string): ParkedDelivery {
+    return {
+      id: held.id,
+      key: held.key,
+      kind: held.kind,
+      receivedAt: held.receivedAt,
+      attempts: this.model.attempts.get(held.id) ?? 0,
+      reason,
+      at: this.options.now(),
+    };
+  }
+
+  parkedDeliveries(): ParkedDelivery[] {
+    this.assertOpen();
+    return [...this.model.parkedDeliveries.values()];
   }
 
   // Outbox

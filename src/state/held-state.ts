@@ -12,7 +12,14 @@ import { HeldEntry } from './held-entry.ts';
 import type { Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import type { RawJson } from './file/sliced-json.ts';
-import type { DecisionRecord, OutboxAction, PausedRule, QueueEntry, WatchEntry } from './store.ts';
+import type {
+  DecisionRecord,
+  OutboxAction,
+  ParkedDelivery,
+  PausedRule,
+  QueueEntry,
+  WatchEntry,
+} from './store.ts';
 
 export type ModelBounds = Pick<
   ResolvedStateOptions,
@@ -52,6 +59,10 @@ export class HeldState {
   readonly outbox = new Map<string, OutboxAction>();
   /** Insertion order is parking order, so the oldest parked goes first past the bound. */
   readonly parked = new Map<string, OutboxAction>();
+  /** Attempts begun on pending deliveries, by id (only those with any). */
+  readonly attempts = new Map<string, number>();
+  /** Deliveries parked unprocessed; insertion order is parking order (the oldest goes first past the bound). */
+  readonly parkedDeliveries = new Map<string, ParkedDelivery>();
   readonly watches = new Map<string, WatchEntry>();
   readonly queue = new Map<string, QueueEntry>();
   readonly nextRuns = new Map<string, ScheduleEntry>();
@@ -85,6 +96,9 @@ export class HeldState {
     for (const entry of doc.dedup) model.recentKeys.push(model.#setKey(entry.key, entry.id, entry.expiresAt));
     for (const action of doc.outbox) model.outbox.set(action.id, action);
     for (const action of doc.parked) model.parked.set(action.id, action);
+    for (const { id, attempts } of doc.deliveryAttempts ?? [])
+      if (model.inbox.has(id)) model.attempts.set(id, attempts);
+    for (const parked of doc.parkedDeliveries ?? []) model.parkedDeliveries.set(parked.id, parked);
     for (const entry of doc.watches) model.watches.set(entry.itemKey, entry);
     for (const entry of doc.queue) model.queue.set(entry.itemKey, entry);
     for (const entry of doc.schedules.nextRuns)
@@ -120,6 +134,8 @@ export class HeldState {
       pausedRules: [...this.paused.values()],
       decisions: { latest: [...this.latest.values()], recent: [...this.recent] },
       dedupFiles: [],
+      deliveryAttempts: [...this.attempts].map(([id, attempts]) => ({ id, attempts })),
+      parkedDeliveries: [...this.parkedDeliveries.values()],
     };
   }
 
@@ -178,14 +194,24 @@ export class HeldState {
       case 'accept':
         this.#accept(held ?? HeldEntry.fromEntry(m.entry), m.entry.acceptedAt, m.expiresAt);
         break;
-      case 'processed': {
-        const gone = this.inbox.get(m.id);
-        if (gone !== undefined) {
-          this.inbox.delete(m.id);
-          this.inboxBytes -= gone.bytes;
-        }
+      case 'processed':
+        this.#drop(m.id);
+        break;
+      case 'attempt':
+        if (this.inbox.has(m.id)) this.attempts.set(m.id, (this.attempts.get(m.id) ?? 0) + 1);
+        break;
+      case 'attempt_released': {
+        const begun = this.attempts.get(m.id) ?? 0;
+        if (begun > 1) this.attempts.set(m.id, begun - 1);
+        else this.attempts.delete(m.id);
         break;
       }
+      case 'park_delivery':
+        if (!this.inbox.has(m.parked.id)) break;
+        this.#drop(m.parked.id);
+        this.parkedDeliveries.delete(m.parked.id);
+        this.parkedDeliveries.set(m.parked.id, m.parked);
+        break;
       case 'put_action':
         if (!this.outbox.has(m.action.id) && !this.parked.has(m.action.id))
           this.outbox.set(m.action.id, m.action);
@@ -240,6 +266,16 @@ export class HeldState {
     this.#enforceBounds();
   }
 
+  /** A delivery leaves the inbox (processed, parked, or another replica's now). */
+  #drop(id: string): void {
+    const gone = this.inbox.get(id);
+    if (gone !== undefined) {
+      this.inbox.delete(id);
+      this.inboxBytes -= gone.bytes;
+    }
+    this.attempts.delete(id);
+  }
+
   #hold(held: HeldEntry): void {
     const replaced = this.inbox.get(held.id);
     if (replaced !== undefined) this.inboxBytes -= replaced.bytes;
@@ -289,6 +325,7 @@ export class HeldState {
   #enforceBounds(): void {
     this.#dropOldestKeys(this.#bounds.maxDedupKeys);
     dropOldest(this.parked, this.#bounds.maxParked);
+    dropOldest(this.parkedDeliveries, this.#bounds.maxParked);
     dropOldest(this.latest, this.#bounds.decisionItems);
     const excess = this.recent.length - this.#bounds.recentDecisions;
     if (excess > 0) this.recent.splice(0, excess);

@@ -11,6 +11,7 @@ import type {
   DecisionRecord,
   InboxEntry,
   OutboxAction,
+  ParkedDelivery,
   PausedRule,
   QueueEntry,
   WatchEntry,
@@ -33,7 +34,13 @@ export type Mutation =
   | { op: 'last_success'; sweep: string; at: number }
   | { op: 'pause_rule'; paused: PausedRule }
   | { op: 'approve_rule'; rule: string }
-  | { op: 'decision'; record: DecisionRecord };
+  | { op: 'decision'; record: DecisionRecord }
+  /** A process begins processing a pending delivery (issue 28: poison deliveries). */
+  | { op: 'attempt'; id: string }
+  /** An attempt ended without a crash (a clean stop). */
+  | { op: 'attempt_released'; id: string }
+  /** A pending delivery set aside unprocessed, with the reason. */
+  | { op: 'park_delivery'; parked: ParkedDelivery };
 
 const time = z.number().finite();
 
@@ -97,6 +104,19 @@ export const queueEntrySchema = z.object({
 
 export const pausedRuleSchema = z.object({ rule: z.string(), reason: z.string(), at: time });
 
+export const parkedDeliverySchema = z.object({
+  id: z.string(),
+  key: z.string(),
+  kind: z.string(),
+  receivedAt: time,
+  attempts: z.number().int().nonnegative(),
+  reason: z.string(),
+  at: time,
+}) satisfies z.ZodType<ParkedDelivery>;
+
+/** A pending delivery's attempts begun (only those with any). */
+export const deliveryAttemptsSchema = z.object({ id: z.string(), attempts: z.number().int().nonnegative() });
+
 export const decisionRecordSchema = z.object({ itemKey: z.string(), at: time, decision: z.unknown() });
 
 export const mutationSchema = z.discriminatedUnion('op', [
@@ -121,4 +141,7 @@ export const mutationSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('pause_rule'), paused: pausedRuleSchema }),
   z.object({ op: z.literal('approve_rule'), rule: z.string() }),
   z.object({ op: z.literal('decision'), record: decisionRecordSchema }),
+  z.object({ op: z.literal('attempt'), id: z.string() }),
+  z.object({ op: z.literal('attempt_released'), id: z.string() }),
+  z.object({ op: z.literal('park_delivery'), parked: parkedDeliverySchema }),
 ]) satisfies z.ZodType<Mutation>;

@@ -61,6 +61,23 @@ export interface AcceptResult {
   duplicate: boolean;
 }
 
+/**
+ * A delivery given up on without being processed (issue 28): processes died while processing it, one
+ * after the other, so it is set aside rather than given to the next process to die on. Its de-dup
+ * key stays, so a redelivery of the same body is a duplicate. The body is not kept.
+ */
+export interface ParkedDelivery {
+  id: string;
+  key: string;
+  kind: string;
+  receivedAt: number;
+  /** Attempts begun on it, the last one included. */
+  attempts: number;
+  reason: string;
+  /** When it was parked (ms since the epoch). */
+  at: number;
+}
+
 /** A planned action as the executor hands it over. */
 export interface ActionInput {
   /** Idempotency key chosen by the caller: putting the same id twice keeps the first. */
@@ -279,6 +296,24 @@ export interface StateStore {
   delivery(id: string, kind: string, fresh?: unknown): PendingDelivery;
   /** Durable before it resolves; the de-dup key stays until it expires. Unknown or processed ids are a no-op. */
   markProcessed(id: string): Promise<void>;
+  /**
+   * Counts, durably before it resolves, that a process begins processing a pending delivery; the
+   * attempts begun on it so far, this one included (by any process, or replica). 0 for an unknown or
+   * processed id. An attempt that never finished is a process that died during it: the pipeline
+   * parks a delivery past its bound instead of dying on it again.
+   */
+  beginAttempt(id: string): Promise<number>;
+  /** The attempts begun on a pending delivery so far (0 for none, or an unknown id). */
+  deliveryAttempts(id: string): number;
+  /** Gives back an attempt that ended without a crash (a clean stop took it away unfinished). */
+  releaseAttempt(id: string): Promise<void>;
+  /**
+   * Takes a pending delivery out of the inbox unprocessed, with the reason (kept, at most `maxParked`,
+   * oldest parked dropped first); its de-dup key stays. Unknown or processed ids are a no-op.
+   */
+  parkDelivery(id: string, reason: string): Promise<void>;
+  /** Deliveries parked, oldest parked first. */
+  parkedDeliveries(): ParkedDelivery[];
 
   // Outbox
   /** Resolves `created: false` (and changes nothing) when an action with this id is already held. */

@@ -7,7 +7,9 @@
  * What does not come over: the de-duplication keys of deliveries already processed (the interface
  * does not list them; a redelivery of one within the window is then evaluated again, on the item's
  * current state, which the level-triggered design makes harmless), and delivery ids (each pending
- * delivery is accepted anew and gets a new one).
+ * delivery is accepted anew and gets a new one), with the attempts begun on them and the deliveries
+ * parked unprocessed (a migration starts each pending delivery's count again: at worst one more
+ * attempt at a poison delivery, which is then parked as before).
  */
 import type { StateStore } from './store.ts';
 

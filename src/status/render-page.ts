@@ -218,6 +218,24 @@ function parkedSection(data: StatusData): Html {
   return section('parked', 'Parked actions', data.parked.length, [intro, rows]);
 }
 
+function parkedDeliveriesSection(data: StatusData): Html {
+  if (data.parkedDeliveries.length === 0) return markup``;
+  const intro = markup`<p class="muted">Set aside unprocessed: the process stopped during their processing, again when each was tried alone. They are not tried again; the log has the delivery's id, and a new event on the item is processed as usual.</p>
+`;
+  const rows = table<StatusData['parkedDeliveries'][number]>(
+    data.parkedDeliveries,
+    [
+      { label: 'Delivery', cell: (p) => markup`${p.kind}<br><small class="mono">${p.id}</small>` },
+      { label: 'Reason', cell: (p) => markup`<span class="bad">${p.reason}</span>` },
+      { label: 'Tries', cell: (p) => p.attempts },
+      { label: 'Received', cell: (p) => when(p.receivedAt, data.now) },
+      { label: 'Parked', cell: (p) => when(p.at, data.now) },
+    ],
+    'No parked delivery.',
+  );
+  return section('parked-deliveries', 'Parked deliveries', data.parkedDeliveries.length, [intro, rows]);
+}
+
 function pausedSection(data: StatusData): Html {
   const rows = table(
     data.pausedRules,
@@ -365,6 +383,10 @@ function alerts(data: StatusData): Html[] {
     out.push(
       markup`<p class="alert">${counted(parked.length, 'parked action waits', 'parked actions wait')} for an operator: see <a href="#parked">parked actions</a>.</p>\n`,
     );
+  if (data.parkedDeliveries.length)
+    out.push(
+      markup`<p class="alert">${counted(data.parkedDeliveries.length, 'delivery was', 'deliveries were')} parked after the process stopped during them: see <a href="#parked-deliveries">parked deliveries</a>.</p>\n`,
+    );
   if (pausedRules.length)
     out.push(
       markup`<p class="alert warn">${counted(pausedRules.length, 'rule is', 'rules are')} paused: see <a href="#paused">paused rules</a>.</p>\n`,
@@ -403,7 +425,7 @@ export function renderStatusPage(data: StatusData): string {
 <p class="muted">Read at ${when(data.now, data.now)} · <a href="status.json">JSON</a> · reload the page to update</p>
 ${navigation(data)}${alerts(data)}</header>
 <main>
-${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${queueSection(data)}${parkedSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
+${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${queueSection(data)}${parkedSection(data)}${parkedDeliveriesSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
 </body>
 </html>
 `.toString();

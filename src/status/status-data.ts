@@ -6,7 +6,7 @@
  */
 import { redactValue, secretMatcher } from '../ops/index.ts';
 import { queuePosition, queuesOf } from '../state/index.ts';
-import type { Fleet, ReplicaView, StateStats, StateStore } from '../state/index.ts';
+import type { Fleet, ParkedDelivery, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import { echoPauseOf, pauseReason, type RepositoryRulesState, type RulesState } from '../rules/index.ts';
@@ -22,7 +22,7 @@ export type StatusStore = Pick<
   | 'lastSuccess'
   | 'stats'
 > &
-  Partial<Pick<StateStore, 'queued'>>;
+  Partial<Pick<StateStore, 'queued' | 'parkedDeliveries'>>;
 
 export interface StatusSources {
   store: StatusStore;
@@ -85,6 +85,8 @@ export interface StatusData {
   mergeWatch: WatchView[];
   mergeQueue: QueueView[];
   parked: ParkedView[];
+  /** Deliveries set aside unprocessed: processes kept dying on them (issue 28). */
+  parkedDeliveries: ParkedDelivery[];
   /**
    * Rules held by a brake: the circuit breaker of scheduled rules (every project), or the echo
    * brake of a rule that kept writing after the bot's own changes (`project`: in that project).
@@ -148,6 +150,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       .sort((a, b) => a.since - b.since),
     mergeQueue: queueViews(store.queued?.() ?? [], now),
     parked: store.listParked().map(parkedView),
+    parkedDeliveries: store.parkedDeliveries?.() ?? [],
     pausedRules: store.pausedRules().map((paused) => {
       const echo = echoPauseOf(paused);
       const reason = pauseReason(paused);

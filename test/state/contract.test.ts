@@ -630,6 +630,63 @@ const cases: Case[] = [
     },
   ],
   [
+    'beginAttempt counts the attempts begun on a pending delivery, durably; releaseAttempt gives one back; processed forgets them',
+    {},
+    async ({ store }) => {
+      const a = await store.accept(delivery('a'));
+      const b = await store.accept(delivery('b'));
+      expect(await store.beginAttempt(a.id)).toBe(1);
+      await store.close();
+      await store.open();
+      // A restart (the process died during the attempt): the count is still there.
+      expect(await store.beginAttempt(a.id)).toBe(2);
+      await store.releaseAttempt(a.id);
+      expect(await store.beginAttempt(a.id)).toBe(2);
+      expect(await store.beginAttempt(b.id)).toBe(1);
+      await store.markProcessed(b.id);
+      expect(await store.beginAttempt(b.id)).toBe(0);
+      expect(await store.beginAttempt('no-such-delivery')).toBe(0);
+    },
+  ],
+  [
+    'parkDelivery takes a pending delivery out unprocessed, keeps why, keeps its de-dup key; bounded by maxParked',
+    { maxParked: 2 },
+    async ({ store, clock }) => {
+      const ids = [];
+      for (const key of ['a', 'b', 'c', 'd']) ids.push((await store.accept(delivery(key))).id);
+      const [a, b, c, d] = ids as [string, string, string, string];
+      await store.beginAttempt(a);
+      await store.beginAttempt(a);
+      await store.beginAttempt(a);
+      await store.parkDelivery(a, 'the process stopped during it twice');
+      expect(store.pending().map((entry) => entry.key)).toEqual(['b', 'c', 'd']);
+      expect(store.parkedDeliveries()).toEqual([
+        {
+          id: a,
+          key: 'a',
+          kind: 'Issue Hook',
+          receivedAt: 1_000,
+          attempts: 3,
+          reason: 'the process stopped during it twice',
+          at: clock.now,
+        },
+      ]);
+      expect((await store.accept(delivery('a'))).duplicate).toBe(true);
+      await store.parkDelivery('no-such-delivery', 'nothing');
+      await store.close();
+      await store.open();
+      expect(store.parkedDeliveries().map((parked) => parked.key)).toEqual(['a']);
+      expect(store.pending().map((entry) => entry.key)).toEqual(['b', 'c', 'd']);
+      await store.parkDelivery(b, 'two');
+      await store.parkDelivery(c, 'three');
+      expect(store.parkedDeliveries().map((parked) => parked.key)).toEqual(['b', 'c']);
+      await store.close();
+      await store.open();
+      expect(store.parkedDeliveries().map((parked) => parked.key)).toEqual(['b', 'c']);
+      expect(store.pending().map((entry) => entry.id)).toEqual([d]);
+    },
+  ],
+  [
     'after close every operation rejects or throws with closed',
     {},
     async ({ store }) => {

@@ -10,12 +10,12 @@
  * The problems are all of `hookbot check`'s (check.ts reports these very ones): a file the check
  * refuses is never taken by a running bot, and a file it passes always is.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, parseDocument } from 'yaml';
 import { compileRule, ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
 import { closest } from '../../text/index.ts';
-import { parseRuleFile, type ParsedRuleFile } from './parse-file.ts';
+import { MAX_RULE_FILE_BYTES, parseRuleFile, tooLarge, type ParsedRuleFile } from './parse-file.ts';
 import { sortProblems, type Problem } from './problem.ts';
 import { ruleProblems, setProblems, type PlacedRule } from './rule-problems.ts';
 
@@ -67,6 +67,17 @@ const display = (dir: string, rel: string): string => {
  * `check` passed. `rules: []` says "none" on purpose and stays valid. A file with `extends` and no
  * `rules:` is fine too: it gathers the rules of the files it extends.
  */
+/** A file refused for its size alone, unread. */
+function tooLargeFile(file: string, size: number): ParsedRuleFile {
+  return {
+    file,
+    spec: null,
+    extends: [],
+    problems: [tooLarge(file, size)],
+    locate: () => ({ line: 1, column: 1 }),
+  };
+}
+
 export function noRules(parsed: ParsedRuleFile, text: string): Problem | undefined {
   if (!parsed.spec || parsed.spec.rules.length > 0 || parsed.spec.extends !== undefined) return undefined;
   // Only a valid file with an empty list gets here: parse again to tell `rules: []` from no key.
@@ -110,8 +121,13 @@ export async function readRuleFolder(dir: string): Promise<RuleFolder> {
 
   const files = new Map<string, ParsedRuleFile>();
   for (const rel of names) {
-    const text = await readFile(path.join(dir, rel), 'utf8');
-    const parsed = parseRuleFile(text, display(dir, rel));
+    // Sized before it is read: a file over the limit is refused without being held (issue 28).
+    const size = (await stat(path.join(dir, rel))).size;
+    const text = size > MAX_RULE_FILE_BYTES ? '' : await readFile(path.join(dir, rel), 'utf8');
+    const parsed =
+      size > MAX_RULE_FILE_BYTES
+        ? tooLargeFile(display(dir, rel), size)
+        : parseRuleFile(text, display(dir, rel));
     files.set(rel, parsed);
     problems.push(...parsed.problems);
     const empty = noRules(parsed, text);

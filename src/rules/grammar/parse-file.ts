@@ -2,7 +2,8 @@
  * One rule file, from text to a validated spec, with every problem at its line and column. Pure:
  * load.ts reads the files, `simulate` and the tests call this on text.
  */
-import { LineCounter, parseDocument } from 'yaml';
+import { Composer, LineCounter, Parser, YAMLParseError, type CST, type Document } from 'yaml';
+import { lexicalBound, structuralBound } from './parse-bounds.ts';
 import type { Problem } from './problem.ts';
 import { ruleFileSchema, type RuleFileSpec } from './schema.ts';
 import { explainIssues } from './validation-messages.ts';
@@ -20,6 +21,9 @@ export interface ParsedRuleFile {
   locate(path: ValuePath, key?: string): Position;
 }
 
+/** Grammar problems explained one by one at most; the rest of a file gone wrong is counted. */
+const MAX_PROBLEMS_LISTED = 200;
+
 /** Aliases can expand a small file into a huge value ("billion laughs"): stop early. */
 const MAX_ALIAS_COUNT = 100;
 
@@ -29,18 +33,64 @@ const MAX_ALIAS_COUNT = 100;
  */
 export const MAX_RULE_FILE_BYTES = 256 * 1024;
 
-/** The problem of a file over the limit (`size` in bytes), at its first line. */
-export function tooLarge(file: string, size: number): Problem {
+/**
+ * The problem of a file over the limit (`size` in bytes), at its first line. Without `size`: a file
+ * whose reading was stopped at the limit, its size unknown.
+ */
+export function tooLarge(file: string, size?: number): Problem {
+  const limit = `${MAX_RULE_FILE_BYTES / 1024} KB`;
   return {
     file,
     line: 1,
     column: 1,
-    message: `the file is ${Math.ceil(size / 1024)} KB, over the ${MAX_RULE_FILE_BYTES / 1024} KB limit of a rule file`,
+    message:
+      size === undefined
+        ? `the file is over the ${limit} limit of a rule file (not read past it)`
+        : `the file is ${Math.ceil(size / 1024)} KB, over the ${limit} limit of a rule file`,
     hint: 'split it, or move what is not rules elsewhere',
   };
 }
 
-export function parseRuleFile(text: string, file: string): ParsedRuleFile {
+/** Line and column (1-based) of an offset, without a parse. */
+function positionAt(text: string, offset: number): Position {
+  let line = 1;
+  let start = 0;
+  for (let at = text.indexOf('\n'); at !== -1 && at < offset; at = text.indexOf('\n', at + 1)) {
+    line++;
+    start = at + 1;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+/** What `parseDocument` does, from tokens already read: the first document, and an error for more. */
+function compose(tokens: readonly CST.Token[], length: number): Document.Parsed {
+  const composer = new Composer({ prettyErrors: false, uniqueKeys: true });
+  let doc: Document.Parsed | undefined;
+  for (const next of composer.compose(tokens, true, length)) {
+    if (!doc) doc = next;
+    else {
+      doc.errors.push(
+        new YAMLParseError(
+          [next.range[0], next.range[1]],
+          'MULTIPLE_DOCS',
+          'Source contains multiple documents; please use YAML.parseAllDocuments()',
+        ),
+      );
+      break;
+    }
+  }
+  return doc!;
+}
+
+/**
+ * `onDocument`: handed the document once composed (within the bounds), for a caller that needs more
+ * of it than `locate` (parse-transfer.ts, to carry positions out of a worker thread).
+ */
+export function parseRuleFile(
+  text: string,
+  file: string,
+  onDocument?: (doc: Document.Parsed, lines: LineCounter) => void,
+): ParsedRuleFile {
   const size = Buffer.byteLength(text, 'utf8');
   if (size > MAX_RULE_FILE_BYTES)
     return {
@@ -51,7 +101,23 @@ export function parseRuleFile(text: string, file: string): ParsedRuleFile {
       locate: () => ({ line: 1, column: 1 }),
     };
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  // The parse work is bounded before it is done (parse-bounds.ts): tokens and brackets by the lexer,
+  // keys per mapping and depth on the parser's first pass, before a document is built from it.
+  const lexical = lexicalBound(text);
+  const tokens: CST.Token[] = lexical ? [] : [...new Parser(lines.addNewLine).parse(text)];
+  const exceeded = lexical ?? structuralBound(tokens);
+  if (exceeded) {
+    const { line, column } = positionAt(text, exceeded.offset);
+    return {
+      file,
+      spec: null,
+      extends: [],
+      problems: [{ file, line, column, message: exceeded.message, hint: exceeded.hint }],
+      locate: () => ({ line: 1, column: 1 }),
+    };
+  }
+  const doc = compose(tokens, text.length);
+  onDocument?.(doc, lines);
   const at = (path: ValuePath, key?: string): Position => locate(doc, lines, path, key);
   const problemAt = (position: Position, message: string, hint?: string): Problem => ({
     file,
@@ -93,8 +159,19 @@ export function parseRuleFile(text: string, file: string): ParsedRuleFile {
         : [];
   const parsed = ruleFileSchema.safeParse(value);
   if (parsed.success) return { file, spec: parsed.data, extends: extendsList, problems: [], locate: at };
-  const problems = explainIssues(parsed.error.issues, value).map((issue) =>
+  // Each problem is explained and placed; past the first MAX_PROBLEMS_LISTED the rest are counted.
+  const issues = parsed.error.issues;
+  const problems = explainIssues(issues.slice(0, MAX_PROBLEMS_LISTED), value).map((issue) =>
     problemAt(at(issue.path, issue.key), issue.message, issue.hint),
   );
+  if (issues.length > MAX_PROBLEMS_LISTED) {
+    const rest = issues[MAX_PROBLEMS_LISTED]!;
+    problems.push(
+      problemAt(
+        at(rest.path.filter((segment) => typeof segment !== 'symbol')),
+        `and ${issues.length - MAX_PROBLEMS_LISTED} more problems of the same kinds from here on (the first ${MAX_PROBLEMS_LISTED} are listed)`,
+      ),
+    );
+  }
   return { file, spec: null, extends: extendsList, problems, locate: at };
 }

@@ -13,7 +13,7 @@
  */
 import { compileRule, type CompiledRule } from '../engine/compile.ts';
 import { noRules } from '../grammar/load.ts';
-import { parseRuleFile } from '../grammar/parse-file.ts';
+import { parseRuleFile, type ParsedRuleFile } from '../grammar/parse-file.ts';
 import { sortProblems, type Problem } from '../grammar/problem.ts';
 import { ruleProblems, setProblems, type PlacedRule } from '../grammar/rule-problems.ts';
 import { allowListProblems, type RepositoryPolicy } from './allow-list.ts';
@@ -38,7 +38,15 @@ export interface RepositoryFileContext {
 }
 
 export function checkRepositoryFile(text: string, context: RepositoryFileContext): RepositoryFileCheck {
-  const parsed = parseRuleFile(text, context.file);
+  return checkParsedRepositoryFile(parseRuleFile(text, context.file), text, context);
+}
+
+/** The same, from a file parsed already (the bot parses on a worker thread: parse-off-thread.ts). */
+export function checkParsedRepositoryFile(
+  parsed: ParsedRuleFile,
+  text: string,
+  context: RepositoryFileContext,
+): RepositoryFileCheck {
   const problems: Problem[] = [...parsed.problems];
   const empty = noRules(parsed, text);
   if (empty) problems.push(empty);

@@ -24,14 +24,15 @@ import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/comp
 import { triggerEvents } from '../engine/event-names.ts';
 import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
 import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
-import type { Problem } from '../grammar/problem.ts';
+import { firstProblems, type Problem } from '../grammar/problem.ts';
 import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
 import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
+import { parseRuleFileOffThread } from '../grammar/parse-off-thread.ts';
 import { readerText, type Reader } from './plan-access.ts';
 import { createPlanLimiter, DEFAULT_PLAN_LIMITS, type PlanLimits, type PlanWait } from './plan-limit.ts';
-import { checkRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
+import { checkParsedRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
 export const CONFIG_STATUS = 'hookbot/config';
@@ -185,24 +186,83 @@ function waitText(wait: Waiting): string {
     ? `@${wait.author} had ${plans} computed in the last hour (at most ${wait.limit} per author, rules.repository.plan_per_author_hour)`
     : `this merge request had ${plans} computed in the last hour (at most ${wait.limit} per merge request, rules.repository.plan_per_merge_request_hour)`;
 }
+/** Problems of a file shown at most (in the comment, on the status page, in the log); the rest counted. */
+const MAX_PROBLEMS_SHOWN = 50;
 
 /** Statuses take a short description. */
 const short = (text: string): string => (text.length > 250 ? `${text.slice(0, 249)}…` : text);
 
 const isNotFound = (error: unknown): boolean => error instanceof ApiError && error.status === 404;
 
-/** The file at a ref, or undefined when the ref or the file does not exist. */
+/** A `.hookbot.yml` as read: the file, or only that it is over the limit (its reading was stopped). */
+type FileRead = { file: RepositoryFile } | { tooLarge: true };
+
+/**
+ * The most bytes of the files API's answer read. It carries the file's content base64-encoded (4
+ * bytes for 3) and a few short fields: past this bound the file is surely over the limit of a rule
+ * file, and the rest is never downloaded (a 200 MB file once took the bot's heap, issue 28).
+ */
+const MAX_FILE_ANSWER_BYTES = Math.ceil(MAX_RULE_FILE_BYTES / 3) * 4 + 16 * 1024;
+
+/**
+ * The most bytes of a merge request's `/changes` read (every file's diff): past it, whether the
+ * merge request changes the file is found by its blobs instead (`touchesRepositoryFile`).
+ */
+const MAX_CHANGES_BYTES = 4 * 1024 * 1024;
+
+const isTooLarge = (error: unknown): boolean => error instanceof ApiError && error.kind === 'too_large';
+
+/**
+ * The file at a ref, or undefined when the ref or the file does not exist. `ref` must be
+ * unambiguous (a sha, or `refs/heads/<branch>`): the server resolves a bare name as git does, a tag
+ * before a branch, and anyone who may push a tag could name one like the default branch.
+ */
 async function readFile(
   client: RepositoryClient,
   project: number,
   ref: string,
-): Promise<RepositoryFile | undefined> {
+): Promise<FileRead | undefined> {
   try {
-    return await client.files.get(project, REPOSITORY_FILE, ref);
+    return {
+      file: await client.files.get(project, REPOSITORY_FILE, ref, { maxBytes: MAX_FILE_ANSWER_BYTES }),
+    };
   } catch (error) {
     if (isNotFound(error)) return undefined;
+    if (isTooLarge(error)) return { tooLarge: true };
     throw error;
   }
+}
+
+/** What tells two reads of the file apart: its blob, or that it was too large to read. */
+const readStamp = (read: FileRead | undefined): string =>
+  read === undefined ? 'none' : 'file' in read ? read.file.blob_id : 'too-large';
+
+/**
+ * Whether a merge request changes `.hookbot.yml`: its `/changes` say so, read up to a bound. A
+ * change too large to list is judged by the file's blob at the head against the one at the target
+ * branch (a change of the file on the target since the merge request's start then counts too).
+ */
+async function touchesRepositoryFile(
+  client: RepositoryClient,
+  item: ItemAddress,
+  mr: { sha: string; target_branch: string; source_project_id?: number | null },
+): Promise<boolean> {
+  try {
+    const changes = await client.mergeRequests.changes(item.projectId, item.id, {
+      maxBytes: MAX_CHANGES_BYTES,
+    });
+    return changes.changes.some(
+      (change) => change.new_path === REPOSITORY_FILE || change.old_path === REPOSITORY_FILE,
+    );
+  } catch (error) {
+    if (!isTooLarge(error)) throw error;
+  }
+  const [head, target] = await Promise.all([
+    readFile(client, mr.source_project_id ?? item.projectId, mr.sha),
+    readFile(client, item.projectId, `refs/heads/${mr.target_branch}`),
+  ]);
+  // Two files too large to read cannot be compared: reviewed (the head's file is refused anyway).
+  return readStamp(head) !== readStamp(target) || readStamp(head) === 'too-large';
 }
 
 export function createRepositoryRules(options: RepositoryRulesOptions): RepositoryRules {
@@ -225,19 +285,45 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   /** The review running for each merge request, by `project:id`: the next one waits for it. */
   const reviewing = new Map<string, Promise<void>>();
   let closed = false;
+  /**
+   * Whether a merge request changes the file, by `project:id:head:target`: its `/changes` (up to
+   * 4 MB) are read once per head, not at every event of the merge request (labels, edits).
+   */
+  const touching = new Map<string, boolean>();
+  async function touches(
+    item: ItemAddress,
+    mr: { sha: string; target_branch: string; source_project_id?: number | null },
+  ) {
+    const key = `${item.projectId}:${item.id}:${mr.sha}:${mr.target_branch}`;
+    const known = touching.get(key);
+    if (known !== undefined) return known;
+    const found = await touchesRepositoryFile(parts!.client, item, mr);
+    touching.set(key, found);
+    if (touching.size > 1000) touching.delete(touching.keys().next().value!);
+    return found;
+  }
   /** Combined sets, by central set: rebuilt when either side changes. */
   const combined = new WeakMap<CompiledRuleSet, { good: Entry['good']; set: CompiledRuleSet }>();
 
-  function check(text: string, size: number, project: string) {
+  let warnedFallback = false;
+  async function check(text: string, size: number, project: string) {
     // Explain names a repository rule's place as `acme/web:.hookbot.yml:3:5`.
     const file = `${project}:${REPOSITORY_FILE}`;
     if (size > MAX_RULE_FILE_BYTES) return { rules: undefined, problems: [tooLarge(file, size)] };
-    return checkRepositoryFile(text, {
+    // Parsed away from the event loop that answers hooks, then checked (compiled) here.
+    const parsed = await parseRuleFileOffThread(text, file, (error) => {
+      if (!warnedFallback)
+        log.warn({ err: error }, `no worker thread for ${REPOSITORY_FILE}: parsing on the main thread`);
+      warnedFallback = true;
+    });
+    const checked = checkParsedRepositoryFile(parsed, text, {
       file,
       policy,
       project,
       central: central.forProject(project).rules,
     });
+    // What the status page, the log and the merge request's comment show: the first ones only.
+    return { rules: checked.rules, problems: firstProblems(checked.problems, MAX_PROBLEMS_SHOWN) };
   }
 
   /**
@@ -273,9 +359,9 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
   async function readNow(ref: string | number): Promise<void> {
     const client = parts!.client;
     const project = await client.projects.get(ref);
-    const file = project.default_branch
-      ? await readFile(client, project.id, project.default_branch)
-      : undefined;
+    const branch = project.default_branch;
+    // The branch by its full name: a tag named like it would be read instead of a bare name.
+    const read = branch ? await readFile(client, project.id, `refs/heads/${branch}`) : undefined;
     // Recorded only once read: a read that failed is tried again by the next item.
     const key = project.path_with_namespace.toLowerCase();
     const entry: Entry = entries.get(key) ?? {
@@ -285,7 +371,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     };
     entry.checkedAt = now();
     entries.set(key, entry);
-    if (!file) {
+    if (!read || !branch) {
       if (entry.blobId !== undefined || entry.good)
         log.info({ project: entry.project }, `${REPOSITORY_FILE} is gone: the central rules only`);
       const had = entry.good !== undefined;
@@ -297,11 +383,21 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       return;
     }
     const againstNow = central.forProject(project.path_with_namespace);
-    if (file.blob_id === entry.blobId && entry.checkedAgainst === againstNow) return;
-    entry.blobId = file.blob_id;
+    // A file too large to read has no blob or commit the bot knows: the branch's head stands for both.
+    const seen =
+      'file' in read
+        ? { blobId: read.file.blob_id, commit: read.file.last_commit_id ?? read.file.commit_id }
+        : await client.branches
+            .get(project.id, branch)
+            .then((found) => ({ blobId: `too-large@${found.commit.id}`, commit: found.commit.id }));
+    if (seen.blobId === entry.blobId && entry.checkedAgainst === againstNow) return;
+    entry.blobId = seen.blobId;
     entry.checkedAgainst = againstNow;
-    const commit = file.last_commit_id ?? file.commit_id;
-    const checked = check(fileText(file), file.size, project.path_with_namespace);
+    const commit = seen.commit;
+    const checked =
+      'file' in read
+        ? await check(fileText(read.file), read.file.size, project.path_with_namespace)
+        : { rules: undefined, problems: [tooLarge(`${project.path_with_namespace}:${REPOSITORY_FILE}`)] };
     if (checked.rules === undefined) {
       entry.problems = checked.problems;
       entry.problemCommit = commit;
@@ -410,20 +506,19 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     const mr = await client.mergeRequests.get(item.projectId, item.id);
     if (mr.state !== 'opened' || !mr.sha) return;
     const key = `${item.projectId}:${item.id}`;
-    const changes = await client.mergeRequests.changes(item.projectId, item.id);
-    const touched = changes.changes.some(
-      (change) => change.new_path === REPOSITORY_FILE || change.old_path === REPOSITORY_FILE,
-    );
-    if (!touched) return;
+    if (!(await touches(item, { ...mr, sha: mr.sha }))) return;
     const sourceProject = mr.source_project_id ?? item.projectId;
-    const file = await readFile(client, sourceProject, mr.sha);
-    const stamp = `${mr.sha}:${file?.blob_id ?? 'none'}`;
+    const read = await readFile(client, sourceProject, mr.sha);
+    const file = read && 'file' in read ? read.file : undefined;
+    const stamp = `${mr.sha}:${readStamp(read)}`;
     if (reviewed.get(key) === stamp) return;
     const project = await client.projects.get(item.projectId);
     const path = project.path_with_namespace;
     const checked = file
-      ? check(fileText(file), file.size, path)
-      : { rules: [] as CompiledRule[], problems: [] as Problem[] };
+      ? await check(fileText(file), file.size, path)
+      : read
+        ? { rules: undefined, problems: [tooLarge(`${path}:${REPOSITORY_FILE}`)] }
+        : { rules: [] as CompiledRule[], problems: [] as Problem[] };
     let plan: PlanReport | undefined;
     let wait: Waiting | undefined;
     if (checked.rules !== undefined) {

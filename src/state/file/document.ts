@@ -6,7 +6,9 @@
 import { z } from 'zod';
 import {
   decisionRecordSchema,
+  deliveryAttemptsSchema,
   inboxEntrySchema,
+  parkedDeliverySchema,
   outboxActionSchema,
   pausedRuleSchema,
   queueEntrySchema,
@@ -66,6 +68,10 @@ export const stateDocumentSchema = z.object({
   }),
   /** Oldest first. Absent in documents written before de-dup files existed: none. */
   dedupFiles: z.array(dedupFileRefSchema).default([]),
+  /** Attempts begun on pending deliveries (those with any). Absent before poison deliveries were parked: none. */
+  deliveryAttempts: z.array(deliveryAttemptsSchema).optional(),
+  /** Deliveries parked, oldest parked first. Absent before poison deliveries were parked: none. */
+  parkedDeliveries: z.array(parkedDeliverySchema).optional(),
 });
 
 export type StateDocument = z.infer<typeof stateDocumentSchema>;

@@ -39,6 +39,7 @@ import type {
   Delivery,
   Fleet,
   OutboxAction,
+  ParkedDelivery,
   PausedRule,
   ReplicaView,
   StateStats,
@@ -170,6 +171,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
       this.isOpen = true;
       await this.#heartbeat();
       await this.#reload();
+      await this.#loadParkedDeliveries();
       await this.#adopt();
     } catch (error) {
       this.isOpen = false;
@@ -305,6 +307,27 @@ class PostgresStore extends HeldStateStore implements Fleet {
     }
   }
 
+  /** The database's count: attempts begun by every replica, this one included. */
+  override async beginAttempt(id: string): Promise<number> {
+    this.assertOpen();
+    if (!this.model.inbox.has(id)) {
+      await this.settled();
+      return 0;
+    }
+    // In the view at once (a clean stop may give it back before the database answers).
+    this.model.apply({ op: 'attempt', id });
+    let begun = 0;
+    await this.#serial(async () => {
+      const counted = await this.#query<{ attempts: number }>(
+        'UPDATE hookbot_inbox SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts',
+        [id],
+      );
+      begun = counted.rows[0]?.attempts ?? 0;
+    });
+    if (begun > 0 && this.model.inbox.has(id)) this.model.attempts.set(id, begun);
+    return begun;
+  }
+
   // Outbox
 
   override async putAction(input: ActionInput): Promise<{ created: boolean }> {
@@ -405,6 +428,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
         }
         await this.#prune();
         await this.#reload();
+        await this.#loadParkedDeliveries();
         await this.#adopt();
       } finally {
         this.#refreshing = undefined;
@@ -523,7 +547,24 @@ class PostgresStore extends HeldStateStore implements Fleet {
     switch (m.op) {
       case 'accept':
       case 'processed':
-        return undefined; // their own paths (accept, markProcessed)
+      case 'attempt':
+        return undefined; // their own paths (accept, markProcessed, beginAttempt)
+      case 'attempt_released':
+        return () => q('UPDATE hookbot_inbox SET attempts = greatest(attempts - 1, 0) WHERE id = $1', [m.id]);
+      case 'park_delivery':
+        // Out of the inbox and into the parked ones in one statement; the oldest past the bound go.
+        return async () => {
+          await q(
+            `WITH gone AS (DELETE FROM hookbot_inbox WHERE id = $1 RETURNING id)
+             INSERT INTO hookbot_parked_deliveries (id, record) SELECT id, $2 FROM gone
+             ON CONFLICT (id) DO NOTHING`,
+            [m.parked.id, JSON.stringify(m.parked)],
+          );
+          await q(
+            `DELETE FROM hookbot_parked_deliveries WHERE seq <= (SELECT max(seq) FROM hookbot_parked_deliveries) - $1`,
+            [this.options.maxParked],
+          );
+        };
       case 'put_action':
         this.#touch('outbox', m.action.id);
         return () =>
@@ -795,18 +836,38 @@ class PostgresStore extends HeldStateStore implements Fleet {
       );
   }
 
+  /** The deliveries parked by the fleet (the status page's), oldest parked first. */
+  async #loadParkedDeliveries(): Promise<void> {
+    const rows = await this.#query<{ record: string }>(
+      'SELECT record FROM (SELECT record, seq FROM hookbot_parked_deliveries ORDER BY seq DESC LIMIT $1) t ORDER BY seq',
+      [this.options.maxParked],
+    );
+    const parked = this.model.parkedDeliveries;
+    parked.clear();
+    for (const row of rows.rows) {
+      const record = JSON.parse(row.record) as ParkedDelivery;
+      parked.set(record.id, record);
+    }
+  }
+
   /** Takes over deliveries whose lease ran out (their replica died or closed), oldest first. */
   async #adopt(): Promise<void> {
     if (!this.#pg.takeDeliveries) return;
     const room = Math.max(0, this.options.maxPending - this.model.inbox.size);
     if (room === 0) return;
-    const taken = await this.#query<{ id: string; entry: string; bytes: number; seq: string }>(
+    const taken = await this.#query<{
+      id: string;
+      entry: string;
+      bytes: number;
+      seq: string;
+      attempts: number;
+    }>(
       `UPDATE hookbot_inbox SET holder = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond'
        WHERE id IN (
          SELECT id FROM hookbot_inbox WHERE lease_until < clock_timestamp()
          ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED
        )
-       RETURNING id, entry, bytes, seq`,
+       RETURNING id, entry, bytes, seq, attempts`,
       [this.replicaId, this.#pg.leaseMs, Math.min(room, 1_000)],
     );
     if (taken.rowCount === 0) return;
@@ -818,6 +879,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
         continue;
       }
       this.model.adopt(HeldEntry.fromJson(parsed.data, r.entry, r.bytes));
+      if (r.attempts > 0) this.model.attempts.set(r.id, r.attempts);
     }
     for (const listener of this.#adoptedListeners) listener();
   }

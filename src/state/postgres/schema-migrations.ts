@@ -14,7 +14,7 @@ import type { PoolClient } from 'pg';
 import { StateError } from '../errors.ts';
 
 /** Bump with a new step at the end of `steps`. */
-export const PG_SCHEMA_VERSION = 2;
+export const PG_SCHEMA_VERSION = 3;
 
 /** `steps[i]` brings the schema from version i to i + 1. Never change a released step. */
 const steps: readonly string[] = [
@@ -104,6 +104,16 @@ const steps: readonly string[] = [
     item_key text PRIMARY KEY,
     seq bigserial NOT NULL,
     entry text NOT NULL
+  );
+  `,
+  // 3: poison deliveries (issue 28): the attempts begun on each pending delivery, counted before it
+  // is processed, and the deliveries parked unprocessed once processes kept dying on them.
+  `
+  ALTER TABLE hookbot_inbox ADD COLUMN attempts integer NOT NULL DEFAULT 0;
+  CREATE TABLE hookbot_parked_deliveries (
+    id text PRIMARY KEY,
+    seq bigserial NOT NULL,
+    record text NOT NULL
   );
   `,
 ];

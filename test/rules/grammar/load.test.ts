@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -174,5 +174,24 @@ describe('loadRules', () => {
         'acme/web.yml and acme/web.yaml are the same rules file written twice',
       ]);
     });
+  });
+});
+
+describe('loadRules: a file is sized before it is read', () => {
+  let dir = '';
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a file over the limit is refused from its size, unread (a sparse 3 GB file: no string can hold it)', async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-rules-size-'));
+    await writeFile(path.join(dir, 'default.yml'), 'rules: []\n');
+    const handle = await open(path.join(dir, 'huge.yml'), 'w');
+    await handle.truncate(3 * 1024 ** 3);
+    await handle.close();
+    const loaded = await loadRules(dir);
+    expect(loaded.problems.map(formatProblem)).toEqual([
+      `${path.join(dir, 'huge.yml')}:1:1: the file is 3145728 KB, over the 256 KB limit of a rule file (split it, or move what is not rules elsewhere)`,
+    ]);
   });
 });
