@@ -19,7 +19,8 @@ interface RepositoryCheckOptions {
 
 async function runRepositoryCheck(file: string, options: RepositoryCheckOptions, io: CliIo): Promise<number> {
   const { readFile } = await import('node:fs/promises');
-  const { checkRepositoryFile, repositoryPolicy, formatProblem } = await import('../rules/index.ts');
+  const { checkRepositoryFile, repositoryPolicy, formatProblem, problemCount } =
+    await import('../rules/index.ts');
   let policy;
   try {
     policy = repositoryPolicy(
@@ -60,7 +61,7 @@ async function runRepositoryCheck(file: string, options: RepositoryCheckOptions,
   });
   if (checked.problems.length > 0) {
     for (const problem of checked.problems) io.out(`${formatProblem(problem)}\n`);
-    io.err(`hookbot check: ${counted(checked.problems.length, 'problem')} in ${file}\n`);
+    io.err(`hookbot check: ${counted(problemCount(checked.problems), 'problem')} in ${file}\n`);
     return 1;
   }
   io.out(`${file}: ${counted(checked.rules?.length ?? 0, 'rule')} for the repository: no problems\n`);
@@ -79,7 +80,7 @@ export async function runCheckCommand(
     return 2;
   }
   // Loaded here so that `hookbot --help` stays fast.
-  const { checkRules, readRuleFolder, formatProblem } = await import('../rules/index.ts');
+  const { checkRules, readRuleFolder, formatProblem, problemCount } = await import('../rules/index.ts');
 
   const folder = dir ?? (process.env.HOOKBOT_RULES || 'rules');
   const problems = await checkRules(folder);
@@ -87,7 +88,7 @@ export async function runCheckCommand(
     for (const problem of problems) io.out(`${formatProblem(problem)}\n`);
     const files = new Set(problems.map((problem) => problem.file)).size;
     // The count goes to stderr: stdout holds nothing but problems, for tools that parse it.
-    io.err(`hookbot check: ${counted(problems.length, 'problem')} in ${counted(files, 'file')}\n`);
+    io.err(`hookbot check: ${counted(problemCount(problems), 'problem')} in ${counted(files, 'file')}\n`);
     return 1;
   }
 

@@ -62,7 +62,7 @@ export {
 } from './item/read-snapshot.ts';
 export { withdrawRemovedRules } from './item/withdraw.ts';
 export { loadRules, readRuleFolder } from './grammar/load.ts';
-export { formatProblem } from './grammar/problem.ts';
+export { formatProblem, problemCount } from './grammar/problem.ts';
 export { checkRules } from './grammar/check.ts';
 export { ruleFileSchema } from './grammar/schema.ts';
 export { explainJson } from './engine/explain.ts';

@@ -47,6 +47,16 @@ afterAll(() => {
 });
 
 describe('hookbot check', () => {
+  it('counts the problems left out past the bound in its closing line, not the lines it printed', async () => {
+    // 1,000 rules without an action: the first 200 problems are placed, the other 800 counted.
+    const rules = Array.from({ length: 1000 }, (_, i) => `  - name: r${i}\n    on: [issue.open]\n`).join('');
+    const dir = folder('many-problems', { 'default.yml': `rules:\n${rules}` });
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out.trimEnd().split('\n')).toHaveLength(201);
+    expect(result.err).toBe('hookbot check: 1000 problems in 1 file\n');
+  });
+
   it.each([
     [
       'test/fixtures/rules/example',

@@ -166,12 +166,13 @@ export function parseRuleFile(
   );
   if (issues.length > MAX_PROBLEMS_LISTED) {
     const rest = issues[MAX_PROBLEMS_LISTED]!;
-    problems.push(
-      problemAt(
+    problems.push({
+      ...problemAt(
         at(rest.path.filter((segment) => typeof segment !== 'symbol')),
         `and ${issues.length - MAX_PROBLEMS_LISTED} more problems of the same kinds from here on (the first ${MAX_PROBLEMS_LISTED} are listed)`,
       ),
-    );
+      omitted: issues.length - MAX_PROBLEMS_LISTED,
+    });
   }
   return { file, spec: null, extends: extendsList, problems, locate: at };
 }

@@ -8,6 +8,13 @@ export interface Problem {
   column: number;
   message: string;
   hint?: string;
+  /** Set on the line that stands for problems left out past a bound: how many it stands for. */
+  omitted?: number;
+}
+
+/** How many problems a list stands for: its own, plus those its bound lines say were left out. */
+export function problemCount(problems: readonly Problem[]): number {
+  return problems.reduce((sum, problem) => sum + (problem.omitted ?? 1), 0);
 }
 
 export function formatProblem(problem: Problem): string {
@@ -36,13 +43,15 @@ export function sortProblems(problems: readonly Problem[]): Problem[] {
 export function firstProblems(problems: readonly Problem[], max: number): Problem[] {
   if (problems.length <= max) return [...problems];
   const rest = problems[max]!;
+  const omitted = problemCount(problems.slice(max));
   return [
     ...problems.slice(0, max),
     {
       file: rest.file,
       line: rest.line,
       column: rest.column,
-      message: `and ${problems.length - max} more problems (the first ${max} are shown)`,
+      omitted,
+      message: `and ${omitted} more problems (the first ${max} are shown)`,
       hint: `run hookbot check on the file for the full list`,
     },
   ];

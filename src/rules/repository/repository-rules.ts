@@ -24,7 +24,8 @@ import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/comp
 import { triggerEvents } from '../engine/event-names.ts';
 import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
 import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
-import { firstProblems, type Problem } from '../grammar/problem.ts';
+import { counted } from '../../text/index.ts';
+import { firstProblems, problemCount, type Problem } from '../grammar/problem.ts';
 import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
@@ -476,7 +477,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
       );
     if (problems.length > 0) {
       lines.push(
-        `**${problems.length} problem${problems.length === 1 ? '' : 's'}**: merged as it is, the file would be refused and the rules in force would stay.`,
+        `**${counted(problemCount(problems), 'problem')}**: merged as it is, the file would be refused and the rules in force would stay.`,
         '',
         ...problems.map((problem) => `- \`${problemText(problem)}\``),
       );
@@ -581,7 +582,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     // Only a memory of recent reviews (a restart reviews again, and finds the same comment).
     if (reviewed.size > 1000) reviewed.delete(reviewed.keys().next().value!);
     log.info(
-      { project: path, mergeRequest: mr.iid, head: mr.sha, problems: checked.problems.length },
+      { project: path, mergeRequest: mr.iid, head: mr.sha, problems: problemCount(checked.problems) },
       `${REPOSITORY_FILE} of a merge request reviewed`,
     );
   }
