@@ -33,6 +33,7 @@ import {
   type CallReport,
   createExecutor,
   createItemRuns,
+  itemKeyOf,
   createFreshCheck,
   createItemProcessor,
   createRepositoryRules,
@@ -135,6 +136,8 @@ export async function startRuntime(
           perMergeRequest: config.rules.repository.plan_per_merge_request_hour,
         },
         log: log.child({ part: 'repository-rules' }),
+        // A plan computed later, by a timer, is a run of its merge request like a hook's.
+        runItem: (item, work) => itemRuns.run(itemKeyOf(item.type, item.projectId, item.id), work),
       })
     : undefined;
   const projectRules: ProjectRules = repository ?? rules;

@@ -130,6 +130,13 @@ export interface RepositoryRulesOptions {
   planLimits?: Partial<PlanLimits>;
   log?: RepositoryLog;
   now?: () => number;
+  /**
+   * Runs work as the item's one run (rules/executor/lock.ts `ItemRuns`, shared with the pipeline and
+   * the sweeps): a plan that waited for its limit is computed by a timer, outside any hook's run, and
+   * must not review a merge request beside its own item run (here or on another replica), or two
+   * reviews could each find no comment and post one. Default: run at once.
+   */
+  runItem?: (item: ItemAddress, work: () => Promise<void>) => Promise<void>;
 }
 
 /**
@@ -613,7 +620,8 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     const timer = setTimeout(
       () => {
         waiting.delete(key);
-        review(item, [{ kind: 'manual', byBot: false }]).catch((error: unknown) =>
+        const run = options.runItem ?? ((_item: ItemAddress, work: () => Promise<void>) => work());
+        run(item, () => review(item, [{ kind: 'manual', byBot: false }])).catch((error: unknown) =>
           log.warn({ item: key, err: error }, 'could not compute the plan that waited for its limit'),
         );
       },

@@ -185,7 +185,13 @@ describe('repository rules: the file never stands between a project and its cent
       central: { forProject: () => central('seen') },
       policy: repositoryPolicy([]),
       planLimits: { perAuthor: 10, perMergeRequest: 1, windowMs: 1500 },
+      // The timed review is a run of the item, like a hook's (here: counted).
+      runItem: async (runFor, work) => {
+        itemRuns.push(`${runFor.type}:${runFor.projectId}:${runFor.id}`);
+        await work();
+      },
     });
+    const itemRuns: string[] = [];
     const client = createClient({ baseUrl: sb.url, token: DEMO_TOKENS.hookbot, retry: { limit: 0 } });
     const planClient = createClient({ baseUrl: sb.url, token: DEMO_TOKENS.hookbot, retry: { limit: 0 } });
     rules.attach({ client, bot: { username: 'hookbot' }, planClient: () => planClient });
@@ -227,6 +233,7 @@ describe('repository rules: the file never stands between a project and its cent
       );
       expect(planned).toContain(`head ${second.slice(0, 8)}`);
       expect(planned).not.toContain('was not computed');
+      expect(itemRuns).toEqual([`merge_request:${mr.project_id}:${mr.id}`]);
     } finally {
       rules.close();
     }
