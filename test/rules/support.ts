@@ -50,8 +50,14 @@ export function runAction(
   snapshot: ItemSnapshot,
   guarantees: readonly Guarantee[] = [],
   rule = 'test rule',
+  /** As a rule of a project's own `.hookbot.yml`. */
+  fromRepository = false,
 ): PlanOutcome {
-  return compileAction(actionSchema.parse(spec)).plan(createEvalInput(snapshot, NOW), { rule, guarantees });
+  return compileAction(actionSchema.parse(spec)).plan(createEvalInput(snapshot, NOW), {
+    rule,
+    guarantees,
+    ...(fromRepository ? { fromRepository } : {}),
+  });
 }
 
 export function runActionUnmatched(spec: unknown, snapshot: ItemSnapshot): PlanOutcome | null {

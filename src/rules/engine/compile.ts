@@ -20,6 +20,8 @@ export interface RuleSource {
   file: string;
   line: number;
   column: number;
+  /** A project's own `.hookbot.yml` (docs/repository-rules.md), not the operator's rules folder. */
+  repository?: boolean;
 }
 
 export interface CompiledRule {

@@ -14,6 +14,11 @@ export interface ActionContext {
   rule: string;
   /** What the rule's conditions proved (they all held): merges rely on satisfied statuses. */
   guarantees: readonly Guarantee[];
+  /**
+   * The rule comes from a project's own `.hookbot.yml`: written by whoever may push its default
+   * branch, not by the operator. An action that could reveal more than its writer may read says no.
+   */
+  fromRepository?: boolean;
 }
 
 export type PlanOutcome = readonly Proposal[] | Skip;

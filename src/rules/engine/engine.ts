@@ -161,7 +161,11 @@ function evaluateRule(rule: CompiledRule, input: EvalInput): RuleEvaluation {
 
   let actions: ActionRecord[] | undefined;
   if (matched) {
-    const context = { rule: rule.name, guarantees: guaranteesOf(rule) };
+    const context = {
+      rule: rule.name,
+      guarantees: guaranteesOf(rule),
+      ...(rule.source?.repository ? { fromRepository: true } : {}),
+    };
     actions = new Array<ActionRecord>(rule.actions.length);
     for (let i = 0; i < rule.actions.length; i++) {
       const action = rule.actions[i]!;

@@ -119,6 +119,8 @@ interface ItemSnapshotBase {
 
 export interface IssueSnapshot extends ItemSnapshotBase {
   kind: 'issue';
+  /** Readable by the project's reporters and up, its author and its assignee only. */
+  confidential?: boolean;
 }
 
 export interface MergeRequestSnapshot extends ItemSnapshotBase {

@@ -137,6 +137,7 @@ export function createSnapshotReader(
       kind: 'issue',
       id: issue.id,
       iid: issue.iid,
+      ...(issue.confidential ? { confidential: true } : {}),
       project: await projectOf(issue.project_id),
       title: issue.title,
       description: issue.description,

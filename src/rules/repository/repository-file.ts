@@ -64,7 +64,7 @@ export function checkParsedRepositoryFile(
     const at = parsed.locate(['rules', index]);
     let compiled: CompiledRule | undefined;
     try {
-      compiled = compileRule(spec, { file: context.file, ...at });
+      compiled = compileRule(spec, { file: context.file, ...at, repository: true });
     } catch (error) {
       problems.push({
         file: context.file,

@@ -26,4 +26,21 @@ describe('move action', () => {
   ])('$name', ({ item, outcome }) => {
     expect(runAction({ move: { to: 'support/helpdesk' } }, item)).toEqual(outcome);
   });
+
+  it("moves a confidential issue for the operator's rules, never for a project's own .hookbot.yml", () => {
+    const secret = issue('issue-open', { confidential: true });
+    const move = { move: { to: 'acme/helpdesk' } };
+    expect(runAction(move, secret)).toEqual([
+      {
+        call: { op: 'issues.move', args: { project: 8, issue_id: 43, to_project: 'acme/helpdesk' } },
+        reason: 'move to acme/helpdesk',
+      },
+    ]);
+    expect(runAction(move, secret, [], 'test rule', true)).toEqual({
+      skipped:
+        "a confidential issue is not moved by a project's own .hookbot.yml: it could reach readers of acme/helpdesk who may not read it here (the operator's rules may move it)",
+    });
+    // Not confidential: a repository rule moves it (within the namespace, as allowed).
+    expect(runAction(move, issue('issue-open'), [], 'test rule', true)).toHaveLength(1);
+  });
 });

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { actionDefinitions } from '../../../src/rules/actions/index.ts';
-import { compileRules } from '../../../src/rules/engine/compile.ts';
+import { compileRules, ruleSet } from '../../../src/rules/engine/compile.ts';
+import { evaluate } from '../../../src/rules/engine/engine.ts';
 import { checkRules } from '../../../src/rules/grammar/check.ts';
 import { MAX_RULE_FILE_BYTES } from '../../../src/rules/grammar/parse-file.ts';
 import {
@@ -18,6 +19,7 @@ import {
   repositoryPolicy,
 } from '../../../src/rules/repository/allow-list.ts';
 import { checkRepositoryFile } from '../../../src/rules/repository/repository-file.ts';
+import { issue, NOW, rulesFrom } from '../support.ts';
 
 const CORPUS = 'test/reliability/corpus/rules';
 const temp = mkdtempSync(path.join(tmpdir(), 'hookbot-repository-file-'));
@@ -143,5 +145,29 @@ rules:
     expect(() => repositoryPolicy(['merg'])).toThrow(
       'rules.repository.allow: "merg" is not an action (did you mean "merge"?)',
     );
+  });
+});
+
+describe("a repository file's rules act as a developer's, not the operator's", () => {
+  it('a move it is allowed does not carry a confidential issue out of the project (the same rule centrally does)', () => {
+    const text =
+      'rules:\n  - name: hand over\n    on: [issue.open]\n    for: issues\n    do:\n      - move: { to: acme/helpdesk }\n';
+    const checked = checkRepositoryFile(text, {
+      file: 'acme/web:.hookbot.yml',
+      policy: repositoryPolicy(['move']),
+      project: 'acme/web',
+    });
+    expect(checked.problems).toEqual([]);
+    const secret = issue('issue-open', {
+      confidential: true,
+      project: { id: 8, path_with_namespace: 'acme/web' },
+    });
+    const fromRepository = evaluate(ruleSet(checked.rules!), secret, { now: NOW });
+    expect(fromRepository.plan).toEqual([]);
+    expect(fromRepository.rules[0]!.actions![0]!.skipped).toContain(
+      "a confidential issue is not moved by a project's own .hookbot.yml",
+    );
+    const central = evaluate(rulesFrom(text), secret, { now: NOW });
+    expect(central.plan.map((call) => call.call.op)).toEqual(['issues.move']);
   });
 });
