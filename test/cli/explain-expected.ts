@@ -35,7 +35,7 @@ export function answerOfOne(record: DecisionRecord): Record<string, unknown> {
       call: call.call,
       status: call.status,
       detail: call.detail,
-      at: decision.at,
+      at: new Date(record.at).toISOString(),
       decision: record.id,
     })),
     acting: [{ id: record.id, ...decision }],

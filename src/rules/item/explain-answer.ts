@@ -42,7 +42,7 @@ export interface ActionView {
   detail: string;
   error?: string;
   parked?: string;
-  /** When the decision that reports it was made (ISO 8601). */
+  /** When the decision that reports it was recorded (ISO 8601). */
   at: string;
   /** The id of the decision that reports it (and, unless withdrawn, planned it). */
   decision?: string;
@@ -193,11 +193,12 @@ function plannerLines(record: DecisionRecord, names: readonly string[]): string[
     });
 }
 
-function eventLine(record: DecisionRecord): string {
+/** `decision 1a2b3c4d5e6f at 2026-...Z, on event merge_request.open by @alice`. */
+function decisionLine(record: DecisionRecord): string {
   const evaluation = stored(record).evaluation;
   const actor = str(evaluation?.trigger?.actor?.username);
   const by = actor ? ` by @${actor}${evaluation?.trigger?.byBot === true ? ' (the bot)' : ''}` : '';
-  return `event ${str(evaluation?.event) ?? 'unknown'}${by} at ${str(evaluation?.at) ?? iso(record.at)}`;
+  return `decision ${idText(record)} at ${iso(record.at)}, on event ${str(evaluation?.event) ?? 'unknown'}${by}`;
 }
 
 interface ActionEntry {
@@ -213,7 +214,7 @@ function actionsOf(records: readonly DecisionRecord[]): ActionEntry[] {
   const out: ActionEntry[] = [];
   records.forEach((record, index) => {
     if (!acted(record)) return;
-    const at = str(stored(record).at) ?? iso(record.at);
+    const at = iso(record.at);
     for (const call of callsOf(record)) {
       if (!sent(call)) continue;
       // A withdrawal: the action was planned by an earlier decision, the newest that sent it.
@@ -303,13 +304,14 @@ function explanation(
       const error = view.error ? ` (${view.error})` : '';
       const parked = view.parked ? ` [parked: ${view.parked}]` : '';
       lines.push(`  ${index + 1}. ${view.status}: ${view.call}: ${view.detail}${error}${parked}`);
-      const at = `at ${view.at} (decision ${idText(reporter)})`;
-      if (view.status !== 'withdrawn') lines.push(`     ${at}, planned on ${eventLine(reporter)}:`);
+      if (view.status !== 'withdrawn') lines.push(`     planned by ${decisionLine(reporter)}:`);
       else if (planner)
-        lines.push(`     ${at}; planned by decision ${idText(planner)}, on ${eventLine(planner)}:`);
+        lines.push(
+          `     withdrawn by decision ${idText(reporter)} at ${iso(reporter.at)}; planned by ${decisionLine(planner)}:`,
+        );
       else
         lines.push(
-          `     ${at}; the decision that planned it is no longer kept; the one that withdrew it, on ${eventLine(reporter)}:`,
+          `     withdrawn by ${decisionLine(reporter)} (the decision that planned it is no longer kept):`,
         );
       const why = planner ?? reporter;
       lines.push(...plannerLines(why, ruleNames(view.rule)).map((line) => `     ${line}`));
