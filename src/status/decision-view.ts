@@ -105,7 +105,9 @@ export function explainLink(item: ExplainTarget, query: Record<string, string> =
 export function explainTargetOf(record: DecisionRecord | undefined): ExplainTarget | undefined {
   const parsed = decisionSchema.safeParse(record?.decision);
   const item = parsed.success ? parsed.data.evaluation?.item : undefined;
-  return item ? { kind: item.kind, project: item.project, id: item.id, ...(item.iid ? { iid: item.iid } : {}) } : undefined;
+  return item
+    ? { kind: item.kind, project: item.project, id: item.id, ...(item.iid ? { iid: item.iid } : {}) }
+    : undefined;
 }
 
 function outcomeOf(calls: readonly { status: string }[]): string {

@@ -166,7 +166,9 @@ function actionItem(action: ActionView): Html {
 }
 
 function actionsSection(data: StatusData): Html {
-  const onPage = new Set(data.decisions.flatMap((decision) => (decision.id === undefined ? [] : [decision.id])));
+  const onPage = new Set(
+    data.decisions.flatMap((decision) => (decision.id === undefined ? [] : [decision.id])),
+  );
   const intro = data.actions.length
     ? markup`<p class="muted">What the recent decisions sent, withdrew or parked, newest first, each with the decision that planned it (explain keeps an item's decisions that acted apart from its newest evaluations).</p>\n`
     : '';
