@@ -257,8 +257,33 @@ describe('the status page links each action to the decision that planned it', ()
     // Without a selector: the latest evaluation is an echo, and the answer says why the bot acted.
     const plain = await (await fetch(`${served.url}/explain/acme%2Fweb/mr/7`)).text();
     expect(plain).toMatch(/^why it acted: 2 actions/);
-    expect(plain).toMatch(new RegExp(`planned by decision ${ids.mr} at \\S+Z, on event merge_request.open:`));
-    expect(plain).toContain('    ✓ title matches /docs/i: "Update the docs"');
+    expect(plain).toMatch(
+      new RegExp(`\\ndecision ${ids.mr} at \\S+Z, on event merge_request.open:\\n  1\\. done: `),
+    );
+    expect(plain).toContain('      ✓ title matches /docs/i: "Update the docs"');
     expect(plain).toContain('latest evaluation (decision');
+  });
+  it('explain refuses a query it cannot read (400), and says when no kept decision matches (404)', async () => {
+    const ask = async (query: string) => {
+      const response = await fetch(`${served.url}/explain/acme%2Fweb/mr/7?${query}`);
+      return { status: response.status, message: ((await response.json()) as { message: string }).message };
+    };
+    expect(await ask('decision=xyz')).toEqual({
+      status: 400,
+      message: 'decision must be a decision id: 12 hex digits, as the status page and explain show them',
+    });
+    expect(await ask(`decision=${ids.mr}&rule=automerge`)).toEqual({
+      status: 400,
+      message: 'give one of decision, action and rule, not decision and rule',
+    });
+    expect(await ask('action=a&action=b')).toEqual({
+      status: 400,
+      message: 'action must be given once, as 1 to 300 characters',
+    });
+    expect(await ask('decision=0123456789ab')).toEqual({
+      status: 404,
+      message: 'no decision 0123456789ab is kept for merge request !7 of acme/web',
+    });
+    expect((await ask('rule=nobody')).status).toBe(404);
   });
 });

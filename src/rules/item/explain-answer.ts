@@ -298,24 +298,28 @@ function explanation(
     );
   if (actions.length > 0) {
     lines.push(
-      `why it acted: ${actions.length === 1 ? '1 action' : `${actions.length} actions`} in the decisions kept, newest first, each with the evaluation that planned it:`,
+      `why it acted: ${actions.length === 1 ? '1 action' : `${actions.length} actions`} in the decisions kept, newest first, under the evaluation that planned them:`,
     );
-    actions.forEach(({ view, reporter, planner }, index) => {
-      const error = view.error ? ` (${view.error})` : '';
-      const parked = view.parked ? ` [parked: ${view.parked}]` : '';
-      lines.push(`  ${index + 1}. ${view.status}: ${view.call}: ${view.detail}${error}${parked}`);
-      if (view.status !== 'withdrawn') lines.push(`     planned by ${decisionLine(reporter)}:`);
-      else if (planner)
-        lines.push(
-          `     withdrawn by decision ${idText(reporter)} at ${iso(reporter.at)}; planned by ${decisionLine(planner)}:`,
-        );
-      else
-        lines.push(
-          `     withdrawn by ${decisionLine(reporter)} (the decision that planned it is no longer kept):`,
-        );
-      const why = planner ?? reporter;
-      lines.push(...plannerLines(why, ruleNames(view.rule)).map((line) => `     ${line}`));
-    });
+    // One group per decision, in its order: its actions, then the rules that planned them (for a
+    // withdrawal, the rule as this evaluation saw it: why it no longer plans the action).
+    let number = 0;
+    for (const reporter of new Set(actions.map((entry) => entry.reporter))) {
+      const group = actions.filter((entry) => entry.reporter === reporter);
+      lines.push('', `${decisionLine(reporter)}:`);
+      for (const { view, planner } of group) {
+        const error = view.error ? ` (${view.error})` : '';
+        const parked = view.parked ? ` [parked: ${view.parked}]` : '';
+        lines.push(`  ${++number}. ${view.status}: ${view.call}: ${view.detail}${error}${parked}`);
+        if (view.status === 'withdrawn')
+          lines.push(
+            planner
+              ? `     planned by decision ${idText(planner)} at ${iso(planner.at)}`
+              : '     the decision that planned it is no longer kept',
+          );
+      }
+      const names = [...new Set(group.flatMap(({ view }) => ruleNames(view.rule)))];
+      lines.push(...plannerLines(reporter, names).map((line) => `  ${line}`));
+    }
     lines.push('');
   }
   if (!asked)
