@@ -211,6 +211,10 @@ describe('explain answers "why did it act?" after the echoes of the bot\'s own c
 
   /** The answer says why it acted: the label, planned by the evaluation of merge_request.open. */
   function expectWhy(answer: Answer): void {
+    // First, in words (an answer without `explanation` is the latest decision alone: its text).
+    expect(answer.explanation ?? (answer as unknown as { text: string }).text).toMatch(
+      /^why it acted: 3 actions/,
+    );
     const label = answer.actions.find((a) => a.op === 'mergeRequests.update');
     expect(label).toMatchObject({ rule: 'label docs MRs', status: 'done' });
     expect(label!.call).toContain('documentation');
