@@ -42,6 +42,7 @@ import {
   type ProjectRules,
   repositoryPolicy,
   type Executor,
+  explainAnswer,
   findDecision,
   type RulesHolder,
   type SnapshotReader,
@@ -278,12 +279,16 @@ export async function startRuntime(
         };
       },
       // From what the store recorded only: a caller never makes the bot call the API.
-      explain: (query) =>
-        findDecision(store.latestDecisions(), query, {
+      explain: async (query, selector) => {
+        const found = findDecision(store.latestDecisions(), query, {
           entries: store.queued(),
           now: Date.now(),
           paused: store.pausedRules(),
-        }),
+        });
+        if (!found.found) return found;
+        // The item's kept decisions: the ones that acted outlive the echoes of the bot's own changes.
+        return explainAnswer(found, await store.keptDecisions(found.record.itemKey), selector);
+      },
       // The status page, /metrics and /explain: the Host check, then the optional basic auth.
       protect: [hostCheck(config.server.allowed_hosts), ...(auth ? [basicAuth(auth)] : [])],
       readinessTtlMs: overrides.readinessTtlMs,

@@ -19,6 +19,8 @@ export function createStoreFromConfig(state: Config['state'], extras: StoreExtra
   const shared: StateOptions = {
     dedupTtlMs: state.dedup_ttl_ms,
     decisionItems: extras.decisionItems ?? state.decisions,
+    decisionHistory: state.decision_history,
+    decisionBytes: state.decision_bytes,
     maxPending: state.max_pending,
     maxPendingBytes: state.max_pending_bytes,
     ...(extras.recentDecisions === undefined ? {} : { recentDecisions: extras.recentDecisions }),

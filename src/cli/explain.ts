@@ -1,7 +1,9 @@
 /**
- * `hookbot explain PROJECT (issue|mr) NUMBER [--bot [URL] | --state FILE | --database [URL]] [--json]`: the latest
- * decision the bot recorded for an item (every rule, every condition's value and verdict, the plan
- * and what became of each call). PROJECT is `namespace/project` or the project's id; NUMBER is the
+ * `hookbot explain PROJECT (issue|mr) NUMBER [--bot [URL] | --state FILE | --database [URL]] [--decision ID] [--json]`:
+ * why the bot did what it did to an item: each action the decisions it kept sent, withdrew or
+ * parked, with the evaluation that planned it, then its latest evaluation (every rule, every
+ * condition's value and verdict, the plan and what became of each call) and the evaluations kept
+ * (rules/item/explain-answer.ts); `--decision ID` shows one of them. PROJECT is `namespace/project` or the project's id; NUMBER is the
  * number people see (`4` or `#4`, the iid) or the item's global id, the iid first (when it is
  * both, the answer says which other item the global id is: find-decision.ts).
  *
@@ -26,8 +28,10 @@ import path from 'node:path';
 import type { DecisionRecord, PausedRule, QueueEntry } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import {
+  explainAnswer,
   explainKind,
   type ExplainQuery,
+  type ExplainSelector,
   findDecision,
   itemName,
   itemNumber,
@@ -41,12 +45,18 @@ interface ExplainOptions {
   /** `true` when given without a URL. */
   database?: string | boolean;
   databaseSchema?: string;
+  /** One kept decision by its id. */
+  decision?: string;
   json?: boolean;
 }
 
-/** What explain prints of a decision (process-item.ts `Decision`), checked at the boundary. */
+/**
+ * What explain prints of an answer (explain-answer.ts `ExplainBody`, or from a bot of an earlier
+ * version the decision alone, without `explanation`), checked at the boundary.
+ */
 interface DecisionLike {
   text: string;
+  explanation?: unknown;
   lookup?: { by?: unknown; note?: unknown };
   [key: string]: unknown;
 }
@@ -64,7 +74,8 @@ function print(
   note: string | undefined,
 ): number {
   if (note) io.err(`hookbot explain: ${note}\n`);
-  io.out(json ? `${JSON.stringify(decision, null, 2)}\n` : `${decision.text}\n`);
+  const text = typeof decision.explanation === 'string' ? decision.explanation : decision.text;
+  io.out(json ? `${JSON.stringify(decision, null, 2)}\n` : `${text}\n`);
   return 0;
 }
 
@@ -94,6 +105,10 @@ export async function runExplainCommand(
       "give one of --bot (ask a running bot), --state (read its state file) or --database (read the replicas' database)",
     );
   const target: ExplainQuery = { project: args.project, kind, number };
+  if (options.decision !== undefined && !/^[0-9a-f]{12}$/.test(options.decision))
+    return usage(
+      `--decision takes a decision id: 12 hex digits, as explain and the status page show them (got "${options.decision}")`,
+    );
 
   if (options.bot !== undefined) {
     const url = options.bot === true ? process.env.HOOKBOT_BOT_URL || DEFAULT_BOT_URL : String(options.bot);
@@ -119,16 +134,21 @@ async function fromDatabase(
   options: ExplainOptions,
   io: CliIo,
 ): Promise<number> {
-  const { readLatestDecisions, describeDatabase, StateError } = await import('../state/index.ts');
-  let records;
+  const { readDecisions, describeDatabase, StateError } = await import('../state/index.ts');
+  let read;
   try {
-    records = await readLatestDecisions(url, schema);
+    // The item's kept decisions in the same read-only transaction as the latest ones.
+    read = await readDecisions(url, schema, (latest) => {
+      const found = findDecision(latest, target);
+      return found.found ? found.record.itemKey : undefined;
+    });
   } catch (error) {
     if (error instanceof StateError) return fail(io, error.message);
     throw error;
   }
   return lookUp(
-    records,
+    read.latest,
+    read.kept,
     `the state database ${describeDatabase(url)} (schema ${schema})`,
     target,
     options,
@@ -156,7 +176,7 @@ async function fromBot(
   io: CliIo,
 ): Promise<number> {
   const { base, headers } = botAddress(url);
-  const route = `/explain/${encodeURIComponent(target.project)}/${target.kind === 'issue' ? 'issue' : 'mr'}/${target.number}`;
+  const route = `/explain/${encodeURIComponent(target.project)}/${target.kind === 'issue' ? 'issue' : 'mr'}/${target.number}${options.decision === undefined ? '' : `?decision=${options.decision}`}`;
   let response: Response;
   try {
     response = await fetch(`${base}${route}`, { headers, signal: AbortSignal.timeout(10_000) });
@@ -177,6 +197,8 @@ async function fromBot(
     );
   if (response.status === 404 && typeof message === 'string' && message.startsWith('no decision recorded'))
     return fail(io, `${message} yet (the bot records one each time it evaluates the item)`);
+  if (response.status === 404 && typeof message === 'string' && message.startsWith('no decision '))
+    return fail(io, message);
   if (!response.ok || !isDecision(body))
     return fail(
       io,
@@ -209,7 +231,15 @@ async function fromState(
     );
 
   // Bounds well above any configured ones: opening must not drop decisions the bot keeps.
-  const store = createFileStore({ path: file, decisionItems: 1_000_000, recentDecisions: 1_000_000 });
+  const store = createFileStore({
+    path: file,
+    decisionItems: 1_000_000,
+    recentDecisions: 1_000_000,
+    decisionHistory: 1_000_000,
+    actingDecisions: 1_000_000,
+    decisionItemBytes: Number.MAX_SAFE_INTEGER,
+    decisionBytes: Number.MAX_SAFE_INTEGER,
+  });
   try {
     await store.open();
   } catch (error) {
@@ -217,15 +247,20 @@ async function fromState(
     throw error;
   }
   try {
-    return lookUp(store.latestDecisions(), file, target, options, io, store.queued(), store.pausedRules());
+    const latest = store.latestDecisions();
+    const found = findDecision(latest, target);
+    const kept = found.found ? await store.keptDecisions(found.record.itemKey) : [];
+    return lookUp(latest, kept, file, target, options, io, store.queued(), store.pausedRules());
   } finally {
     // Without compaction: reading must leave the files as the bot left them.
     await store.close({ compact: false });
   }
 }
 
+/** `kept`: the found item's kept decisions, newest first. */
 function lookUp(
   records: DecisionRecord[],
+  kept: readonly DecisionRecord[],
   where: string,
   target: ExplainQuery,
   options: ExplainOptions,
@@ -239,10 +274,14 @@ function lookUp(
     queue && { entries: queue, now: Date.now(), ...(paused ? { paused } : {}) },
   );
   if (!answer.found) return fail(io, `${answer.message} in ${where}`);
-  const decision = answer.record.decision;
-  if (!isDecision(decision))
+  if (!isDecision(answer.record.decision))
     return fail(io, `the decision recorded for ${itemName(target)} cannot be read (another version?)`);
-  return print(io, decision, options.json, answer.note);
+  const selector: ExplainSelector = options.decision === undefined ? {} : { decision: options.decision };
+  const result = explainAnswer(answer, kept, selector);
+  if (!result.found) return fail(io, `${result.message} in ${where}`);
+  // As before: the file and the database answer without the lookup (the bot's JSON has it).
+  const { lookup: _lookup, ...body } = result.body;
+  return print(io, { ...body, text: String(body.text) }, options.json, result.note);
 }
 
 /**
@@ -283,7 +322,9 @@ async function holdersOf(journal: string): Promise<number[]> {
 export const registerExplainCommand: RegisterCommand = (program, io, setExitCode) => {
   program
     .command('explain')
-    .description("Show the bot's latest decision for an issue or merge request, and why.")
+    .description(
+      'Show why the bot acted on an issue or merge request: its actions with the decisions that planned them, and its latest evaluation.',
+    )
     .argument('<project>', 'namespace/project, or the project id')
     .argument('<kind>', 'issue or mr')
     .argument('<number>', 'the number people see (4 or #4), or the global id (as in API paths)')
@@ -294,7 +335,11 @@ export const registerExplainCommand: RegisterCommand = (program, io, setExitCode
       "read the replicas' PostgreSQL database, read-only (default: $HOOKBOT_DATABASE_URL, which is also used when no --bot or --state is given)",
     )
     .option('--database-schema <name>', "the schema of hookbot's tables (state.database_schema)", 'public')
-    .option('--json', 'print the whole decision as JSON')
+    .option(
+      '--decision <id>',
+      'show one of the decisions kept for the item, by its id (explain and the status page show them)',
+    )
+    .option('--json', 'print the whole answer as JSON')
     .action(async (project: string, kind: string, number: string, options: ExplainOptions) => {
       setExitCode(await runExplainCommand({ project, kind, id: number }, options, io));
     });

@@ -46,7 +46,15 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
     );
   const where = describeDatabase(state.database_url);
   // Bounds well above any configured ones: nothing the source holds may be dropped on the way.
-  const roomy = { decisionItems: 1_000_000, recentDecisions: 1_000_000, maxParked: 1_000_000 };
+  const roomy = {
+    decisionItems: 1_000_000,
+    recentDecisions: 1_000_000,
+    maxParked: 1_000_000,
+    decisionHistory: 1_000_000,
+    actingDecisions: 1_000_000,
+    decisionItemBytes: Number.MAX_SAFE_INTEGER,
+    decisionBytes: Number.MAX_SAFE_INTEGER,
+  };
   const clock = transferClock();
   const file = (now?: () => number) =>
     createFileStore({ path: state.path, dedupTtlMs: state.dedup_ttl_ms, ...roomy, ...(now ? { now } : {}) });
@@ -98,7 +106,7 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
         );
       const counts = await transferState(from, to, clock, Object.keys(SWEEP_DEFAULTS));
       io.out(
-        `moved ${fromName} to ${toName}: ${counts.deliveries} pending deliveries, ${counts.actions} actions, ${counts.parked} parked, ${counts.watches} watches, ${counts.queued} queued merge requests, ${counts.pausedRules} paused rules, ${counts.decisions} decisions, ${counts.schedules} sweep schedules.\n` +
+        `moved ${fromName} to ${toName}: ${counts.deliveries} pending deliveries, ${counts.actions} actions, ${counts.parked} parked, ${counts.watches} watches, ${counts.queued} queued merge requests, ${counts.pausedRules} paused rules, ${counts.decisions} decisions (with the history kept for explain), ${counts.schedules} sweep schedules.\n` +
           `${fromName} is left as it was: start the bot on the new state, then remove it.\n`,
       );
       return 0;

@@ -319,7 +319,19 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe('How long a delivery is remembered, so that a redelivery is not processed twice.'),
       decisions: integer(1)
         .default(500)
-        .describe('How many recent decisions are kept for explain and the status page.'),
+        .describe(
+          'Items whose decisions are kept for explain (the least recently decided go first); the latest of each, and its history below.',
+        ),
+      decision_history: integer(1)
+        .default(20)
+        .describe(
+          "Evaluations kept per item for explain, the newest; besides them, its 10 newest decisions that acted, so the echoes of the bot's own changes do not push those out.",
+        ),
+      decision_bytes: integer(65_536)
+        .default(8_388_608)
+        .describe(
+          "Bytes (of JSON) of every item's decision history together; past it the least recently decided items' history goes first (their latest decision stays). Each item's is bounded at 256 KiB too.",
+        ),
       max_pending: integer(1)
         .default(10_000)
         .describe('Most deliveries accepted and not yet processed; past it new deliveries get 503.'),

@@ -20,13 +20,13 @@ interface DecisionShape {
  */
 export function withDecisionMetrics(store: StateStore, metrics: Metrics): StateStore {
   const replica = store.fleet?.replicaId;
-  const recordDecision = async (itemKey: string, decision: unknown) => {
+  const recordDecision: StateStore['recordDecision'] = async (itemKey, decision, options) => {
     count(metrics, decision as DecisionShape);
     const stamped =
       replica !== undefined && decision !== null && typeof decision === 'object' && !Array.isArray(decision)
         ? { ...decision, replica }
         : decision;
-    return store.recordDecision(itemKey, stamped);
+    return store.recordDecision(itemKey, stamped, options);
   };
   // Every other member is the store's own, bound to it (its methods use private fields).
   return new Proxy(store, {

@@ -11,9 +11,10 @@ import express, {
   type Response,
 } from 'express';
 import {
-  type ExplainAnswer,
   explainKind,
   type ExplainQuery,
+  type ExplainResult,
+  type ExplainSelector,
   itemNumber,
   projectRefProblem,
 } from '../rules/index.ts';
@@ -21,8 +22,11 @@ import {
 export interface OpsAppOptions {
   /** Resolves true when the bot is ready (cached: see readiness.ts). */
   ready: () => Promise<boolean>;
-  /** The latest recorded decision for an item, for `GET /explain/:project/:kind/:number`. */
-  explain?: (query: ExplainQuery) => ExplainAnswer;
+  /**
+   * Explain's answer for an item, for `GET /explain/:project/:kind/:number` (`?decision=ID`,
+   * `?action=ID` or `?rule=NAME` show one kept decision: rules/item/explain-answer.ts).
+   */
+  explain?: (query: ExplainQuery, selector: ExplainSelector) => ExplainResult | Promise<ExplainResult>;
   /** Run before every route but /healthz and /readyz (Host check, authentication). */
   protect?: RequestHandler[];
   /** Extra routers (metrics, status page), mounted in order, behind `protect`. */
@@ -47,7 +51,7 @@ export function createOpsApp(options: OpsAppOptions): Express {
 
   // `:project` is a project id or `namespace%2Fproject`; `:number` the iid people see (#4) or the
   // global id (find-decision.ts says which wins). Text for a terminal, JSON when asked for.
-  app.get('/explain/:project/:kind/:number', (req, res) => {
+  app.get('/explain/:project/:kind/:number', async (req, res) => {
     const project = String(req.params.project);
     const problem = projectRefProblem(project);
     if (problem) return void res.status(400).json({ message: problem });
@@ -56,16 +60,16 @@ export function createOpsApp(options: OpsAppOptions): Express {
     const number = itemNumber(String(req.params.number));
     if (number === undefined)
       return void res.status(400).json({ message: 'the number must be a positive integer, e.g. 4 or #4' });
-    const answer = options.explain?.({ project, kind, number }) ?? {
+    const selector = explainSelector(req.query);
+    if (typeof selector === 'string') return void res.status(400).json({ message: selector });
+    const answer = (await options.explain?.({ project, kind, number }, selector)) ?? {
       found: false,
       message: 'explain is not available',
     };
     res.set('cache-control', 'no-store').set('x-content-type-options', 'nosniff');
     if (!answer.found) return void res.status(404).json({ message: answer.message });
-    const decision = answer.record.decision as { text?: unknown } | null;
-    const lookup = { by: answer.by, ...(answer.note && { note: answer.note }) };
-    if (req.accepts(['text', 'json']) === 'json') return void res.json({ ...(decision as object), lookup });
-    const text = typeof decision?.text === 'string' ? decision.text : JSON.stringify(decision, null, 2);
+    if (req.accepts(['text', 'json']) === 'json') return void res.json(answer.body);
+    const text = answer.body.explanation;
     res.type('text').send(answer.note ? `${answer.note}\n\n${text}\n` : `${text}\n`);
   });
 
@@ -91,6 +95,23 @@ export function createOpsApp(options: OpsAppOptions): Express {
     res.status(500).json({ message: 'internal error' });
   });
   return app;
+}
+
+/**
+ * `?decision=ID`, `?action=ID` or `?rule=NAME` (one at most, each a single bounded value), or what
+ * is wrong with the query.
+ */
+function explainSelector(query: Request['query']): ExplainSelector | string {
+  const given = (['decision', 'action', 'rule'] as const).filter((name) => query[name] !== undefined);
+  if (given.length > 1) return `give one of decision, action and rule, not ${given.join(' and ')}`;
+  const name = given[0];
+  if (name === undefined) return {};
+  const value = query[name];
+  if (typeof value !== 'string' || value.length === 0 || value.length > 300)
+    return `${name} must be given once, as 1 to 300 characters`;
+  if (name === 'decision' && !/^[0-9a-f]{12}$/.test(value))
+    return 'decision must be a decision id: 12 hex digits, as the status page and explain show them';
+  return { [name]: value };
 }
 
 /** The 4xx status of an error express or a body parser made for the client to see (http-errors). */

@@ -42,10 +42,11 @@ export {
   itemName,
   itemNumber,
   projectRefProblem,
-  type ExplainAnswer,
   type ExplainQuery,
 } from './item/find-decision.ts';
 export { createFreshCheck } from './item/fresh-check.ts';
+export { decisionActed } from './item/kept-decision.ts';
+export { explainAnswer, type ExplainResult, type ExplainSelector } from './item/explain-answer.ts';
 export {
   createItemProcessor,
   decisionText,

@@ -11,7 +11,7 @@
  * (the held entry parses it only if someone reads it). Profiled with 4 KB bodies, the JSON round
  * trip and the schema check of the general path were a fifth of the store's CPU time.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { StateError } from './errors.ts';
 import { HeldEntry, type JsonPiece } from './held-entry.ts';
 import { mutationSchema, queueEntrySchema, type Mutation } from './mutations.ts';
@@ -30,6 +30,7 @@ import type {
   PausedRule,
   PendingDelivery,
   QueueEntry,
+  RecordDecisionOptions,
   StateStats,
   StateStore,
   WatchEntry,
@@ -61,9 +62,13 @@ export abstract class HeldStateStore implements StateStore {
   /** What the error messages call this store: its file, or "the in-memory state store". */
   protected abstract readonly label: string;
 
-  constructor(options: ResolvedStateOptions) {
+  /**
+   * `keepDecisions: false`: the model keeps no decisions for explain besides the latest and the
+   * ring (a backend that reads them from elsewhere when asked overrides `keptDecisions`).
+   */
+  constructor(options: ResolvedStateOptions, model: { keepDecisions?: boolean } = {}) {
     this.options = options;
-    this.model = new HeldState(options);
+    this.model = new HeldState(options, model);
   }
 
   abstract open(): Promise<void>;
@@ -381,9 +386,20 @@ export abstract class HeldStateStore implements StateStore {
 
   // Decisions
 
-  async recordDecision(itemKey: string, decision: unknown): Promise<void> {
+  async recordDecision(
+    itemKey: string,
+    decision: unknown,
+    options: RecordDecisionOptions = {},
+  ): Promise<void> {
     this.assertOpen();
-    await this.commit({ op: 'decision', record: { itemKey, at: this.options.now(), decision } });
+    const record: DecisionRecord = {
+      id: options.id ?? randomBytes(6).toString('hex'),
+      itemKey,
+      at: this.options.now(),
+      ...(options.acted ? { acted: true as const } : {}),
+      decision,
+    };
+    await this.commit({ op: 'decision', record });
   }
 
   latestDecision(itemKey: string): DecisionRecord | undefined {
@@ -400,6 +416,11 @@ export abstract class HeldStateStore implements StateStore {
     this.assertOpen();
     if (limit <= 0) return [];
     return this.model.recent.slice(-limit).reverse();
+  }
+
+  async keptDecisions(itemKey: string): Promise<DecisionRecord[]> {
+    this.assertOpen();
+    return this.model.kept?.of(itemKey) ?? [];
   }
 
   // For backends

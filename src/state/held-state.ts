@@ -11,6 +11,7 @@ import { SCHEMA_VERSION, type DedupEntry, type StateDocument } from './file/docu
 import { HeldEntry } from './held-entry.ts';
 import type { Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
+import { KeptDecisions } from './kept-decisions.ts';
 import type { RawJson } from './file/sliced-json.ts';
 import type {
   DecisionRecord,
@@ -23,7 +24,14 @@ import type {
 
 export type ModelBounds = Pick<
   ResolvedStateOptions,
-  'maxDedupKeys' | 'maxParked' | 'decisionItems' | 'recentDecisions'
+  | 'maxDedupKeys'
+  | 'maxParked'
+  | 'decisionItems'
+  | 'recentDecisions'
+  | 'decisionHistory'
+  | 'actingDecisions'
+  | 'decisionItemBytes'
+  | 'decisionBytes'
 >;
 
 /** The document as a compaction writes it: inbox entries go as the JSON they were journaled as. */
@@ -72,11 +80,17 @@ export class HeldState {
   readonly latest = new Map<string, DecisionRecord>();
   /** Oldest first. */
   readonly recent: DecisionRecord[] = [];
+  /**
+   * The decisions kept for explain, per item (kept-decisions.ts); an item's newest is its latest.
+   * Undefined in a PostgreSQL replica's view: there they are read from the database when asked.
+   */
+  readonly kept: KeptDecisions | undefined;
 
   readonly #bounds: ModelBounds;
 
-  constructor(bounds: ModelBounds) {
+  constructor(bounds: ModelBounds, options: { keepDecisions?: boolean } = {}) {
     this.#bounds = bounds;
+    this.kept = options.keepDecisions === false ? undefined : new KeptDecisions(bounds);
   }
 
   /**
@@ -88,8 +102,9 @@ export class HeldState {
     bounds: ModelBounds,
     filed: Iterable<DedupEntry> = [],
     held: Iterable<HeldEntry> = [],
+    options: { keepDecisions?: boolean } = {},
   ): HeldState {
-    const model = new HeldState(bounds);
+    const model = new HeldState(bounds, options);
     for (const entry of doc.inbox) model.#hold(HeldEntry.fromEntry(entry));
     for (const entry of held) model.#hold(entry);
     for (const entry of filed) model.#setKey(entry.key, entry.id, entry.expiresAt);
@@ -107,8 +122,18 @@ export class HeldState {
     for (const paused of doc.pausedRules) model.paused.set(paused.rule, paused);
     for (const record of doc.decisions.latest) model.latest.set(record.itemKey, record);
     for (const record of doc.decisions.recent) model.recent.push(record);
+    if (model.kept) {
+      const history = doc.decisions.history;
+      // A document from before decision history: each item's latest decision is all it kept.
+      if (history === undefined) for (const record of model.latest.values()) model.kept.add(record);
+      for (const { itemKey, earlier } of history ?? []) {
+        const latest = model.latest.get(itemKey);
+        if (latest !== undefined) model.kept.restore(itemKey, [...earlier, latest]);
+      }
+    }
     // The bounds may have been lowered in the configuration since the document was written.
     model.#enforceBounds();
+    model.#enforceKeptBounds();
     return model;
   }
 
@@ -132,7 +157,14 @@ export class HeldState {
         lastSuccess: [...this.lastSuccess].map(([sweep, at]) => ({ sweep, at })),
       },
       pausedRules: [...this.paused.values()],
-      decisions: { latest: [...this.latest.values()], recent: [...this.recent] },
+      decisions: {
+        latest: [...this.latest.values()],
+        recent: [...this.recent],
+        history: (this.kept?.entries() ?? []).map(([itemKey, records]) => ({
+          itemKey,
+          earlier: records.slice(0, -1),
+        })),
+      },
       dedupFiles: [],
       deliveryAttempts: [...this.attempts].map(([id, attempts]) => ({ id, attempts })),
       parkedDeliveries: [...this.parkedDeliveries.values()],
@@ -261,6 +293,10 @@ export class HeldState {
         this.latest.delete(m.record.itemKey);
         this.latest.set(m.record.itemKey, m.record);
         this.recent.push(m.record);
+        if (this.kept) {
+          this.kept.add(m.record);
+          this.#enforceKeptBounds();
+        }
         break;
     }
     this.#enforceBounds();
@@ -326,17 +362,25 @@ export class HeldState {
     this.#dropOldestKeys(this.#bounds.maxDedupKeys);
     dropOldest(this.parked, this.#bounds.maxParked);
     dropOldest(this.parkedDeliveries, this.#bounds.maxParked);
-    dropOldest(this.latest, this.#bounds.decisionItems);
+    dropOldest(this.latest, this.#bounds.decisionItems, (itemKey) => this.kept?.forget(itemKey));
     const excess = this.recent.length - this.#bounds.recentDecisions;
     if (excess > 0) this.recent.splice(0, excess);
   }
+
+  /** The bound on all kept decisions' bytes: the least recently decided items' go first. */
+  #enforceKeptBounds(): void {
+    const kept = this.kept;
+    if (kept === undefined || kept.bytes <= this.#bounds.decisionBytes) return;
+    kept.enforceTotal([...this.latest.keys()].reverse());
+  }
 }
 
-function dropOldest<K, V>(map: Map<K, V>, max: number): void {
+function dropOldest<K, V>(map: Map<K, V>, max: number, dropped?: (key: K) => void): void {
   if (map.size <= max) return;
   for (const key of map.keys()) {
     if (map.size <= max) return;
     map.delete(key);
+    dropped?.(key);
   }
 }
 

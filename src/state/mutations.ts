@@ -117,7 +117,14 @@ export const parkedDeliverySchema = z.object({
 /** A pending delivery's attempts begun (only those with any). */
 export const deliveryAttemptsSchema = z.object({ id: z.string(), attempts: z.number().int().nonnegative() });
 
-export const decisionRecordSchema = z.object({ itemKey: z.string(), at: time, decision: z.unknown() });
+/** `id` and `acted` are absent in records written before decision history (each reads as not acting). */
+export const decisionRecordSchema = z.object({
+  id: z.string().optional(),
+  itemKey: z.string(),
+  at: time,
+  acted: z.literal(true).optional(),
+  decision: z.unknown(),
+}) satisfies z.ZodType<DecisionRecord>;
 
 export const mutationSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('accept'), entry: inboxEntrySchema, expiresAt: time }),

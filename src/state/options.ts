@@ -25,8 +25,26 @@ export interface StateOptions {
   maxParked?: number;
   /** Items whose latest decision is kept for explain (least recently decided go first). Default 500. */
   decisionItems?: number;
-  /** Size of the ring of recent decisions. Default 200. */
+  /** Size of the ring of recent decisions (all items: the status page's). Default 200. */
   recentDecisions?: number;
+  /** Evaluations kept per item for explain: the newest ones, whatever they did. Default 20. */
+  decisionHistory?: number;
+  /**
+   * Decisions that acted kept per item besides those (the newest ones), so that evaluations that
+   * did nothing, such as the echoes of the bot's own changes, do not push them out. Default 10.
+   */
+  actingDecisions?: number;
+  /**
+   * Bytes (of JSON) of the decisions kept for one item; past it the oldest that did nothing go
+   * first, then the oldest that acted. The newest decision and the newest that acted stay whatever
+   * their size. Default 256 KiB.
+   */
+  decisionItemBytes?: number;
+  /**
+   * Bytes (of JSON) of the decisions kept for all items; past it the least recently decided items'
+   * kept decisions go first (their latest decision stays, for `latestDecision`). Default 8 MiB.
+   */
+  decisionBytes?: number;
   /** The clock (ms since the epoch). Default `Date.now`; tests pass a fake one. */
   now?: () => number;
   /** Where notable events go (a torn journal tail truncated, a migration, a compaction). Default: nowhere. */
@@ -87,6 +105,10 @@ export const STATE_DEFAULTS = {
   maxParked: 1_000,
   decisionItems: 500,
   recentDecisions: 200,
+  decisionHistory: 20,
+  actingDecisions: 10,
+  decisionItemBytes: 256 * 1024,
+  decisionBytes: 8 * 1024 * 1024,
 } as const;
 
 export const FILE_STORE_DEFAULTS = {
@@ -107,6 +129,10 @@ export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOp
     maxParked: options.maxParked ?? STATE_DEFAULTS.maxParked,
     decisionItems: options.decisionItems ?? STATE_DEFAULTS.decisionItems,
     recentDecisions: options.recentDecisions ?? STATE_DEFAULTS.recentDecisions,
+    decisionHistory: options.decisionHistory ?? STATE_DEFAULTS.decisionHistory,
+    actingDecisions: options.actingDecisions ?? STATE_DEFAULTS.actingDecisions,
+    decisionItemBytes: options.decisionItemBytes ?? STATE_DEFAULTS.decisionItemBytes,
+    decisionBytes: options.decisionBytes ?? STATE_DEFAULTS.decisionBytes,
     now: options.now ?? (() => Date.now()),
     log: options.log,
   };
@@ -118,6 +144,10 @@ export function resolveStateOptions(options: StateOptions = {}): ResolvedStateOp
     'maxParked',
     'decisionItems',
     'recentDecisions',
+    'decisionHistory',
+    'actingDecisions',
+    'decisionItemBytes',
+    'decisionBytes',
   ] as const) {
     requirePositiveInteger(key, resolved[key]);
   }

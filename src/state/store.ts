@@ -175,10 +175,32 @@ export interface PausedRule {
   at: number;
 }
 
+/**
+ * A decision as the store keeps it for explain. The store treats `decision` as opaque; whether it
+ * acted is the caller's to say (`recordDecision`'s `acted`), and decides how long it is kept.
+ */
 export interface DecisionRecord {
+  /**
+   * Its id (12 hex digits), given by the store when it records it: what the status page and explain
+   * name it by. Absent in decisions recorded before hookbot kept a history.
+   */
+  id?: string;
   itemKey: string;
   at: number;
+  /** Present (true) when the decision acted; such decisions outlive the ring of recent evaluations. */
+  acted?: true;
   decision: unknown;
+}
+
+export interface RecordDecisionOptions {
+  /**
+   * The decision acted: it sent, withdrew or parked an action, or took the item out of its merge
+   * queue. It is then kept among the item's decisions that acted (`actingDecisions`), which later
+   * evaluations that did nothing (the echoes of the bot's own changes) do not push out.
+   */
+  acted?: boolean;
+  /** Keep this id instead of a new one (`hookbot state migrate` carries the ids over). */
+  id?: string;
 }
 
 /** Counts and file sizes, for metrics and the status page. File figures are 0 without files. */
@@ -355,10 +377,23 @@ export interface StateStore {
   pausedRules(): PausedRule[];
 
   // Decisions (explain)
-  recordDecision(itemKey: string, decision: unknown): Promise<void>;
+  /**
+   * Records an evaluation of an item: its latest decision from now on, the newest of the ring of
+   * recent decisions, and the newest of the item's kept decisions (`keptDecisions`).
+   */
+  recordDecision(itemKey: string, decision: unknown, options?: RecordDecisionOptions): Promise<void>;
   latestDecision(itemKey: string): DecisionRecord | undefined;
   /** The most recent decisions, newest first, at most `limit` (and at most the ring's size). */
   recentDecisions(limit?: number): DecisionRecord[];
   /** The latest decision of every item kept (at most `decisionItems`), least recently recorded first. */
   latestDecisions(): DecisionRecord[];
+  /**
+   * The decisions kept for explain of one item, newest first: its last `decisionHistory`
+   * evaluations, and besides them its last `actingDecisions` decisions that acted, within
+   * `decisionItemBytes` (the newest and the newest that acted are kept whatever their size) and
+   * `decisionBytes` for all items together (past it the least recently decided items' go first).
+   * Empty for an item without any. Asynchronous: PostgreSQL reads them from the database when asked
+   * (they are not part of a replica's view).
+   */
+  keptDecisions(itemKey: string): Promise<DecisionRecord[]>;
 }

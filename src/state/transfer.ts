@@ -2,7 +2,8 @@
  * Moves a whole state from one store to another through the StateStore interface only, so it works
  * between any two backends (`hookbot state migrate --to postgres|file`). The target's clock is
  * set to each record's own time while it is written, so times come over as they were (when a
- * delivery was accepted, an action planned, a rule paused, a decision made).
+ * delivery was accepted, an action planned, a rule paused, a decision made). The decisions kept for
+ * explain come over with their ids, so links to them (the status page's) still lead to them.
  *
  * What does not come over: the de-duplication keys of deliveries already processed (the interface
  * does not list them; a redelivery of one within the window is then evaluated again, on the item's
@@ -11,7 +12,7 @@
  * parked unprocessed (a migration starts each pending delivery's count again: at worst one more
  * attempt at a poison delivery, which is then parked as before).
  */
-import type { StateStore } from './store.ts';
+import type { DecisionRecord, StateStore } from './store.ts';
 
 export interface TransferCounts {
   deliveries: number;
@@ -121,10 +122,25 @@ export async function transferState(
       if (last !== undefined) await to.setLastSuccess(sweep, last);
       if (next !== undefined || last !== undefined) counts.schedules++;
     }
-    // Least recently decided first, so the target keeps the same order (and the same bound).
-    for (const record of from.latestDecisions()) {
+    // Every decision kept for explain, with its id and whether it acted, each item's oldest first
+    // and its latest last; all of them in the order they were made, so the target keeps the same
+    // latest decisions, in the same order (and within the same bounds).
+    const decisions: DecisionRecord[] = [];
+    for (const latest of from.latestDecisions()) {
+      const kept = (await from.keptDecisions(latest.itemKey)).reverse();
+      const newest = kept.at(-1);
+      const same =
+        newest !== undefined && (newest.id === undefined ? newest.at === latest.at : newest.id === latest.id);
+      decisions.push(...kept, ...(same ? [] : [latest]));
+    }
+    // Stable: records made in the same millisecond keep the order above.
+    decisions.sort((a, b) => a.at - b.at);
+    for (const record of decisions) {
       clock.at = record.at;
-      await to.recordDecision(record.itemKey, record.decision);
+      await to.recordDecision(record.itemKey, record.decision, {
+        ...(record.acted ? { acted: true } : {}),
+        ...(record.id === undefined ? {} : { id: record.id }),
+      });
       counts.decisions++;
     }
     await to.flush();

@@ -26,6 +26,10 @@ const plannedSchema = z.looseObject({
 });
 
 const callSchema = z.looseObject({
+  id: z.string().optional().catch(undefined),
+  op: z.string().optional().catch(undefined),
+  rule: z.string().optional().catch(undefined),
+  action: z.string().optional().catch(undefined),
   status: z.string(),
   call: z.string().catch(''),
   detail: z.string().optional().catch(undefined),
@@ -53,6 +57,8 @@ const decisionSchema = z.looseObject({
 });
 
 export interface DecisionView {
+  /** Its id (absent for a decision recorded before decisions had ids): the card's anchor is `decision-<id>`. */
+  id?: string;
   itemKey: string;
   /** When it was recorded (ms since the epoch). */
   at: number;
@@ -68,8 +74,40 @@ export interface DecisionView {
   outcome: string;
   /** The decision in words (explain). */
   text?: string;
+  /** It acted (sent, withdrew or parked an action): kept apart for explain, and its calls are actions. */
+  acted: boolean;
+  /** Explain's answer for this decision, relative to the status page (`explain/acme%2Fweb/mr/7?decision=<id>`). */
+  explain?: string;
   /** Set when the record could not be read at all. */
   unreadable?: boolean;
+}
+
+/** An item as explain finds it: from the evaluation a decision records. */
+export interface ExplainTarget {
+  kind: string;
+  project: string;
+  iid?: number;
+  id: number;
+}
+
+/**
+ * The link to explain's answer for an item, relative to the status page (both are served at the
+ * root of the bot's port): `explain/<project>/<issue|mr>/<number>` and the query that picks the
+ * decision (`decision=<id>`, `action=<id>` or `rule=<name>`).
+ */
+export function explainLink(item: ExplainTarget, query: Record<string, string> = {}): string {
+  const kind = item.kind === 'issue' ? 'issue' : 'mr';
+  const search = new URLSearchParams(query).toString();
+  return `explain/${encodeURIComponent(item.project)}/${kind}/${item.iid ?? item.id}${search ? `?${search}` : ''}`;
+}
+
+/** The item a recorded decision is about, for a link to explain; undefined when it does not say. */
+export function explainTargetOf(record: DecisionRecord | undefined): ExplainTarget | undefined {
+  const parsed = decisionSchema.safeParse(record?.decision);
+  const item = parsed.success ? parsed.data.evaluation?.item : undefined;
+  return item
+    ? { kind: item.kind, project: item.project, id: item.id, ...(item.iid ? { iid: item.iid } : {}) }
+    : undefined;
 }
 
 function outcomeOf(calls: readonly { status: string }[]): string {
@@ -81,8 +119,11 @@ function outcomeOf(calls: readonly { status: string }[]): string {
 
 export function decisionView(record: DecisionRecord): DecisionView {
   const parsed = decisionSchema.safeParse(record.decision);
+  const id = record.id === undefined ? {} : { id: record.id };
+  const acted = record.acted === true;
   if (!parsed.success)
     return {
+      ...id,
       itemKey: record.itemKey,
       at: record.at,
       dryRun: false,
@@ -90,6 +131,7 @@ export function decisionView(record: DecisionRecord): DecisionView {
       plan: [],
       execution: [],
       outcome: 'unknown',
+      acted,
       unreadable: true,
     };
   const { evaluation, execution, text } = parsed.data;
@@ -101,7 +143,9 @@ export function decisionView(record: DecisionRecord): DecisionView {
     ...(parked !== undefined ? { parked } : {}),
   }));
   const item = evaluation?.item;
+  const target = explainTargetOf(record);
   return {
+    ...id,
     itemKey: record.itemKey,
     at: record.at,
     ...(item
@@ -128,6 +172,8 @@ export function decisionView(record: DecisionRecord): DecisionView {
     execution: calls,
     outcome: outcomeOf(calls),
     ...(text !== undefined ? { text } : {}),
+    acted,
+    ...(target && record.id !== undefined ? { explain: explainLink(target, { decision: record.id }) } : {}),
   };
 }
 
@@ -143,6 +189,62 @@ const storedCallSchema = z.looseObject({
     .catch(undefined),
 });
 
+/**
+ * An action a recent decision sent, withdrew or parked (the status page's Actions): what became of
+ * it, and the decision that reported it, with a link to explain's answer for that decision.
+ */
+export interface ActionView {
+  /** The outbox id. */
+  id?: string;
+  itemKey: string;
+  item?: DecisionView['item'];
+  rule?: string;
+  action?: string;
+  op?: string;
+  call: string;
+  status: string;
+  detail?: string;
+  error?: string;
+  parked?: string;
+  /** When the decision was recorded (ms since the epoch). */
+  at: number;
+  /** The id of the decision that reported it: its card on the page is `#decision-<id>`. */
+  decision?: string;
+  explain?: string;
+}
+
+/** The actions of the decisions that acted, in the order given (newest first), at most `limit`. */
+export function actionViews(records: readonly DecisionRecord[], limit: number): ActionView[] {
+  const out: ActionView[] = [];
+  for (const record of records) {
+    if (record.acted !== true) continue;
+    const parsed = decisionSchema.safeParse(record.decision);
+    if (!parsed.success) continue;
+    const view = decisionView(record);
+    for (const call of parsed.data.execution?.calls ?? []) {
+      if (call.status === 'skipped') continue;
+      if (out.length >= limit) return out;
+      out.push({
+        ...(call.id !== undefined ? { id: call.id } : {}),
+        itemKey: record.itemKey,
+        ...(view.item ? { item: view.item } : {}),
+        ...(call.rule !== undefined ? { rule: call.rule } : {}),
+        ...(call.action !== undefined ? { action: call.action } : {}),
+        ...(call.op !== undefined ? { op: call.op } : {}),
+        call: call.call,
+        status: call.status,
+        ...(call.detail !== undefined ? { detail: call.detail } : {}),
+        ...(call.error !== undefined && call.error !== call.detail ? { error: call.error } : {}),
+        ...(call.parked !== undefined ? { parked: call.parked } : {}),
+        at: record.at,
+        ...(record.id !== undefined ? { decision: record.id } : {}),
+        ...(view.explain ? { explain: view.explain } : {}),
+      });
+    }
+  }
+  return out;
+}
+
 export interface ParkedView {
   id: string;
   itemKey: string;
@@ -156,10 +258,12 @@ export interface ParkedView {
   parkedAt: number;
   createdAt: number;
   lastError?: string;
+  /** Explain's answer for the decision that planned it (`?action=<id>`), when the item has a decision kept. */
+  explain?: string;
 }
 
 /** Only parked actions are given here; `parked` is set on each (state/store.ts `listParked`). */
-export function parkedView(action: OutboxAction): ParkedView {
+export function parkedView(action: OutboxAction, target?: ExplainTarget): ParkedView {
   const stored = storedCallSchema.safeParse(action.call);
   const call = stored.success ? stored.data : undefined;
   const view: ParkedView = {
@@ -175,5 +279,6 @@ export function parkedView(action: OutboxAction): ParkedView {
   if (call?.planned?.action !== undefined) view.action = call.planned.action;
   if (call?.planned?.call !== undefined) view.op = call.planned.call.op;
   if (action.lastError !== undefined && action.lastError !== view.reason) view.lastError = action.lastError;
+  if (target) view.explain = explainLink(target, { action: action.id });
   return view;
 }

@@ -2,7 +2,7 @@
  * The status page as one server-rendered HTML document, from `StatusData` (already redacted). Every
  * value goes through `markup` (escaped); the only markup not built that way is the stylesheet.
  */
-import type { DecisionView, ParkedView } from './decision-view.ts';
+import type { ActionView, DecisionView, ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import { markup, trusted, type Html, type HtmlValue } from './html.ts';
 import type { QueueView, StatusData, SweepView, WatchView } from './status-data.ts';
@@ -115,6 +115,11 @@ function executionList(decision: DecisionView): HtmlValue {
   return markup`<ul>${calls}</ul>\n`;
 }
 
+/** A link to explain's answer (relative: explain is served beside the page). */
+function explainAnchor(href: string | undefined, text: string): Html | '' {
+  return href === undefined ? '' : markup`<a href="${href}">${text}</a>`;
+}
+
 function decisionCard(decision: DecisionView, now: number): Html {
   const item = decision.item;
   const title = item?.title ? markup` · ${item.title}` : '';
@@ -132,9 +137,12 @@ function decisionCard(decision: DecisionView, now: number): Html {
   const explanation = decision.text
     ? markup`<details><summary>Explanation</summary><pre>${decision.text}</pre></details>\n`
     : '';
-  return markup`<article class="card">
+  const id = decision.id === undefined ? '' : markup` id="decision-${decision.id}"`;
+  const explain = decision.explain ? markup` · ${explainAnchor(decision.explain, 'explain')}` : '';
+  const acted = decision.acted ? markup` · ${badge('acted', 'ok')}` : '';
+  return markup`<article class="card"${id}>
 <header><h3>${itemLabel(decision)}${title}</h3><small>${when(decision.at, now)}</small></header>
-<p><small class="mono">${decision.itemKey}</small>${facts}</p>
+<p><small class="mono">${decision.itemKey}${decision.id === undefined ? '' : ` · decision ${decision.id}`}</small>${facts}${acted}${explain}</p>
 ${unreadable}<p>Rules matched: ${matched}</p>
 <p>Plan:${planList(decision)}</p>
 <p>Outcome: ${decision.outcome}</p>
@@ -147,6 +155,49 @@ function decisionsSection(data: StatusData): Html {
     ? data.decisions.map((decision) => decisionCard(decision, data.now))
     : markup`<p class="muted">No decision recorded yet.</p>\n`;
   return section('decisions', 'Decisions', data.decisions.length, body);
+}
+
+/** `acme/web !7`, or the item key when the decision names no item. */
+function actionItem(action: ActionView): Html {
+  const item = action.item;
+  if (!item) return markup`<small class="mono">${action.itemKey}</small>`;
+  const sign = item.kind === 'merge_request' ? '!' : '#';
+  return markup`${item.project} ${item.iid !== undefined ? `${sign}${item.iid}` : `id ${item.id}`}`;
+}
+
+function actionsSection(data: StatusData): Html {
+  const onPage = new Set(
+    data.decisions.flatMap((decision) => (decision.id === undefined ? [] : [decision.id])),
+  );
+  const intro = data.actions.length
+    ? markup`<p class="muted">What the recent decisions sent, withdrew or parked, newest first, each with the decision that planned it (explain keeps an item's decisions that acted apart from its newest evaluations).</p>\n`
+    : '';
+  const rows = table<ActionView>(
+    data.actions,
+    [
+      { label: 'When', cell: (a) => when(a.at, data.now) },
+      { label: 'Item', cell: actionItem },
+      { label: 'Rule', cell: (a) => a.rule ?? '' },
+      { label: 'Outcome', cell: (a) => badge(a.status) },
+      {
+        label: 'Call',
+        cell: (a) =>
+          markup`<code>${a.call}</code>${a.detail ? markup`: ${a.detail}` : ''}${a.error ? markup` <span class="bad">(${a.error})</span>` : ''}${a.parked ? markup` <span class="bad">[parked: ${a.parked}]</span>` : ''}`,
+      },
+      {
+        label: 'Planned by',
+        cell: (a) => {
+          if (a.decision === undefined) return explainAnchor(a.explain, 'explain');
+          const card = onPage.has(a.decision)
+            ? markup`<a href="#decision-${a.decision}">decision ${a.decision}</a>`
+            : markup`decision ${a.decision}`;
+          return markup`${card}${a.explain ? markup` · ${explainAnchor(a.explain, 'explain')}` : ''}`;
+        },
+      },
+    ],
+    'No action in the recent decisions.',
+  );
+  return section('actions', 'Actions', data.actions.length, [intro, rows]);
 }
 
 function waitsFor(watch: WatchView): Html {
@@ -168,6 +219,7 @@ function watchSection(data: StatusData): Html {
       { label: 'Waits for', cell: waitsFor },
       { label: 'Head', cell: (w) => markup`<code title="${w.headSha}">${w.headSha.slice(0, 12)}</code>` },
       { label: 'Since', cell: (w) => when(w.since, data.now) },
+      { label: 'Armed by', cell: (w) => explainAnchor(w.explain, 'explain') },
     ],
     'No merge request is waiting to be merged.',
   );
@@ -185,6 +237,7 @@ function queueSection(data: StatusData): Html {
         cell: (q) => markup`!${q.iid}<br><small class="mono">${q.itemKey}</small>`,
       },
       { label: 'State', cell: (q) => q.state },
+      { label: 'Queued by', cell: (q) => explainAnchor(q.explain, 'explain') },
     ],
     'No merge request is queued.',
   );
@@ -212,6 +265,7 @@ function parkedSection(data: StatusData): Html {
       },
       { label: 'Tries', cell: (p) => p.attempts },
       { label: 'Parked', cell: (p) => when(p.parkedAt, data.now) },
+      { label: 'Planned by', cell: (p) => explainAnchor(p.explain, 'explain') },
     ],
     'No parked action.',
   );
@@ -398,6 +452,7 @@ function navigation(data: StatusData): Html {
   const links: [string, string][] = [
     ['deliveries', 'Deliveries'],
     ['decisions', 'Decisions'],
+    ['actions', `Actions (${data.actions.length})`],
     ['merge-watch', `Merge watch (${data.mergeWatch.length})`],
     ['merge-queue', `Merge queue (${data.mergeQueue.length})`],
     ['parked', `Parked (${data.parked.length})`],
@@ -425,7 +480,7 @@ export function renderStatusPage(data: StatusData): string {
 <p class="muted">Read at ${when(data.now, data.now)} · <a href="status.json">JSON</a> · reload the page to update</p>
 ${navigation(data)}${alerts(data)}</header>
 <main>
-${deliveriesSection(data)}${decisionsSection(data)}${watchSection(data)}${queueSection(data)}${parkedSection(data)}${parkedDeliveriesSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
+${deliveriesSection(data)}${decisionsSection(data)}${actionsSection(data)}${watchSection(data)}${queueSection(data)}${parkedSection(data)}${parkedDeliveriesSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
 </body>
 </html>
 `.toString();

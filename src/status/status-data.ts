@@ -7,7 +7,16 @@
 import { redactValue, secretMatcher } from '../ops/index.ts';
 import { queuePosition, queuesOf } from '../state/index.ts';
 import type { Fleet, ParkedDelivery, ReplicaView, StateStats, StateStore } from '../state/index.ts';
-import { decisionView, parkedView, type DecisionView, type ParkedView } from './decision-view.ts';
+import {
+  actionViews,
+  decisionView,
+  explainLink,
+  explainTargetOf,
+  parkedView,
+  type ActionView,
+  type DecisionView,
+  type ParkedView,
+} from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import { echoPauseOf, pauseReason, type RepositoryRulesState, type RulesState } from '../rules/index.ts';
 
@@ -15,6 +24,7 @@ export type StatusStore = Pick<
   StateStore,
   | 'pendingDeliveries'
   | 'recentDecisions'
+  | 'latestDecision'
   | 'watched'
   | 'listParked'
   | 'pausedRules'
@@ -51,6 +61,8 @@ export interface WatchView {
   /** Status names that must succeed on `headSha` before the merge. */
   required: string[];
   since: number;
+  /** Explain's answer for the decision in which its rule armed it (`?rule=<rule>`). */
+  explain?: string;
 }
 
 /** A merge request in a merge queue (docs/merge-queue.md), in queue order. */
@@ -64,6 +76,9 @@ export interface QueueView {
   position: number;
   /** `position 2 of 4 ...; waiting for ci/test on 3f2a1c9`. */
   state: string;
+  rule: string;
+  /** Explain's answer for the decision in which its rule queued it (`?rule=<rule>`). */
+  explain?: string;
 }
 
 export interface SweepView {
@@ -82,6 +97,12 @@ export interface StatusData {
     oldestPendingAt?: number;
   };
   decisions: DecisionView[];
+  /**
+   * The actions the recent decisions sent, withdrew or parked, newest first, each with the decision
+   * that reported it (the ring of recent decisions: the echoes of the bot's own changes are
+   * decisions that did nothing, and have no action here).
+   */
+  actions: ActionView[];
   mergeWatch: WatchView[];
   mergeQueue: QueueView[];
   parked: ParkedView[];
@@ -128,6 +149,13 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
   // Not `pending()`: that parses every pending body, and a backlog may be tens of megabytes.
   const pending = store.pendingDeliveries();
   const oldest = pending[0];
+  const limit = sources.decisionLimit ?? DEFAULT_DECISION_LIMIT;
+  // Links to explain, for the items explain has a decision of (it answers from those only).
+  const target = (itemKey: string) => explainTargetOf(store.latestDecision(itemKey));
+  const withLink = (itemKey: string, query: Record<string, string>) => {
+    const item = target(itemKey);
+    return item ? { explain: explainLink(item, query) } : {};
+  };
   const data: StatusData = {
     now,
     deliveries: {
@@ -135,7 +163,8 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       pending: pending.length,
       ...(oldest ? { oldestPendingAt: oldest.receivedAt } : {}),
     },
-    decisions: store.recentDecisions(sources.decisionLimit ?? DEFAULT_DECISION_LIMIT).map(decisionView),
+    decisions: store.recentDecisions(limit).map((record) => decisionView(record)),
+    actions: actionViews(store.recentDecisions(), limit),
     mergeWatch: store
       .watched()
       .map(({ itemKey, project, mrId, rule, headSha, required, since }) => ({
@@ -146,10 +175,14 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
         headSha,
         required: [...required],
         since,
+        ...withLink(itemKey, { rule }),
       }))
       .sort((a, b) => a.since - b.since),
-    mergeQueue: queueViews(store.queued?.() ?? [], now),
-    parked: store.listParked().map(parkedView),
+    mergeQueue: queueViews(store.queued?.() ?? [], now).map((view) => ({
+      ...view,
+      ...withLink(view.itemKey, { rule: view.rule }),
+    })),
+    parked: store.listParked().map((action) => parkedView(action, target(action.itemKey))),
     parkedDeliveries: store.parkedDeliveries?.() ?? [],
     pausedRules: store.pausedRules().map((paused) => {
       const echo = echoPauseOf(paused);
@@ -187,6 +220,7 @@ function queueViews(entries: ReturnType<StateStore['queued']>, now: number): Que
       queue: entry.queue,
       position: index + 1,
       state: queuePosition(entries, entry.itemKey, now) ?? '',
+      rule: entry.rule,
     })),
   );
 }

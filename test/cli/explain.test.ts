@@ -16,6 +16,8 @@ import { createMetrics } from '../../src/ops/metrics.ts';
 import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
+import type { DecisionRecord } from '../../src/state/index.ts';
+import { answerOfOne } from './explain-expected.ts';
 
 const SECRET = 'explain-hook-secret';
 
@@ -65,6 +67,8 @@ describe('hookbot explain', () => {
   let issue = { id: 0, iid: 0 };
   /** The decision the bot recorded, as the store holds it. */
   let recorded: { text: string; evaluation: { item: { labels: string[] } } };
+  /** The same, with its id and time: the whole answer derives from it (one decision kept). */
+  let record: DecisionRecord;
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 'demo', adminToken: 'explain-root-token', hookTimeoutMs: 2_000 });
@@ -93,7 +97,7 @@ describe('hookbot explain', () => {
     const alice = createClient({ baseUrl: sb.url, token: DEMO_TOKENS.alice });
     const created = await alice.issues.create('acme/web', { title: 'Crash on save', labels: ['ui'] });
     issue = { id: created.id, iid: created.iid };
-    const record = await waitFor(() => runtime!.store.latestDecision(`issue:${projectId}:${issue.id}`));
+    record = await waitFor(() => runtime!.store.latestDecision(`issue:${projectId}:${issue.id}`));
     await runtime.bot.pipeline.idle();
     recorded = record.decision as typeof recorded;
   });
@@ -129,7 +133,7 @@ describe('hookbot explain', () => {
         '--json',
       ]);
       expect(result.code).toBe(0);
-      expect(JSON.parse(result.out)).toEqual({ ...recorded, lookup: { by: 'iid' } });
+      expect(JSON.parse(result.out)).toEqual({ ...answerOfOne(record), lookup: { by: 'iid' } });
     });
 
     it('takes the project id as well as its path', async () => {
@@ -219,7 +223,7 @@ describe('hookbot explain', () => {
       vi.stubEnv('HOOKBOT_STATE', stateFile);
       const result = await explain([String(projectId), 'issue', `#${issue.iid}`, '--json']);
       expect(result.code).toBe(0);
-      expect(JSON.parse(result.out)).toEqual(recorded);
+      expect(JSON.parse(result.out)).toEqual(answerOfOne(record));
     });
 
     it.each([

@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runStateMigrate } from '../../src/cli/state.ts';
-import { createFileStore, createPostgresStore, type StateStore } from '../../src/state/index.ts';
+import {
+  createFileStore,
+  createPostgresStore,
+  type DecisionRecord,
+  type StateStore,
+} from '../../src/state/index.ts';
 import { postgresAvailable, TEST_DATABASE_URL, useTestSchemas } from '../helpers/postgres.ts';
 
 const schema = useTestSchemas();
@@ -65,12 +70,25 @@ async function fill(store: StateStore): Promise<{ pendingKey: string }> {
   });
   await store.pauseRule('noisy', 'too many items');
   await store.recordDecision('acme/web#1', { verdict: 'commented' });
+  // The history kept for explain: a decision that acted, then the echoes of the bot's own changes.
+  await store.recordDecision('acme/web!3', { verdict: 'labelled' }, { acted: true });
+  await store.recordDecision('acme/web!3', { verdict: 'echo of the label' });
+  await store.recordDecision('acme/web!3', { verdict: 'echo of the status' });
   await store.setNextRun('merge_watch', undefined, 12_345);
   await store.close();
   return { pendingKey: 'k-pending' };
 }
 
-function expectFilled(store: StateStore): void {
+/** The decisions kept for explain in the source, with their ids, times and whether they acted. */
+let sourceKept: DecisionRecord[] = [];
+
+async function expectFilled(store: StateStore): Promise<void> {
+  expect(await store.keptDecisions('acme/web!3')).toEqual(sourceKept);
+  expect(sourceKept.map((d) => [d.decision, d.acted ?? false])).toEqual([
+    [{ verdict: 'echo of the status' }, false],
+    [{ verdict: 'echo of the label' }, false],
+    [{ verdict: 'labelled' }, true],
+  ]);
   expect(store.pending().map((e) => [e.key, e.body])).toEqual([['k-pending', { a: 1 }]]);
   expect(store.getAction('retrying')).toMatchObject({ attempts: 1, nextTryAt: 200, lastError: 'timeout' });
   expect(store.listParked().map((a) => [a.id, a.parked?.reason])).toEqual([['given-up', 'no permission']]);
@@ -87,6 +105,10 @@ describe.skipIf(!postgresAvailable)('hookbot state migrate', () => {
     await writeFile(config, `state:\n  database_schema: ${shared}\n`);
     const source = join(dir, 'data', 'hookbot.json');
     await fill(createFileStore({ path: source }));
+    const reading = createFileStore({ path: source });
+    await reading.open();
+    sourceKept = await reading.keptDecisions('acme/web!3');
+    await reading.close({ compact: false });
     vi.stubEnv('HOOKBOT_STATE', source);
     vi.stubEnv('HOOKBOT_DATABASE_URL', TEST_DATABASE_URL);
 
@@ -96,7 +118,7 @@ describe.skipIf(!postgresAvailable)('hookbot state migrate', () => {
     const database = createPostgresStore({ url: TEST_DATABASE_URL, schema: shared, replicaId: 'check' });
     await database.open();
     try {
-      expectFilled(database);
+      await expectFilled(database);
     } finally {
       await database.close();
     }
@@ -113,7 +135,7 @@ describe.skipIf(!postgresAvailable)('hookbot state migrate', () => {
     const file = createFileStore({ path: back });
     await file.open();
     try {
-      expectFilled(file);
+      await expectFilled(file);
     } finally {
       await file.close();
     }

@@ -97,6 +97,18 @@ export const FIELD_PROBES: Record<string, { store: Store; moved: (s: Status, fir
     store: 'file',
     moved: (s) => s.decisions.some((d: any) => d.matched.includes('triage') && d.text.length > 0),
   },
+  // Each with the decision that planned it (issue 30), and the link to explain's answer for it.
+  actions: {
+    store: 'file',
+    moved: (s) =>
+      s.actions.some(
+        (a: any) =>
+          a.rule === 'triage' &&
+          a.status === 'done' &&
+          s.decisions.some((d: any) => d.id === a.decision) &&
+          a.explain === `explain/fig%2Fweb/issue/${a.item.iid}?decision=${a.decision}`,
+      ),
+  },
   mergeWatch: {
     store: 'file',
     moved: (s) =>

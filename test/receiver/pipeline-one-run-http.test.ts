@@ -154,8 +154,11 @@ describe('one run per item: concurrent deliveries and a sweep (over HTTP, the bo
     expect(waits()).toBe(true);
     expect((await admin.mergeRequests.get(projectId, mr.id)).state).toBe('merged');
 
-    // Explain: the decision that merged it, not a later one that found it merged.
-    const decision = runtime.store.latestDecision(itemKey)?.decision as Decision;
+    // Explain: the decision that merged it, not a later one that found it merged. Every evaluation
+    // is kept (issue 30); the one that merged it as one that acted, which later ones do not hide.
+    const kept = await runtime.store.keptDecisions(itemKey);
+    const merging = kept.find((record) => record.acted);
+    const decision = merging?.decision as Decision;
     const merge = decision.execution.calls.find((call) => call.op === 'mergeRequests.merge');
     expect(merge?.status).toBe('done');
     const iid = (await admin.mergeRequests.get(projectId, mr.id)).iid;
@@ -163,13 +166,15 @@ describe('one run per item: concurrent deliveries and a sweep (over HTTP, the bo
     expect(explain).toContain('✓ merge when green');
     expect(explain).toMatch(/done: mergeRequests\.merge .*merged at/);
     expect(explain).not.toContain('withdrawn');
-    // A later run did find it merged, and did nothing: it did not replace that decision.
-    expect(
-      lines.some(
-        (line) =>
-          line.msg === 'nothing to do; explain keeps the decision that ended the item' &&
-          line.itemKey === itemKey,
-      ),
-    ).toBe(true);
+    // A later run did find it merged, and did nothing: it is the latest evaluation, kept after it.
+    const later = kept.slice(0, kept.indexOf(merging!));
+    expect(later.length).toBeGreaterThan(0);
+    for (const record of later) {
+      const found = record.decision as Decision;
+      expect(record.acted).toBeUndefined();
+      expect(found.evaluation.item.state).toBe('merged');
+      expect(found.execution.calls).toEqual([]);
+    }
+    expect(explain).toContain(`why it acted: 1 action`);
   });
 });

@@ -555,6 +555,7 @@ const cases: Case[] = [
         await store.recordDecision(item, { verdict });
       }
       expect(store.latestDecision('i1')).toEqual({
+        id: expect.stringMatching(/^[0-9a-f]{12}$/),
         itemKey: 'i1',
         at: clock.now - 1,
         decision: { verdict: 'three' },
@@ -574,6 +575,100 @@ const cases: Case[] = [
       expect(store.recentDecisions(1).map((d) => d.itemKey)).toEqual(['i3']);
       expect(store.recentDecisions(0)).toEqual([]);
       expect(store.stats()).toMatchObject({ decisionItems: 2, recentDecisions: 3 });
+    },
+  ],
+  [
+    'decisions kept per item: the newest evaluations (decisionHistory) and, apart, the newest that acted (actingDecisions), newest first, across a restart',
+    { decisionHistory: 3, actingDecisions: 2 },
+    async ({ store, clock }) => {
+      // A1 acted, then an echo, A2 acted, then four echoes: the echoes fill the ring, the two that
+      // acted stay beside it.
+      const record = async (verdict: string) => {
+        clock.now += 1;
+        await store.recordDecision('mr', { verdict }, { acted: verdict.startsWith('A') });
+      };
+      for (const verdict of ['A1', 'E1', 'A2', 'E2', 'E3', 'E4', 'E5']) await record(verdict);
+      const kept = async () =>
+        (await store.keptDecisions('mr')).map((d) => (d.decision as { verdict: string }).verdict);
+      expect(await kept()).toEqual(['E5', 'E4', 'E3', 'A2', 'A1']);
+      const records = await store.keptDecisions('mr');
+      expect(records.map((d) => d.acted ?? false)).toEqual([false, false, false, true, true]);
+      expect(new Set(records.map((d) => d.id)).size).toBe(5);
+      for (const d of records) expect(d.id).toMatch(/^[0-9a-f]{12}$/);
+      expect(records[0]).toEqual(store.latestDecision('mr'));
+      expect(records.map((d) => d.at)).toEqual([7, 6, 5, 3, 1].map((n) => clock.now - 7 + n));
+      // One more that acted: the oldest that acted goes (two at most), the ring moves on.
+      await record('A3');
+      expect(await kept()).toEqual(['A3', 'E5', 'E4', 'A2']);
+      // Another item, and an item without any.
+      await store.recordDecision('other', { verdict: 'O1' });
+      expect((await store.keptDecisions('other')).map((d) => d.decision)).toEqual([{ verdict: 'O1' }]);
+      expect(await store.keptDecisions('none')).toEqual([]);
+      await store.close();
+      await store.open();
+      expect(await kept()).toEqual(['A3', 'E5', 'E4', 'A2']);
+      expect((await store.keptDecisions('mr'))[0]).toEqual(store.latestDecision('mr'));
+      // Echoes after the restart push out echoes only.
+      for (const verdict of ['E6', 'E7', 'E8']) await record(verdict);
+      expect(await kept()).toEqual(['E8', 'E7', 'E6', 'A3', 'A2']);
+    },
+  ],
+  [
+    'decisions kept per item are bounded in bytes: the newest and the newest that acted stay, then those that acted, then the others, newest first',
+    // Each decision here is about 1,100 bytes of JSON: three fit in 3,500, four do not.
+    { decisionHistory: 20, actingDecisions: 10, decisionItemBytes: 3_500 },
+    async ({ store, clock }) => {
+      const pad = 'x'.repeat(1_000);
+      const record = async (verdict: string, size = pad) => {
+        clock.now += 1;
+        await store.recordDecision('mr', { verdict, pad: size }, { acted: verdict.startsWith('A') });
+      };
+      const kept = async () =>
+        (await store.keptDecisions('mr')).map((d) => (d.decision as { verdict: string }).verdict);
+      for (const verdict of ['A1', 'E1', 'E2', 'A2', 'E3', 'E4']) await record(verdict);
+      expect(await kept()).toEqual(['E4', 'A2', 'A1']);
+      for (const d of await store.keptDecisions('mr'))
+        expect(JSON.stringify(d).length).toBeGreaterThan(1_000);
+      // A decision larger than the bound by itself: it stays, with the newest that acted.
+      await record('E5', 'y'.repeat(5_000));
+      expect(await kept()).toEqual(['E5', 'A2']);
+      // What went for it does not come back; the large one goes as soon as it is not the newest.
+      await record('E6');
+      expect(await kept()).toEqual(['E6', 'A2']);
+      await record('A3');
+      expect(await kept()).toEqual(['A3', 'E6', 'A2']);
+      await store.close();
+      await store.open();
+      expect(await kept()).toEqual(['A3', 'E6', 'A2']);
+    },
+  ],
+  [
+    "decisions kept for all items are bounded in bytes: the least recently decided items' go first, their latest decision stays",
+    // Each decision here is about 1,100 bytes of JSON: two items' fit in 2,500, three do not.
+    { decisionBytes: 2_500, decisionItems: 3 },
+    async ({ store, clock }) => {
+      const pad = 'x'.repeat(1_000);
+      for (const item of ['i1', 'i2', 'i3']) {
+        clock.now += 1;
+        await store.recordDecision(item, { item, pad }, { acted: true });
+      }
+      // PostgreSQL applies the bounds over every item at each refresh (compact runs them now).
+      await store.compact();
+      expect(await store.keptDecisions('i1')).toEqual([]);
+      expect((await store.keptDecisions('i2')).map((d) => d.itemKey)).toEqual(['i2']);
+      expect((await store.keptDecisions('i3')).map((d) => d.itemKey)).toEqual(['i3']);
+      expect(store.latestDecision('i1')?.decision).toEqual({ item: 'i1', pad });
+      // Past decisionItems, an item's kept decisions go with its latest decision.
+      clock.now += 1;
+      await store.recordDecision('i4', { item: 'i4' });
+      await store.compact();
+      expect(store.latestDecision('i1')).toBeUndefined();
+      expect(await store.keptDecisions('i1')).toEqual([]);
+      expect((await store.keptDecisions('i4')).map((d) => d.decision)).toEqual([{ item: 'i4' }]);
+      await store.close();
+      await store.open();
+      expect(await store.keptDecisions('i1')).toEqual([]);
+      expect((await store.keptDecisions('i3')).map((d) => d.itemKey)).toEqual(['i3']);
     },
   ],
   [

@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
-import { createOpsApp } from '../../src/receiver/ops-app.ts';
+import { createOpsApp, type OpsAppOptions } from '../../src/receiver/ops-app.ts';
 import type { Evaluation } from '../../src/rules/engine/engine.ts';
 import type { ExecutionReport } from '../../src/rules/executor/executor.ts';
 import { decisionText, type Decision } from '../../src/rules/item/process-item.ts';
@@ -130,7 +130,8 @@ export async function filledStore(): Promise<StateStore> {
     headers: {},
     body: { object_kind: 'merge_request' },
   });
-  await store.recordDecision(MR_KEY, DECISION);
+  // It acted (its call failed): the bot records it so (rules/item/kept-decision.ts).
+  await store.recordDecision(MR_KEY, DECISION, { acted: true });
   await store.watch({
     itemKey: MR_KEY,
     project: 'acme/web',
@@ -215,9 +216,13 @@ export interface Served {
 }
 
 /** The status router on the ops app (as the bot mounts it), on 127.0.0.1 and a random port. */
-export async function serveStatus(options: StatusRouterOptions): Promise<Served> {
+export async function serveStatus(
+  options: StatusRouterOptions,
+  explain?: OpsAppOptions['explain'],
+): Promise<Served> {
   const app = createOpsApp({
     ready: async () => true,
+    ...(explain ? { explain } : {}),
     extend: (a) => void a.use(createStatusRouter(options)),
   });
   const server: Server = createServer(app);

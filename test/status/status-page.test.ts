@@ -216,6 +216,7 @@ describe('GET /status.json', () => {
         headSha: HEAD_SHA,
         required: ['ci/build', 'ci/test'],
         since: NOW - 20 * 60_000,
+        explain: `explain/acme%2Fweb/mr/7?rule=${WATCH_RULE}`,
       },
     ]);
     expect(body.parked).toEqual([

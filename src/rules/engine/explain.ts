@@ -56,7 +56,8 @@ function actionLine(action: ActionRecord): string[] {
   return action.planned.map((call) => `  → ${action.action}: ${call.reason}`);
 }
 
-function ruleLines(rule: RuleEvaluation): string[] {
+/** One rule's verdict, its conditions with the values seen, and its actions, as explain shows them. */
+export function ruleLines(rule: RuleEvaluation): string[] {
   const where = rule.source ? ` (${rule.source.file}:${rule.source.line})` : '';
   if (!rule.applies) return [`- ${rule.rule}${where}: does not apply: ${rule.why ?? ''}`];
   const verdict = rule.matched ? 'matched' : 'did not match';

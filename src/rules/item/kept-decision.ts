@@ -1,44 +1,29 @@
 /**
- * Which decision explain keeps for an item that the bot merged, closed or moved. Events about the
- * item that arrived while the run that merged it was going on run it once more afterwards (one run
- * at a time: executor/lock.ts), and that run finds it merged: no rule matches any more, nothing is
- * done. Recorded, that evaluation would hide the one that merged it, and explain would answer "merge
- * when green: did not match (state is opened seen merged)" to whoever asks why it was merged.
+ * Whether a decision acted: what the store keeps apart for explain (state `recordDecision`'s
+ * `acted`, docs/state.md "Decisions kept for explain"). The bot's own label, status and comment
+ * fire hooks back, and each echo is evaluated and recorded; the store keeps the decisions that
+ * acted beside the ring of the newest evaluations, so the echoes never push out the answer to "why
+ * did it act?" (issue 30).
  *
- * So an evaluation that did nothing at all (no call, nothing withdrawn, no queue left) on an item
- * that is no longer open does not replace a decision that merged, closed or moved the item. Any
- * evaluation that does something (a reopened item relabelled, a comment) is recorded as usual, and
- * so is every evaluation of an item the bot did not end itself.
+ * This replaces an earlier special case: an evaluation that did nothing on an item the bot had
+ * merged, closed or moved was not recorded, so that it would not hide the decision that ended the
+ * item. Every evaluation is recorded now, and the decision that ended the item is kept as one that
+ * acted.
+ *
+ * A decision acted when any of its calls (the superseded first round's included) was anything but
+ * `skipped` (the effect already held): made (`done`), tried and failed (`failed`, `ambiguous`, and
+ * parked with the reason), withdrawn from the outbox (`withdrawn`), or shown in a dry run
+ * (`dry-run`); or when it took the item out of its merge queue.
  */
-import type { CallReport } from '../executor/executor.ts';
-
-interface RecordedDecision {
-  dryRun?: boolean;
-  execution?: { calls?: readonly Partial<CallReport>[] };
-}
-
-interface NextDecision {
-  dryRun: boolean;
-  evaluation: { item: { state: string } };
-  execution: { calls: readonly CallReport[] };
-  superseded?: unknown;
+/** What of a decision tells (process-item.ts `Decision`, or one read back from the store). */
+interface ActingShape {
+  execution: { calls: readonly { status: string }[] };
+  superseded?: { execution: { calls: readonly { status: string }[] } };
   leftQueue?: string;
 }
 
-const isOpenState = (state: string): boolean => state === 'opened' || state === 'reopened';
-
-/** Did this call end the item: a merge, a close, a move (done, not described or skipped)? */
-function ended(call: Partial<CallReport>): boolean {
-  if (call.status !== 'done') return false;
-  return call.op === 'mergeRequests.merge' || call.action === 'close' || call.action === 'move';
-}
-
-/** True when `next` must not replace `previous` (the recorded decision, as stored) for explain. */
-export function keepsEarlierDecision(previous: unknown, next: NextDecision): boolean {
-  if (next.dryRun || next.superseded !== undefined || next.leftQueue !== undefined) return false;
-  if (next.execution.calls.length > 0 || isOpenState(next.evaluation.item.state)) return false;
-  if (previous === null || typeof previous !== 'object') return false;
-  const recorded = previous as RecordedDecision;
-  if (recorded.dryRun === true) return false;
-  return (recorded.execution?.calls ?? []).some(ended);
+export function decisionActed(decision: ActingShape): boolean {
+  if (decision.leftQueue !== undefined) return true;
+  const calls = [...decision.execution.calls, ...(decision.superseded?.execution.calls ?? [])];
+  return calls.some((call) => call.status !== 'skipped');
 }

@@ -19,7 +19,7 @@ import type { CallReport, ExecutionReport, Executor, StoredCall } from '../execu
 import { ANY_EVENT, itemAddressOf, withdrawalReason } from './fresh-check.ts';
 import { canonicalJson } from '../executor/ids.ts';
 import { withdrawUnplanned } from './withdraw.ts';
-import { keepsEarlierDecision } from './kept-decision.ts';
+import { decisionActed } from './kept-decision.ts';
 import { createEchoBrake, type EchoBrake } from './echo-brake.ts';
 import type { BrakeStore } from './brake.ts';
 import { explainText } from '../engine/explain.ts';
@@ -49,7 +49,7 @@ export interface ItemProcessorOptions {
   client: SnapshotClient;
   /** Decisions are recorded; the outbox is read to withdraw what the latest evaluation no longer plans. */
   store: Pick<StateStore, 'recordDecision'> &
-    Partial<Pick<StateStore, 'dueActions' | 'listParked' | 'queued' | 'dequeue' | 'latestDecision'>>;
+    Partial<Pick<StateStore, 'dueActions' | 'listParked' | 'queued' | 'dequeue'>>;
   rules: ProjectRules;
   executor: Executor;
   reader?: SnapshotReader;
@@ -244,13 +244,12 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       ...(superseded ? { superseded } : {}),
       ...(leftQueue ? { leftQueue } : {}),
     };
-    if (keepsEarlierDecision(store.latestDecision?.(itemKey)?.decision, decision))
-      // Events that came while the run that merged (closed, moved) it went on: explain keeps that run.
-      log.info(
-        { itemKey, state: evaluation.item.state },
-        'nothing to do; explain keeps the decision that ended the item',
-      );
-    else await store.recordDecision(itemKey, { ...decision, text: decisionText(decision) });
+    // Every evaluation is recorded; one that acted is kept apart from the echoes (kept-decision.ts).
+    await store.recordDecision(
+      itemKey,
+      { ...decision, text: decisionText(decision) },
+      { acted: decisionActed(decision) },
+    );
     log.info(
       {
         itemKey,

@@ -41,6 +41,7 @@ import {
   type CompiledRule,
   type CompiledRuleSet,
   type Decision,
+  decisionActed,
   decisionText,
   evaluate,
   type Evaluation,
@@ -413,7 +414,11 @@ export async function runRuleSweep(deps: RuleSweepDeps, options: RuleSweepOption
       evaluation,
       execution,
     };
-    await store.recordDecision(execution.itemKey, { ...decision, text: decisionText(decision) });
+    await store.recordDecision(
+      execution.itemKey,
+      { ...decision, text: decisionText(decision) },
+      { acted: decisionActed(decision) },
+    );
     // A scheduled merge whose head moved: the push that moved it wakes its own evaluation.
     if (execution.headMoved)
       log.info({ sweep: 'rules', itemKey: execution.itemKey }, 'head moved; left to its push');

@@ -65,6 +65,12 @@ export const stateDocumentSchema = z.object({
     latest: z.array(decisionRecordSchema),
     /** The ring of recent decisions, oldest first. */
     recent: z.array(decisionRecordSchema),
+    /**
+     * The decisions kept for explain (`keptDecisions`) of each item that has any, besides its latest
+     * (in `latest`, and the newest of them): `earlier`, oldest first. Absent in documents written
+     * before decision history: each item's latest decision is then all it has kept.
+     */
+    history: z.array(z.object({ itemKey: z.string(), earlier: z.array(decisionRecordSchema) })).optional(),
   }),
   /** Oldest first. Absent in documents written before de-dup files existed: none. */
   dedupFiles: z.array(dedupFileRefSchema).default([]),

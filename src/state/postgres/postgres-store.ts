@@ -51,6 +51,7 @@ import { SCHEMA_VERSION as DOCUMENT_VERSION } from '../file/document.ts';
 import { BatchWriter } from './batch-writer.ts';
 import { Connections, settlesWithin as within } from './connection.ts';
 import { migrateSchema } from './schema-migrations.ts';
+import { insertDecision, pruneDecisionHistory, readKept } from './decision-history.ts';
 
 /** The store, which is also its replica's handle on the fleet (`fleet` is itself). */
 export type PostgresStateStore = StateStore & Fleet & { readonly fleet: Fleet };
@@ -80,6 +81,9 @@ interface PendingAccept {
 }
 
 type AcceptOutcome = AcceptResult | StateError;
+
+/** A replica's view keeps no decisions for explain beyond the latest and the ring: they are read when asked. */
+const VIEW = { keepDecisions: false } as const;
 
 class PostgresStore extends HeldStateStore implements Fleet {
   protected readonly label: string;
@@ -112,7 +116,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   readonly #unreleasedLeases = new Set<string>();
 
   constructor(options: ResolvedPostgresStoreOptions) {
-    super(options);
+    super(options, VIEW);
     this.#pg = options;
     this.replicaId = options.replicaId;
     this.label = `state database ${describeDatabase(options.url)}`;
@@ -165,7 +169,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
       } finally {
         client.release();
       }
-      this.model = new HeldState(this.options);
+      this.model = new HeldState(this.options, VIEW);
       const counted = await this.#query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
       this.#dedupEstimate = Number(counted.rows[0]?.n ?? 0);
       this.isOpen = true;
@@ -239,7 +243,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
     );
     const held = this.model.inbox.size;
     this.#db = undefined;
-    this.model = new HeldState(this.options);
+    this.model = new HeldState(this.options, VIEW);
     if (finished) return;
     this.options.log?.warn(
       {
@@ -377,6 +381,15 @@ class PostgresStore extends HeldStateStore implements Fleet {
       else this.model.parked.set(theirs.id, theirs);
     }
     return { created };
+  }
+
+  // Decisions
+
+  /** Read from the database (decision-history.ts), once the writes issued so far are done. */
+  override async keptDecisions(itemKey: string): Promise<DecisionRecord[]> {
+    this.assertOpen();
+    await this.settled();
+    return readKept((text, values) => this.#query<{ record: string }>(text, values), itemKey);
   }
 
   // Fleet
@@ -637,13 +650,11 @@ class PostgresStore extends HeldStateStore implements Fleet {
       case 'decision':
         this.#touch('decisions', m.record.itemKey);
         return () =>
-          q(
-            `WITH latest AS (
-               INSERT INTO hookbot_latest_decisions (item_key, record) VALUES ($1, $2)
-               ON CONFLICT (item_key) DO UPDATE SET record = excluded.record, n = excluded.n
-             )
-             INSERT INTO hookbot_recent_decisions (record) VALUES ($2)`,
-            [m.record.itemKey, JSON.stringify(m.record)],
+          insertDecision(
+            (text, values) => this.#query(text, values),
+            m.record,
+            JSON.stringify(m.record),
+            this.options,
           );
     }
   }
@@ -785,6 +796,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
       `DELETE FROM hookbot_recent_decisions WHERE n IN (SELECT n FROM hookbot_recent_decisions ORDER BY n DESC OFFSET $1)`,
       [o.recentDecisions],
     );
+    await pruneDecisionHistory((text, values) => this.#query(text, values), o);
   }
 
   async #heartbeat(): Promise<void> {
@@ -938,6 +950,9 @@ class PostgresStore extends HeldStateStore implements Fleet {
           dedupFiles: [],
         },
         this.options,
+        [],
+        [],
+        VIEW,
       );
       this.#install(loaded, touched);
     } finally {

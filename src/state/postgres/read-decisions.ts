@@ -1,5 +1,6 @@
 /**
- * The latest decision of every item, read straight from the database for `hookbot explain`.
+ * The latest decision of every item, and the decisions kept for one of them, read straight from the
+ * database for `hookbot explain`.
  *
  * Why not open the store: a store is a replica. Opening one registers it in the fleet, migrates the
  * schema, heartbeats and may take over deliveries, none of which a question like "why did it act?"
@@ -11,8 +12,23 @@ import { StateError } from '../errors.ts';
 import type { DecisionRecord } from '../store.ts';
 import { describeDatabase } from './postgres-store.ts';
 import { PG_SCHEMA_VERSION, quoteIdent } from './schema-migrations.ts';
+import { readKept } from './decision-history.ts';
 
-export async function readLatestDecisions(url: string, schema: string): Promise<DecisionRecord[]> {
+export interface ReadDecisions {
+  latest: DecisionRecord[];
+  /** The decisions kept for the item `pick` chose, newest first (none before schema version 4). */
+  kept: DecisionRecord[];
+}
+
+/**
+ * `pick`: given the latest decisions, the item whose kept decisions to read as well (undefined:
+ * none). Both are read in one read-only transaction that sees one snapshot of the database.
+ */
+export async function readDecisions(
+  url: string,
+  schema: string,
+  pick: (latest: readonly DecisionRecord[]) => string | undefined = () => undefined,
+): Promise<ReadDecisions> {
   const where = `state database ${describeDatabase(url)} (schema ${schema})`;
   const client = new pg.Client({
     connectionString: url,
@@ -27,7 +43,7 @@ export async function readLatestDecisions(url: string, schema: string): Promise<
     });
   }
   try {
-    await client.query('BEGIN READ ONLY');
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const meta = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
       `${quoteIdent(schema)}.hookbot_meta`,
     ]);
@@ -45,20 +61,34 @@ export async function readLatestDecisions(url: string, schema: string): Promise<
         'newer_version',
         `${where}: written by a newer hookbot (schema version ${found}; this one knows up to ${PG_SCHEMA_VERSION}). Run explain from the same version as the replicas, or ask one of them with --bot.`,
       );
+    const unreadable = (table: string) =>
+      new StateError(
+        'corrupt',
+        `${where}: a row of ${table} is not the JSON hookbot writes; ask a running replica with --bot instead`,
+      );
     const rows = await client.query<{ record: string }>(
       `SELECT record FROM ${quoteIdent(schema)}.hookbot_latest_decisions ORDER BY n`,
     );
-    await client.query('COMMIT');
-    return rows.rows.map((row) => {
+    const latest = rows.rows.map((row) => {
       try {
         return JSON.parse(row.record) as DecisionRecord;
       } catch {
-        throw new StateError(
-          'corrupt',
-          `${where}: a row of hookbot_latest_decisions is not the JSON hookbot writes; ask a running replica with --bot instead`,
-        );
+        throw unreadable('hookbot_latest_decisions');
       }
     });
+    const itemKey = pick(latest);
+    let kept: DecisionRecord[] = [];
+    if (itemKey !== undefined && found >= 4)
+      kept = await readKept(
+        (text, values) => client.query<{ record: string }>(text, values),
+        itemKey,
+        `${quoteIdent(schema)}.hookbot_decision_history`,
+      ).catch((error: unknown) => {
+        if (error instanceof SyntaxError) throw unreadable('hookbot_decision_history');
+        throw error;
+      });
+    await client.query('COMMIT');
+    return { latest, kept };
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -14,7 +14,7 @@ import type { PoolClient } from 'pg';
 import { StateError } from '../errors.ts';
 
 /** Bump with a new step at the end of `steps`. */
-export const PG_SCHEMA_VERSION = 3;
+export const PG_SCHEMA_VERSION = 4;
 
 /** `steps[i]` brings the schema from version i to i + 1. Never change a released step. */
 const steps: readonly string[] = [
@@ -115,6 +115,23 @@ const steps: readonly string[] = [
     seq bigserial NOT NULL,
     record text NOT NULL
   );
+  `,
+  // 4: the decisions kept for explain per item (issue 30: the decision that acted outlives the
+  // echoes of the bot's own changes; postgres/decision-history.ts), one row each: its item, whether
+  // it acted, its size. The latest decision of each item so far is where its history starts.
+  // Replicas of version 3 go on writing the latest decisions and the ring only, during a rolling
+  // deploy: explain shows their decisions as the latest, without history.
+  `
+  CREATE TABLE hookbot_decision_history (
+    n bigint PRIMARY KEY,
+    item_key text NOT NULL,
+    acted boolean NOT NULL,
+    bytes integer NOT NULL,
+    record text NOT NULL
+  );
+  CREATE INDEX hookbot_decision_history_by_item ON hookbot_decision_history (item_key, n);
+  INSERT INTO hookbot_decision_history (n, item_key, acted, bytes, record)
+    SELECT n, item_key, false, octet_length(record), record FROM hookbot_latest_decisions;
   `,
 ];
 

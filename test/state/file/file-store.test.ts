@@ -375,6 +375,59 @@ describe('file store migration', () => {
   });
 });
 
+describe('file store: decisions of the previous version', () => {
+  it('a document written before decision history opens with its latest decisions as their history, and an older journal replays', async () => {
+    // As the previous version wrote it: decisions without id, no `decisions.history`; and a journal
+    // record of a decision in that shape too, after the document.
+    const old = (itemKey: string, verdict: string, at: number) => ({ itemKey, at, decision: { verdict } });
+    const previous = {
+      version: 2,
+      seq: 1,
+      inbox: [],
+      dedup: [],
+      outbox: [],
+      parked: [],
+      watches: [],
+      queue: [],
+      schedules: { nextRuns: [], lastSuccess: [] },
+      pausedRules: [],
+      decisions: { latest: [old('mr:1', 'merged', 10), old('issue:2', 'labelled', 20)], recent: [] },
+      dedupFiles: [],
+    };
+    await writeFile(files().doc, JSON.stringify(previous));
+    await writeFile(
+      files().journal,
+      `${JSON.stringify({ journal: 'hookbot-journal', version: SCHEMA_VERSION })}\n${encodeRecord(
+        2,
+        JSON.stringify({
+          op: 'decision',
+          record: old('issue:3', 'commented', 30),
+        }),
+      )}`,
+    );
+    const s = await opened();
+    expect(s.latestDecision('mr:1')).toEqual(old('mr:1', 'merged', 10));
+    expect(await s.keptDecisions('mr:1')).toEqual([old('mr:1', 'merged', 10)]);
+    expect(await s.keptDecisions('issue:2')).toEqual([old('issue:2', 'labelled', 20)]);
+    expect(await s.keptDecisions('issue:3')).toEqual([old('issue:3', 'commented', 30)]);
+    await s.recordDecision('mr:1', { verdict: 'echo' });
+    await s.close();
+    // Written in the new shape: the history is there after a restart, the older record as it was.
+    const document = JSON.parse(await readFile(files().doc, 'utf8'));
+    expect(document.decisions.history).toEqual([
+      { itemKey: 'issue:2', earlier: [] },
+      { itemKey: 'issue:3', earlier: [] },
+      { itemKey: 'mr:1', earlier: [old('mr:1', 'merged', 10)] },
+    ]);
+    const again = await opened();
+    expect((await again.keptDecisions('mr:1')).map((d) => d.decision)).toEqual([
+      { verdict: 'echo' },
+      { verdict: 'merged' },
+    ]);
+    await again.close();
+  });
+});
+
 describe('file store compaction', () => {
   it('folds the journal into the document, keeps the previous document as the backup, leaves no temp file', async () => {
     const s = await opened();

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   createPostgresStore,
   PG_SCHEMA_VERSION,
+  readDecisions,
   StateError,
   type Delivery,
 } from '../../../src/state/index.ts';
@@ -215,6 +216,56 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, schema versions', () => {
     expect((error as Error).message).toContain('Run the newer hookbot');
     const rows = await adminQuery(`SELECT count(*)::int AS n FROM "${shared}".hookbot_inbox`);
     expect(rows.rows[0]).toEqual({ n: 1 });
+  });
+
+  it('a database of schema version 3 opens at version 4 and keeps its latest decisions, which start their history', async () => {
+    const shared = schema();
+    // A version-3 database: as version 4 without the history table, its decisions as version 3
+    // wrote them (no id, nothing about whether they acted).
+    const first = await replica('a', shared);
+    await first.close();
+    opened = [];
+    await adminQuery(`DROP TABLE "${shared}".hookbot_decision_history`);
+    await adminQuery(`UPDATE "${shared}".hookbot_meta SET schema_version = 3`);
+    const old = (itemKey: string, verdict: string, at: number) =>
+      JSON.stringify({ itemKey, at, decision: { verdict } });
+    for (const [itemKey, verdict, at] of [
+      ['mr:1', 'merged', 10],
+      ['issue:2', 'labelled', 20],
+    ] as const) {
+      await adminQuery(
+        `INSERT INTO "${shared}".hookbot_latest_decisions (item_key, record) VALUES ($1, $2)`,
+        [itemKey, old(itemKey, verdict, at)],
+      );
+      await adminQuery(`INSERT INTO "${shared}".hookbot_recent_decisions (record) VALUES ($1)`, [
+        old(itemKey, verdict, at),
+      ]);
+    }
+    // Explain reads a version-3 database as it is: the latest decisions, no history.
+    const before = await readDecisions(TEST_DATABASE_URL, shared, () => 'mr:1');
+    expect(before.latest.map((d) => d.decision)).toEqual([{ verdict: 'merged' }, { verdict: 'labelled' }]);
+    expect(before.kept).toEqual([]);
+
+    const store = await replica('b', shared);
+    const row = await adminQuery(`SELECT schema_version FROM "${shared}".hookbot_meta`);
+    expect(row.rows[0]).toEqual({ schema_version: PG_SCHEMA_VERSION });
+    expect(store.latestDecision('mr:1')).toEqual({
+      itemKey: 'mr:1',
+      at: 10,
+      decision: { verdict: 'merged' },
+    });
+    expect(await store.keptDecisions('mr:1')).toEqual([
+      { itemKey: 'mr:1', at: 10, decision: { verdict: 'merged' } },
+    ]);
+    expect((await store.keptDecisions('issue:2')).map((d) => d.decision)).toEqual([{ verdict: 'labelled' }]);
+    // New decisions go on from there.
+    await store.recordDecision('mr:1', { verdict: 'echo' });
+    expect((await store.keptDecisions('mr:1')).map((d) => d.decision)).toEqual([
+      { verdict: 'echo' },
+      { verdict: 'merged' },
+    ]);
+    const after = await readDecisions(TEST_DATABASE_URL, shared, () => 'mr:1');
+    expect(after.kept.map((d) => d.decision)).toEqual([{ verdict: 'echo' }, { verdict: 'merged' }]);
   });
 
   it('refuses to open with a clear message when the database cannot be reached', async () => {
