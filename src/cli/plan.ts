@@ -61,7 +61,12 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
   const { readOnlyClient } = await import('./simulate-client.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
-  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  const loaded = loadConfig({
+    file: options.config,
+    env: process.env,
+    receivesHooks: false,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot plan: ${configProblems(loaded.problems)}\n`);
     return 1;

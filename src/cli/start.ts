@@ -32,7 +32,11 @@ export const registerStartCommand: RegisterCommand = (program, io, setExitCode) 
 
 async function start(options: StartOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
-  const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
+  const loaded = loadConfig({
+    file: options.config ?? process.env.HOOKBOT_CONFIG,
+    env: process.env,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot start: ${configProblems(loaded.problems)}\n`);
     return 1;

@@ -37,7 +37,12 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
     transferState,
   } = await import('../state/index.ts');
 
-  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  const loaded = loadConfig({
+    file: options.config,
+    env: process.env,
+    receivesHooks: false,
+    unknownVariables: false,
+  });
   if (!loaded.ok) return fail(configProblems(loaded.problems));
   const { state } = loaded.config;
   if (!state.database_url)

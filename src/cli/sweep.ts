@@ -79,13 +79,17 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
   // A sweep receives no deliveries: it needs no webhook secret.
-  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  const loaded = loadConfig({
+    file: options.config,
+    env: process.env,
+    receivesHooks: false,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot sweep: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   const { config } = loaded;
-  for (const warning of loaded.variableWarnings) io.err(`hookbot sweep: ${warning}\n`);
   if (config.api.url === undefined || config.api.token === undefined) {
     io.err(
       'hookbot sweep: set api.url and api.token: a sweep talks to the server (the sandbox runs only inside hookbot start)\n',
