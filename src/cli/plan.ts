@@ -73,8 +73,9 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
   }
   const { config } = loaded;
   if (config.api.url === undefined || config.api.token === undefined) {
+    const { noServerMessage } = await import('./sandbox-lines.ts');
     io.err(
-      'hookbot plan: set api.url and api.token (HOOKBOT_API_URL, HOOKBOT_API_TOKEN): the plan reads the server\n',
+      `hookbot plan: ${await noServerMessage('plan', config, loaded.sources['rules.dir'] !== undefined)}\n`,
     );
     return 1;
   }

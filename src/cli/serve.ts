@@ -79,6 +79,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
       apiUrl: config.api.url ?? '',
       configuredHookUrl: config.hooks.url,
       manageHooks: config.hooks.manage,
+      pid: process.pid,
     }),
   );
   const signal = await signals.stopped;

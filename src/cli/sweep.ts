@@ -91,8 +91,9 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   }
   const { config } = loaded;
   if (config.api.url === undefined || config.api.token === undefined) {
+    const { noServerMessage } = await import('./sandbox-lines.ts');
     io.err(
-      'hookbot sweep: set api.url and api.token: a sweep talks to the server (the sandbox runs only inside hookbot start)\n',
+      `hookbot sweep: ${await noServerMessage('sweep', config, loaded.sources['rules.dir'] !== undefined)}\n`,
     );
     return 1;
   }
