@@ -50,6 +50,12 @@ export interface LoadConfigOptions {
    */
   receivesHooks?: boolean;
   /**
+   * Whether the command calls the server's API (default true). `hookbot explain --bot` reads only
+   * the status page's credentials from the configuration, so it does not ask for the API token
+   * (which the bot's own environment may hold).
+   */
+  callsApi?: boolean;
+  /**
    * Whether to list the `HOOKBOT_*` variables hookbot does not read (default true). The command
    * line checks them once at its entry for every command (cli/main.ts) and passes false, so that
    * they are not said twice.
@@ -143,6 +149,7 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
   problems.push(
     ...requirementProblems(raw, new Set(secretProblems.map((p) => p.key)), {
       receivesHooks: options.receivesHooks ?? true,
+      callsApi: options.callsApi ?? true,
     }),
   );
 

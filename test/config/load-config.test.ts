@@ -681,6 +681,17 @@ describe('loadConfig: variables and commands', () => {
     expect(expectOk(loadIn(tempDir(), { env })).warnings).toEqual([]);
   });
 
+  it('does not ask a command that calls no API (explain reading the status credentials) for the token', () => {
+    const env = { HOOKBOT_STATUS_USERNAME: 'ops', HOOKBOT_STATUS_PASSWORD: 'pw' };
+    const result = expectOk(
+      loadIn(tempDir(), { yaml: SERVER, env, options: { receivesHooks: false, callsApi: false } }),
+    );
+    expect(result.config.server.status_auth).toMatchObject({ username: 'ops', password: 'pw' });
+    expect(
+      expectProblems(loadIn(tempDir(), { yaml: SERVER, env, options: { receivesHooks: false } })),
+    ).toEqual([expect.stringMatching(/^api\.token: required/)]);
+  });
+
   it('does not ask a command that receives no deliveries (sweep) for the webhook secret', () => {
     const env = { HOOKBOT_API_TOKEN: 'api-token-1234' };
     expect(expectProblems(loadIn(tempDir(), { yaml: SERVER, env }))).toEqual([
