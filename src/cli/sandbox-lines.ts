@@ -34,7 +34,7 @@ function shown(file: string, cwd: string): string {
 }
 
 /** The sweep's state file: `sweep.json` beside the bot's (`sweep-once.json` if the bot's is named so). */
-export function sweepStateBeside(botState: string): string {
+function sweepStateBeside(botState: string): string {
   const dir = path.dirname(botState);
   const name = path.basename(botState) === 'sweep.json' ? 'sweep-once.json' : 'sweep.json';
   return path.join(dir, name);
@@ -58,7 +58,7 @@ export function sandboxCommandLines(input: SandboxLinesInput): { sweep: string; 
  * as the demo's bot user (its token is the demo's, the same on every sandbox seeded with the demo):
  * its base URL. Asked once, with a short timeout: nothing that answers otherwise, or late, counts.
  */
-export async function localSandbox(port: number, token: string): Promise<string | undefined> {
+async function localSandbox(port: number, token: string): Promise<string | undefined> {
   if (!(port > 0)) return undefined;
   const url = `http://127.0.0.1:${port}`;
   try {

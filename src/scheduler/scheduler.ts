@@ -79,7 +79,7 @@ const SETTING = 'setting';
 const TURNED_OFF = 0;
 
 /** A 48-bit fingerprint (1 to 2^48 - 1) of the sweep's timing and setting: a number the store keeps. */
-export function settingFingerprint(sweep: Pick<ScheduledSweep, 'timing' | 'setting'>): number {
+function settingFingerprint(sweep: Pick<ScheduledSweep, 'timing' | 'setting'>): number {
   const text = `${describeTiming(sweep.timing)}\n${sweep.setting ?? ''}`;
   const value = Number.parseInt(createHash('sha256').update(text).digest('hex').slice(0, 12), 16);
   return value === TURNED_OFF ? 1 : value;
