@@ -9,6 +9,9 @@
 import type { CliIo, RegisterCommand } from './command.ts';
 import { counted } from '../text/index.ts';
 
+/** The one name the bot reads a repository's own rules from (rules/repository/repository-file.ts). */
+const REPOSITORY_FILE = '.hookbot.yml';
+
 /** `hookbot check [--allow ACTIONS] [--project NS/NAME] path/to/.hookbot.yml`: a repository's own rules. */
 interface RepositoryCheckOptions {
   allow?: string;
@@ -74,9 +77,24 @@ export async function runCheckCommand(
   options: RepositoryCheckOptions = {},
 ): Promise<number> {
   const path = await import('node:path');
-  if (dir !== undefined && path.basename(dir) === '.hookbot.yml') return runRepositoryCheck(dir, options, io);
+  if (dir !== undefined && path.basename(dir) === REPOSITORY_FILE)
+    return runRepositoryCheck(dir, options, io);
+  const { stat } = await import('node:fs/promises');
+  const givenFile =
+    dir !== undefined &&
+    (await stat(dir).then(
+      (found) => found.isFile(),
+      () => false,
+    ));
+  const readsOnly = `the bot reads them only from a file named ${REPOSITORY_FILE} at the root of the repository`;
+  const rename = (file: string) =>
+    `rename it (mv ${file} ${path.join(path.dirname(file), REPOSITORY_FILE)}) and check that`;
   if (options.allow !== undefined || options.project !== undefined || options.rules !== undefined) {
-    io.err('hookbot check: --allow, --project and --rules are for a .hookbot.yml file, not a rules folder\n');
+    io.err(
+      givenFile
+        ? `hookbot check: --allow, --project and --rules check a repository's own rules, and ${dir} is not named ${REPOSITORY_FILE}: ${readsOnly}; ${rename(dir)}. Central rules are checked as their folder, without these flags (hookbot check rules)\n`
+        : `hookbot check: --allow, --project and --rules check a repository's own rules file (${REPOSITORY_FILE}), not a rules folder: give the ${REPOSITORY_FILE} file, or the folder without these flags\n`,
+    );
     return 2;
   }
   // Loaded here so that `hookbot --help` stays fast.
@@ -86,6 +104,9 @@ export async function runCheckCommand(
   const problems = await checkRules(folder);
   if (problems.length > 0) {
     for (const problem of problems) io.out(`${formatProblem(problem)}\n`);
+    // A YAML file given where a folder goes may be a repository's rules under another name (hb.yml).
+    if (dir !== undefined && givenFile && /\.ya?ml$/i.test(dir))
+      io.err(`hookbot check: if ${dir} holds a repository's own rules: ${readsOnly}; ${rename(dir)}\n`);
     const files = new Set(problems.map((problem) => problem.file)).size;
     // The count goes to stderr: stdout holds nothing but problems, for tools that parse it.
     io.err(`hookbot check: ${counted(problemCount(problems), 'problem')} in ${counted(files, 'file')}\n`);

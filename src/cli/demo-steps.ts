@@ -6,6 +6,7 @@
 import type { Runtime } from '../start-from-config.ts';
 import type { Decision } from '../rules/index.ts';
 import type { Client } from '../api/index.ts';
+import { settled, whatTheBotDid, type Expectation } from './demo-outcome.ts';
 
 export interface DemoWorld {
   admin: Client;
@@ -25,14 +26,44 @@ export interface DemoStep {
 const WEB = 'acme/web';
 const HELPDESK = 'acme/helpdesk';
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+const WAIT_MS = 15_000;
+
+/**
+ * Waits for what the step expects of the bot. With the rule expected to do it (`expected`), a wait
+ * that cannot end well (the rule paused, its action parked) ends at once, and one that times out
+ * says what the bot did instead (demo-outcome.ts): the step's failure names the user's rule and why.
+ */
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = WAIT_MS,
+  expected?: { world: DemoWorld } & Expectation,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    const known = expected && settled(expected.world.runtime, expected);
+    if (known !== undefined) throw new Error(`no ${what}: ${known}`);
+    if (Date.now() > until)
+      throw new Error(
+        `no ${what} after ${timeoutMs / 1000} s${expected ? `: ${whatTheBotDid(expected.world.runtime, expected)}` : ''}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** What a step expects: `rule` to act on `itemKey` in `project`, for waitFor. */
+const expecting = (world: DemoWorld, rule: string, itemKey: string, project = WEB) => ({
+  world,
+  rule,
+  project,
+  itemKey,
+});
+
+/** A check that what must not happen yet did not: its failure says what the bot did. */
+function unexpected(world: DemoWorld, what: string, rule: string, itemKey: string): Error {
+  return new Error(`${what} (${whatTheBotDid(world.runtime, { rule, project: WEB, itemKey })})`);
 }
 
 /** The newest decision on an item in which `rule` matched (what made the bot act). */
@@ -128,16 +159,27 @@ export const demoSteps: DemoStep[] = [
         title: 'Checkout crashes when the cart is empty',
       });
       world.say(`   alice opens ${WEB}#${issue.iid} "${issue.title}"`);
-      const fresh = await waitFor('the bug labels', async () => {
-        const i = await world.admin.issues.get(WEB, issue.id);
-        return i.labels.includes('bug') && i.labels.includes('needs-triage') ? i : undefined;
-      });
-      const thanks = await waitFor('the thank-you comment', async () => {
-        for await (const note of world.admin.notes.listIssueNotes(WEB, issue.id)) {
-          if (note.author.username === 'hookbot' && note.body.includes('Thanks @alice')) return note;
-        }
-        return undefined;
-      });
+      const expected = expecting(world, 'triage bug reports', `issue:${issue.project_id}:${issue.id}`);
+      const fresh = await waitFor(
+        'bug labels',
+        async () => {
+          const i = await world.admin.issues.get(WEB, issue.id);
+          return i.labels.includes('bug') && i.labels.includes('needs-triage') ? i : undefined;
+        },
+        WAIT_MS,
+        expected,
+      );
+      const thanks = await waitFor(
+        'thank-you comment',
+        async () => {
+          for await (const note of world.admin.notes.listIssueNotes(WEB, issue.id)) {
+            if (note.author.username === 'hookbot' && note.body.includes('Thanks @alice')) return note;
+          }
+          return undefined;
+        },
+        WAIT_MS,
+        expected,
+      );
       world.say(
         `   the bot labelled it [${fresh.labels.join(', ')}] and commented: "${thanks.body.split('\n')[0]}"`,
       );
@@ -153,11 +195,16 @@ export const demoSteps: DemoStep[] = [
       });
       world.say(`   alice asks ${WEB}#${issue.iid} "${issue.title}" with label question`);
       const helpdesk = await projectId(world, HELPDESK);
-      const moved = await waitFor('the move', async () => {
-        for await (const i of world.admin.issues.list(helpdesk, { state: 'opened' }))
-          if (i.title === issue.title) return i;
-        return undefined;
-      });
+      const moved = await waitFor(
+        'move',
+        async () => {
+          for await (const i of world.admin.issues.list(helpdesk, { state: 'opened' }))
+            if (i.title === issue.title) return i;
+          return undefined;
+        },
+        WAIT_MS,
+        expecting(world, 'move support questions', `issue:${issue.project_id}:${issue.id}`),
+      );
       const original = await world.admin.issues.get(WEB, issue.id);
       if (original.state !== 'closed') throw new Error('the original issue is still open');
       world.say(`   the bot moved it to ${HELPDESK}#${moved.iid}; the original is ${original.state}`);
@@ -170,10 +217,16 @@ export const demoSteps: DemoStep[] = [
       const mr = await openMergeRequest(world, 'search-box', 'Add a search box to the catalogue page');
       world.say(`   alice opens !${mr.iid} "${mr.title}"`);
       const sha = await headOf(world, 'search-box');
-      const status = await waitFor('the policy status', async () => {
-        for await (const s of world.admin.statuses.list(WEB, sha)) if (s.name === 'hookbot/policy') return s;
-        return undefined;
-      });
+      const status = await waitFor(
+        'policy status',
+        async () => {
+          for await (const s of world.admin.statuses.list(WEB, sha))
+            if (s.name === 'hookbot/policy') return s;
+          return undefined;
+        },
+        WAIT_MS,
+        expecting(world, 'title policy', `merge_request:${mr.project_id}:${mr.id}`),
+      );
       world.say(
         `   the bot posted hookbot/policy: ${status.status} ("${status.description}") on ${sha.slice(0, 8)}`,
       );
@@ -191,20 +244,25 @@ export const demoSteps: DemoStep[] = [
       world.say(`   alice opens !${mr.iid} "${mr.title}" labelled automerge; no build has reported yet`);
       await settle(world);
       if ((await world.admin.mergeRequests.get(WEB, mr.id)).state !== 'opened')
-        throw new Error('merged without statuses');
+        throw unexpected(world, 'merged without statuses', 'merge when green', key);
       tellWhyNot(world, key, 'merge when green');
       await world.alice.statuses.create(WEB, sha, { state: 'success', name: 'ci/build' });
       world.say('   ci/build succeeds (ci/test has not reported: a missing status is not a passing one)');
       await settle(world);
       if ((await world.admin.mergeRequests.get(WEB, mr.id)).state !== 'opened')
-        throw new Error('merged with ci/test missing');
+        throw unexpected(world, 'merged with ci/test missing', 'merge when green', key);
       tellWhyNot(world, key, 'merge when green');
       await world.alice.statuses.create(WEB, sha, { state: 'success', name: 'ci/test' });
       world.say('   ci/test succeeds');
-      const merged = await waitFor('the merge', async () => {
-        const m = await world.admin.mergeRequests.get(WEB, mr.id);
-        return m.state === 'merged' ? m : undefined;
-      });
+      const merged = await waitFor(
+        'merge',
+        async () => {
+          const m = await world.admin.mergeRequests.get(WEB, mr.id);
+          return m.state === 'merged' ? m : undefined;
+        },
+        WAIT_MS,
+        expecting(world, 'merge when green', key),
+      );
       world.say(`   the bot merged !${merged.iid} (head ${sha.slice(0, 8)}, source branch removed)`);
       await tellWhy(world, key, 'merge when green');
     },
@@ -218,17 +276,26 @@ export const demoSteps: DemoStep[] = [
       world.say(`   alice opens !${mr.iid} "${mr.title}" labelled automerge; builds start`);
       await world.alice.statuses.create(WEB, sha, { state: 'running', name: 'ci/build' });
       await world.alice.statuses.create(WEB, sha, { state: 'pending', name: 'ci/test' });
-      await waitFor('merge-when-build-succeeds to be set', async () =>
-        (await world.admin.mergeRequests.get(WEB, mr.id)).merge_when_build_succeeds ? true : undefined,
+      await waitFor(
+        'merge-when-build-succeeds set',
+        async () =>
+          (await world.admin.mergeRequests.get(WEB, mr.id)).merge_when_build_succeeds ? true : undefined,
+        WAIT_MS,
+        expecting(world, 'arm merge when build succeeds', key),
       );
       world.say('   the bot set merge-when-build-succeeds (builds pending, none failed)');
       await tellWhy(world, key, 'arm merge when build succeeds');
       await world.alice.mergeRequests.update(WEB, mr.id, { labels: ['automerge', 'do-not-merge'] });
       world.say('   alice adds do-not-merge');
-      await waitFor('merge-when-build-succeeds to be cancelled', async () => {
-        const m = await world.admin.mergeRequests.get(WEB, mr.id);
-        return !m.merge_when_build_succeeds && m.state === 'opened' ? true : undefined;
-      });
+      await waitFor(
+        'merge-when-build-succeeds cancelled',
+        async () => {
+          const m = await world.admin.mergeRequests.get(WEB, mr.id);
+          return !m.merge_when_build_succeeds && m.state === 'opened' ? true : undefined;
+        },
+        WAIT_MS,
+        expecting(world, 'stop auto-merge when blocked', key),
+      );
       world.say('   the bot cancelled merge-when-build-succeeds; the MR stays open');
       await tellWhy(world, key, 'stop auto-merge when blocked');
     },
@@ -249,10 +316,15 @@ export const demoSteps: DemoStep[] = [
         `   ${WEB}#${issue.iid} was last updated ${longAgo.slice(0, 10)} (90 days ago); the daily sweep runs`,
       );
       await world.sweep();
-      const closed = await waitFor('the stale issue to be closed', async () => {
-        const i = await world.admin.issues.get(WEB, issue.id);
-        return i.state === 'closed' ? i : undefined;
-      });
+      const closed = await waitFor(
+        'close of the stale issue',
+        async () => {
+          const i = await world.admin.issues.get(WEB, issue.id);
+          return i.state === 'closed' ? i : undefined;
+        },
+        WAIT_MS,
+        expecting(world, 'close stale issues', `issue:${issue.project_id}:${issue.id}`),
+      );
       world.say(`   the sweep closed #${closed.iid} with a comment`);
       await tellWhy(world, `issue:${issue.project_id}:${issue.id}`, 'close stale issues');
     },

@@ -9,8 +9,9 @@
  *
  * - With `--bot`, it asks a running bot (`GET /explain/:project/:kind/:number`); `--bot` alone
  *   means `HOOKBOT_BOT_URL`, else http://127.0.0.1:3000. A bot with `server.status_auth` wants
- *   its credentials: in the URL (`http://user:password@host:port`) or in HOOKBOT_STATUS_USERNAME
- *   and HOOKBOT_STATUS_PASSWORD.
+ *   its credentials: in the URL (`http://user:password@host:port`), else read as the bot reads
+ *   them: HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD, or the configuration file
+ *   HOOKBOT_CONFIG names (its password_file too).
  * - With `--database` (or with none of the three and `HOOKBOT_DATABASE_URL` set), it reads the
  *   replicas' PostgreSQL database: one read-only transaction (postgres/read-decisions.ts), safe
  *   while they run, and the whole fleet's decisions whichever replica made them.
@@ -156,17 +157,41 @@ async function fromDatabase(
   );
 }
 
-/** The URL without credentials, and an Authorization header from them or from the environment. */
-function botAddress(url: string): { base: string; headers: Record<string, string> } {
+/**
+ * The URL without credentials, and an Authorization header from them, else from the status page's
+ * credentials as the bot reads them (status-credentials.ts: HOOKBOT_STATUS_USERNAME and
+ * HOOKBOT_STATUS_PASSWORD, else `server.status_auth` in the file HOOKBOT_CONFIG names, its
+ * password_file too). `from` says where they came from; `problem`, why the configuration could not
+ * give them (said only if the bot asks for credentials).
+ */
+async function botAddress(url: string): Promise<{
+  base: string;
+  headers: Record<string, string>;
+  from?: string;
+  problem?: string;
+}> {
   const parsed = new URL(url);
-  const username = decodeURIComponent(parsed.username) || process.env.HOOKBOT_STATUS_USERNAME || '';
-  const password = decodeURIComponent(parsed.password) || process.env.HOOKBOT_STATUS_PASSWORD || '';
+  let username = decodeURIComponent(parsed.username);
+  let password = decodeURIComponent(parsed.password);
+  let from: string | undefined = username && password ? 'the URL' : undefined;
+  let problem: string | undefined;
+  if (from === undefined) {
+    const { statusCredentials } = await import('./status-credentials.ts');
+    const credentials = statusCredentials(process.env);
+    if (credentials.found) ({ username, password, from } = credentials);
+    else problem = credentials.problem;
+  }
   parsed.username = '';
   parsed.password = '';
   const headers: Record<string, string> = { accept: 'application/json' };
-  if (username && password)
+  if (from !== undefined)
     headers.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
-  return { base: parsed.toString().replace(/\/+$/, ''), headers };
+  return {
+    base: parsed.toString().replace(/\/+$/, ''),
+    headers,
+    ...(from !== undefined ? { from } : {}),
+    ...(problem !== undefined ? { problem } : {}),
+  };
 }
 
 async function fromBot(
@@ -175,7 +200,7 @@ async function fromBot(
   options: ExplainOptions,
   io: CliIo,
 ): Promise<number> {
-  const { base, headers } = botAddress(url);
+  const { base, headers, from, problem } = await botAddress(url);
   const route = `/explain/${encodeURIComponent(target.project)}/${target.kind === 'issue' ? 'issue' : 'mr'}/${target.number}${options.decision === undefined ? '' : `?decision=${options.decision}`}`;
   let response: Response;
   try {
@@ -193,7 +218,9 @@ async function fromBot(
   if (response.status === 401)
     return fail(
       io,
-      `${base} asks for the status page's credentials (server.status_auth): set HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD, or give them in the URL (http://USER:PASSWORD@host:port)`,
+      from !== undefined
+        ? `${base} refused the status page's credentials from ${from} (server.status_auth): are they the bot's?`
+        : `${base} asks for the status page's credentials (server.status_auth): set HOOKBOT_CONFIG to the bot's configuration file, or HOOKBOT_STATUS_USERNAME and HOOKBOT_STATUS_PASSWORD, or give them in the URL (http://USER:PASSWORD@host:port)${problem !== undefined ? `; ${problem}` : ''}`,
     );
   if (response.status === 404 && typeof message === 'string' && message.startsWith('no decision recorded'))
     return fail(io, `${message} yet (the bot records one each time it evaluates the item)`);

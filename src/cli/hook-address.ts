@@ -42,20 +42,55 @@ export function hookAddress(listening: string, configured?: string): HookAddress
   return { url: listening };
 }
 
-/** What `serve` (and `start` against a server) prints once it receives hooks: where, and what next. */
+/**
+ * One address written two ways is one address: the host's case, a default port written out and a
+ * trailing slash make no other URL.
+ */
+function sameAddress(a: string, b: string): boolean {
+  const normal = (url: string) => {
+    try {
+      const parsed = new URL(url);
+      return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
+    } catch {
+      return url.replace(/\/+$/, '');
+    }
+  };
+  return normal(a) === normal(b);
+}
+
+/**
+ * What `serve` (and `start` against a server) prints once it receives hooks: where, which URL the
+ * server must call, the pid that takes signals, and what next. With `hooks.url` set to another
+ * address than the one this process listens at (a replica on 3101 behind a load balancer at 3100),
+ * both are said, and which one the server calls: `hooks.url`, the URL in the projects' hooks.
+ */
 export function serveBanner(options: {
   hookUrl: string;
   apiUrl: string;
   configuredHookUrl?: string | undefined;
   manageHooks: boolean;
+  pid: number;
 }): string {
-  const address = hookAddress(options.hookUrl, options.configuredHookUrl);
-  const lines = [`hookbot: receiving hooks at ${address.url} (server ${options.apiUrl})`];
-  if (address.note !== undefined && address.note !== 'hooks.url') lines.push(`  (${address.note})`);
+  const configured = options.configuredHookUrl;
+  const lines: string[] = [];
+  let callUrl: string;
+  if (configured !== undefined && !sameAddress(configured, options.hookUrl)) {
+    callUrl = configured;
+    lines.push(
+      `hookbot: listening for hooks at ${options.hookUrl} (server ${options.apiUrl})`,
+      `  the server must call ${configured} (hooks.url, the URL in the projects' hooks), not the address above: it must lead to this process (a proxy or load balancer in front of it)`,
+    );
+  } else {
+    const address = hookAddress(options.hookUrl, configured);
+    callUrl = address.url;
+    lines.push(`hookbot: receiving hooks at ${address.url} (server ${options.apiUrl})`);
+    if (address.note !== undefined && address.note !== 'hooks.url') lines.push(`  (${address.note})`);
+  }
   lines.push(
+    `  pid ${options.pid}: kill -HUP ${options.pid} reloads the rules, kill ${options.pid} stops the bot`,
     options.manageHooks
-      ? "  next: the hook check (scheduler.sweeps.hook_check, hourly) adds and repairs the projects' hooks (hooks.manage)"
-      : '  next: add that URL as a web hook of each project, with webhook.secret as its secret token, for push, issue, merge request and note events (or set hooks.manage: true)',
+      ? `  next: the hook check (scheduler.sweeps.hook_check) adds and repairs the projects' hooks to ${callUrl} (hooks.manage): at start when it is due or its settings changed since the last start, then on its schedule`
+      : `  next: add ${callUrl} as a web hook of each project, with webhook.secret as its secret token, for push, issue, merge request and note events (or set hooks.manage: true)`,
   );
   return `${lines.join('\n')}\n`;
 }

@@ -49,7 +49,25 @@ export function buildProgram(
   return program;
 }
 
-export async function main(argv: string[], io: CliIo = defaultIo): Promise<number> {
+/**
+ * `HOOKBOT_*` variables hookbot does not read, said once here for every command, each with the
+ * closest variable it does read: a misspelt `HOOKBOT_DATABSE_URL` would otherwise leave `explain`
+ * reading the state file, or `serve` its default, in silence. The commands load their
+ * configuration with `unknownVariables: false` so that nothing is said twice. The configuration's
+ * schema is loaded only when some `HOOKBOT_*` variable is set, so that `hookbot --help` stays fast.
+ */
+async function warnUnknownVariables(env: NodeJS.ProcessEnv, io: CliIo): Promise<void> {
+  if (!Object.keys(env).some((name) => name.startsWith('HOOKBOT_'))) return;
+  const { unknownVariableWarnings } = await import('../config/index.ts');
+  for (const warning of unknownVariableWarnings(env)) io.err(`hookbot: ${warning}\n`);
+}
+
+export async function main(
+  argv: string[],
+  io: CliIo = defaultIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  await warnUnknownVariables(env, io);
   let exitCode = 0;
   const program = buildProgram(io, (code) => (exitCode = code), await loadCommands());
   try {

@@ -61,15 +61,21 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
   const { readOnlyClient } = await import('./simulate-client.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
-  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  const loaded = loadConfig({
+    file: options.config,
+    env: process.env,
+    receivesHooks: false,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot plan: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   const { config } = loaded;
   if (config.api.url === undefined || config.api.token === undefined) {
+    const { noServerMessage } = await import('./sandbox-lines.ts');
     io.err(
-      'hookbot plan: set api.url and api.token (HOOKBOT_API_URL, HOOKBOT_API_TOKEN): the plan reads the server\n',
+      `hookbot plan: ${await noServerMessage('plan', config, loaded.sources['rules.dir'] !== undefined)}\n`,
     );
     return 1;
   }

@@ -28,7 +28,11 @@ export const registerServeCommand: RegisterCommand = (program, io, setExitCode) 
 
 async function serve(options: ServeOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
-  const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
+  const loaded = loadConfig({
+    file: options.config ?? process.env.HOOKBOT_CONFIG,
+    env: process.env,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot serve: ${configProblems(loaded.problems)}\n`);
     return 1;
@@ -75,6 +79,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
       apiUrl: config.api.url ?? '',
       configuredHookUrl: config.hooks.url,
       manageHooks: config.hooks.manage,
+      pid: process.pid,
     }),
   );
   const signal = await signals.stopped;

@@ -14,7 +14,7 @@ import type { CliIo, RegisterCommand } from './command.ts';
 import { apiProblem } from './api-problem.ts';
 import { serveBanner } from './hook-address.ts';
 import { listenProblem } from './listen-problem.ts';
-import { onHangup, watchSignals } from './signals.ts';
+import { onHangup, watchLauncher, watchSignals } from './signals.ts';
 
 interface StartOptions {
   config?: string;
@@ -32,7 +32,11 @@ export const registerStartCommand: RegisterCommand = (program, io, setExitCode) 
 
 async function start(options: StartOptions, io: CliIo): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
-  const loaded = loadConfig({ file: options.config ?? process.env.HOOKBOT_CONFIG, env: process.env });
+  const loaded = loadConfig({
+    file: options.config ?? process.env.HOOKBOT_CONFIG,
+    env: process.env,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot start: ${configProblems(loaded.problems)}\n`);
     return 1;
@@ -59,6 +63,15 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   for (const warning of loaded.warnings) log.warn({ config: loaded.file }, warning);
 
   const signals = watchSignals();
+  // Under `npm start`, a signal sent to npm's pid ends npm and never reaches the bot: rather than run
+  // on orphaned, the bot stops (signals.ts). The banner prints the pid to signal.
+  const stopWatchingLauncher = watchLauncher((launcher) => {
+    log.warn(
+      { launcher: launcher.pid },
+      `npm (pid ${launcher.pid}), which started this bot, has ended: stopping. Signals go to the bot's own pid, ${process.pid}: kill -HUP ${process.pid} reloads the rules, kill ${process.pid} stops it`,
+    );
+    signals.stop('launcher gone');
+  });
   let sandbox: Sandbox | undefined;
   let runtime: Runtime | undefined;
   try {
@@ -70,6 +83,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           apiUrl: config.api.url ?? '',
           configuredHookUrl: config.hooks.url,
           manageHooks: config.hooks.manage,
+          pid: process.pid,
         }),
       );
     } else {
@@ -102,18 +116,23 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
         startBanner({
           botUrl: runtime.bot.url,
           hookUrl: runtime.bot.hookUrl,
+          sandboxUrl: sandbox.url,
           sandboxApiUrl: sandbox.apiUrl,
           adminToken: sandbox.adminToken,
           demoTokens: DEMO_TOKENS,
           registered: hooks.registered,
           rulesDir: config.rules.dir,
+          rulesSet: loaded.sources['rules.dir'] !== undefined,
           statePath: config.state.path,
           sandboxData: config.sandbox.data,
+          pid: process.pid,
+          cwd: process.cwd(),
           quietLogs: quiet,
         }),
       );
     }
   } catch (error) {
+    stopWatchingLauncher();
     signals.release();
     await runtime?.close();
     await sandbox?.close();
@@ -134,6 +153,7 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());
   const signal = await signals.stopped;
+  stopWatchingLauncher();
   log.info({ signal }, 'stopping');
   try {
     await runtime.close();

@@ -7,6 +7,7 @@
  * The target must be empty (nothing is merged); the source is left as it was, to be removed by
  * hand once the bot runs on the target. What does not come over: src/state/transfer.ts.
  */
+import { counted } from '../text/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { configProblems } from './config-problems.ts';
 
@@ -37,7 +38,12 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
     transferState,
   } = await import('../state/index.ts');
 
-  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  const loaded = loadConfig({
+    file: options.config,
+    env: process.env,
+    receivesHooks: false,
+    unknownVariables: false,
+  });
   if (!loaded.ok) return fail(configProblems(loaded.problems));
   const { state } = loaded.config;
   if (!state.database_url)
@@ -106,7 +112,16 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
         );
       const counts = await transferState(from, to, clock, Object.keys(SWEEP_DEFAULTS));
       io.out(
-        `moved ${fromName} to ${toName}: ${counts.deliveries} pending deliveries, ${counts.actions} actions, ${counts.parked} parked, ${counts.watches} watches, ${counts.queued} queued merge requests, ${counts.pausedRules} paused rules, ${counts.decisions} decisions (with the history kept for explain), ${counts.schedules} sweep schedules.\n` +
+        `moved ${fromName} to ${toName}: ${[
+          counted(counts.deliveries, 'pending delivery', 'pending deliveries'),
+          counted(counts.actions, 'action'),
+          `${counts.parked} parked`,
+          counted(counts.watches, 'watch', 'watches'),
+          counted(counts.queued, 'queued merge request'),
+          counted(counts.pausedRules, 'paused rule'),
+          `${counted(counts.decisions, 'decision')} (with the history kept for explain)`,
+          counted(counts.schedules, 'sweep schedule'),
+        ].join(', ')}.\n` +
           `${fromName} is left as it was: start the bot on the new state, then remove it.\n`,
       );
       return 0;

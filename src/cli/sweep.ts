@@ -79,16 +79,21 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
   // A sweep receives no deliveries: it needs no webhook secret.
-  const loaded = loadConfig({ file: options.config, env: process.env, receivesHooks: false });
+  const loaded = loadConfig({
+    file: options.config,
+    env: process.env,
+    receivesHooks: false,
+    unknownVariables: false,
+  });
   if (!loaded.ok) {
     io.err(`hookbot sweep: ${configProblems(loaded.problems)}\n`);
     return 1;
   }
   const { config } = loaded;
-  for (const warning of loaded.variableWarnings) io.err(`hookbot sweep: ${warning}\n`);
   if (config.api.url === undefined || config.api.token === undefined) {
+    const { noServerMessage } = await import('./sandbox-lines.ts');
     io.err(
-      'hookbot sweep: set api.url and api.token: a sweep talks to the server (the sandbox runs only inside hookbot start)\n',
+      `hookbot sweep: ${await noServerMessage('sweep', config, loaded.sources['rules.dir'] !== undefined)}\n`,
     );
     return 1;
   }
@@ -211,13 +216,28 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
             `rule "${name}" approved in ${paused.project}: its writes after the bot's own changes are counted afresh\n`,
           );
         }
+      // An approval given before the breaker trips counts as one given after: the preview of a dry
+      // run says "would be paused; approve with ...", and running exactly that must go through.
+      const definitions = scheduledNamed(name).map(definitionHash);
       if (!pauseOf(store, name)) {
-        if (echoes.length === 0) io.out(`rule "${name}" is not paused: nothing to approve\n`);
+        if (definitions.length === 0) {
+          if (echoes.length === 0) io.out(`rule "${name}" is not paused: nothing to approve\n`);
+        } else if (dryRun) {
+          approved.add(name);
+          io.out(
+            `rule "${name}" is not paused; it would be approved in advance (dry run: previewing as if it were)\n`,
+          );
+        } else {
+          await approve(store, name, definitions, Date.now());
+          io.out(
+            `rule "${name}" is not paused: its current definition is approved in advance, so the circuit breaker lets it past max_items and max_share, in this run and the next ones until its definition changes (the budget still bounds each run)\n`,
+          );
+        }
       } else if (dryRun) {
         approved.add(name);
         io.out(`rule "${name}" would be approved (dry run: previewing as if it were)\n`);
       } else {
-        await approve(store, name, scheduledNamed(name).map(definitionHash), Date.now());
+        await approve(store, name, definitions, Date.now());
         io.out(`rule "${name}" approved: its current definition is exempt from the circuit breaker\n`);
       }
     }
@@ -269,7 +289,7 @@ export const registerSweepCommand: RegisterCommand = (program, io, setExitCode) 
     .option('--project <namespace/project>', 'only this project')
     .option(
       '--approve <rule>',
-      'lift the brake of a paused rule (the circuit breaker: its current definition; the echo brake: in --project, or everywhere), then sweep',
+      'approve a rule, then sweep: the circuit breaker lets its current definition past (paused or not yet: an approval before a trip counts); a rule paused by the echo brake is released in --project, or everywhere',
     )
     .option(
       '--config <file>',

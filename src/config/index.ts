@@ -3,3 +3,4 @@ export { loadConfig } from './load-config.ts';
 export { type Config, SWEEP_DEFAULTS, type SweepName } from './schema.ts';
 export { type ConfigSource, type ConfigSources, describeSource } from './sources.ts';
 export { booleanVariable } from './booleans.ts';
+export { unknownVariableWarnings } from './unknown-env.ts';

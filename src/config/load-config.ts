@@ -49,6 +49,18 @@ export interface LoadConfigOptions {
    * does not ask for the webhook secret.
    */
   receivesHooks?: boolean;
+  /**
+   * Whether the command calls the server's API (default true). `hookbot explain --bot` reads only
+   * the status page's credentials from the configuration, so it does not ask for the API token
+   * (which the bot's own environment may hold).
+   */
+  callsApi?: boolean;
+  /**
+   * Whether to list the `HOOKBOT_*` variables hookbot does not read (default true). The command
+   * line checks them once at its entry for every command (cli/main.ts) and passes false, so that
+   * they are not said twice.
+   */
+  unknownVariables?: boolean;
 }
 
 export type LoadConfigResult =
@@ -63,8 +75,6 @@ export type LoadConfigResult =
       sources: ConfigSources;
       /** Worth saying at start, not worth refusing to start (a secret written in the file). */
       warnings: string[];
-      /** Of the warnings, those about `HOOKBOT_*` variables hookbot does not read (one-shot commands say only these). */
-      variableWarnings: string[];
       /** In a container or not, and why: messages about the listening address say it. */
       container: ContainerSignal;
     }
@@ -139,10 +149,11 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
   problems.push(
     ...requirementProblems(raw, new Set(secretProblems.map((p) => p.key)), {
       receivesHooks: options.receivesHooks ?? true,
+      callsApi: options.callsApi ?? true,
     }),
   );
 
-  const variableWarnings = unknownEnvWarnings(options.env, keys);
+  const variableWarnings = options.unknownVariables === false ? [] : unknownEnvWarnings(options.env, keys);
   // A misspelt variable is often why a key is missing (HOOKBOT_API_TOKN): listed with the problems.
   if (!result.success || problems.length > 0)
     return { ok: false, problems: [...sortProblems(problems).map(formatProblem), ...variableWarnings] };
@@ -155,7 +166,6 @@ export function loadConfig(options: LoadConfigOptions): LoadConfigResult {
     mode: modeOf(raw),
     file,
     sources,
-    variableWarnings,
     warnings: [
       ...variableWarnings,
       ...warningsOf(sources, keys, raw),

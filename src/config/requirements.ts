@@ -33,12 +33,13 @@ function howToSet(key: string, fileKey: string | undefined): string {
 /**
  * `alreadyReported` holds keys with a problem of their own (an unreadable
  * secret file): saying it is also "required" would only repeat it. A command that receives no
- * deliveries (`receivesHooks: false`, `hookbot sweep`) needs no webhook secret.
+ * deliveries (`receivesHooks: false`, `hookbot sweep`) needs no webhook secret; one that calls no
+ * API (`callsApi: false`, `hookbot explain --bot` reading the status credentials) needs no token.
  */
 export function requirementProblems(
   raw: unknown,
   alreadyReported: ReadonlySet<string>,
-  options: { receivesHooks: boolean } = { receivesHooks: true },
+  options: { receivesHooks: boolean; callsApi?: boolean } = { receivesHooks: true },
 ): Problem[] {
   const problems: Problem[] = [];
   const require = (key: string, fileKey: string | undefined, when: boolean, message: string) => {
@@ -48,7 +49,8 @@ export function requirementProblems(
     problems.push({ key, message: `${message}: ${howToSet(key, fileKey)}` });
   };
   const server = modeOf(raw) === 'server';
-  require('api.token', 'api.token_file', server, "required when api.url is set (the bot user's private token)");
+  require('api.token', 'api.token_file', server &&
+    options.callsApi !== false, "required when api.url is set (the bot user's private token)");
   require('webhook.secret', 'webhook.secret_file', server &&
     options.receivesHooks &&
     getIn(raw, ['webhook', 'allow_open']) !==

@@ -1,9 +1,11 @@
 /**
  * `HOOKBOT_*` variables hookbot does not read: a typo (`HOOKBOT_PROT=8080`) would otherwise pass in
- * silence and the default stay in force. Each one is a warning at start naming the closest variable.
+ * silence and the default stay in force. Each one is a warning naming the closest variable: said by
+ * every command (cli/main.ts checks once, at the entry of the command line), and by loadConfig for
+ * whoever loads a configuration outside the command line.
  */
 import { closest } from '../text/index.ts';
-import { leafKeys, type ConfigKey } from './config-keys.ts';
+import { configKeys, leafKeys, type ConfigKey } from './config-keys.ts';
 
 /** Variables read outside the configuration schema (their keys have no place in a config file). */
 export const OTHER_VARIABLES: readonly string[] = [
@@ -27,6 +29,11 @@ export function unknownEnvWarnings(env: NodeJS.ProcessEnv, keys: readonly Config
       const hint = near ? `did you mean ${near}?` : 'the variables are listed in docs/configuration.md';
       return `${name} is set but hookbot reads no such variable (${hint}); it is ignored`;
     });
+}
+
+/** The same, against every variable of the configuration: what the command line checks at its entry. */
+export function unknownVariableWarnings(env: NodeJS.ProcessEnv): string[] {
+  return unknownEnvWarnings(env, configKeys());
 }
 
 /**

@@ -140,7 +140,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const file = options.dataFile ? new JSONFile<SandboxData>(options.dataFile) : undefined;
   let stored: SandboxData | null = null;
   if (file && options.dataFile) {
-    await mkdir(path.dirname(path.resolve(options.dataFile)), { recursive: true });
+    // 0700, as the bot's state folder: `npm start` keeps both in `data/`, and whichever of the two
+    // creates it first decides its mode (the sandbox's data holds every demo user's token).
+    await mkdir(path.dirname(path.resolve(options.dataFile)), { recursive: true, mode: 0o700 });
     stored = await file.read();
   }
   const tempRepos = options.dataFile ? undefined : await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-'));

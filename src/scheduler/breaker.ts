@@ -12,7 +12,9 @@
  * - an approval per rule and definition, under the key `breaker-approved:<rule>@<hash>` of
  *   `lastSuccess` (the time of approval): an approved definition is exempt from the breaker (the
  *   per-run budget still bounds each run), so a backlog the person has seen drains run by run
- *   instead of tripping again at every run. A changed definition is not approved.
+ *   instead of tripping again at every run. A changed definition is not approved. An approval may
+ *   come before any trip (`--approve` on a rule a dry run said would be paused): the same record,
+ *   so the run that follows goes past the breaker as after a trip.
  */
 import type { PausedRule } from '../state/index.ts';
 import { type BrakeStore } from '../rules/index.ts';

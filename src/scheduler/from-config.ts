@@ -44,13 +44,30 @@ export function echoLimitsOf(config: Config): EchoLimits {
   };
 }
 
+/**
+ * Every sweep, those the configuration turns off included (`enabled: false`: not timed, but the
+ * scheduler moves their stored next run so that turned on again they run at start), each with the
+ * setting its stored next run holds for (scheduler.ts): a change of it runs the sweep at start.
+ */
 export function scheduledSweepsOf(config: Config, sweeps: SweepSet): ScheduledSweep[] {
-  return enabledSweeps(config).map((name) => ({
+  const on = new Set(enabledSweeps(config));
+  return SWEEP_NAMES.map((name) => ({
     name,
     timing: timingOfSweep(config.scheduler.sweeps[name]),
     run: (options) => sweeps.run(name, options),
     resultOf: (report) => sweepRunResult(report as SweepReport),
+    enabled: on.has(name),
+    ...(name === 'hook_check' ? { setting: hookCheckSetting(config) } : {}),
   }));
+}
+
+/**
+ * What the hook check does beyond its timing: whether it creates and repairs the hooks, with which
+ * URL, in which projects. Turning `hooks.manage` on must install the hooks at the next start.
+ */
+function hookCheckSetting(config: Config): string {
+  const { manage, url, projects } = config.hooks;
+  return JSON.stringify({ manage, url: url ?? null, projects: [...projects].sort() });
 }
 
 /**

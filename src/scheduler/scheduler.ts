@@ -19,6 +19,18 @@
  * same sweep still runs is skipped (a sweep never overlaps itself); different sweeps may run at
  * the same time (the executor serialises calls per item).
  *
+ * A next run holds only for the setting it was computed under: the sweep's timing and what else
+ * the configuration says it does (`setting`: for the hook check, hooks.manage, hooks.url and the
+ * projects). Beside the next run, the store keeps a fingerprint of that setting (`nextRun(name,
+ * 'setting')`, a 48-bit hash of it where a time would be: the schedule's one row per sweep, so no
+ * other table and no migration), written after each run with the next run. At start, a sweep whose
+ * stored fingerprint is another setting's runs at once, on the new setting, whatever its stored
+ * next run says: `hooks.manage: true` turned on after a first start installs the hooks at this
+ * start, not up to an hour later; a shorter interval takes effect now. A sweep the configuration
+ * turns off (`enabled: false`) is not timed, and its fingerprint is set to 0 (no setting's), so
+ * that turned on again it runs at start. A next run stored without a fingerprint (by a version
+ * that kept none, or moved by `hookbot state migrate`) is kept as it is until that sweep's run.
+ *
  * Each run has a job id (sweepJobId), set as the log context of everything the run does: its
  * lines, the sweep's, the item processor's, the executor's and the API client's all carry `job`.
  *
@@ -27,6 +39,7 @@
  * status page reads it by (its "Last success" column); the result goes to `onRun` (metrics).
  */
 import Bree from 'bree';
+import { createHash } from 'node:crypto';
 import { runInNewLogContext } from '../ops/index.ts';
 import { outsideItemRuns } from '../rules/index.ts';
 import type { StateStore } from '../state/index.ts';
@@ -50,6 +63,26 @@ export interface ScheduledSweep {
   run(options: SweepRunOptions): Promise<unknown>;
   /** What the run's report says (summary.ts `sweepRunResult`). Default: `ok` once `run` returns. */
   resultOf?(report: unknown): SweepRunResult;
+  /**
+   * What the sweep does under this configuration, besides its timing (the hook check: whether it
+   * manages the hooks, their URL, the projects). Changed since the stored next run was computed,
+   * the sweep runs at start. Default: the timing alone counts.
+   */
+  setting?: string;
+  /** false: the configuration turns it off (not timed; see above). Default true. */
+  enabled?: boolean;
+}
+
+/** Where the fingerprint of a sweep's setting is kept: `nextRun(name, SETTING)`. */
+const SETTING = 'setting';
+/** The fingerprint of a sweep turned off: no setting's (fingerprints start at 1). */
+const TURNED_OFF = 0;
+
+/** A 48-bit fingerprint (1 to 2^48 - 1) of the sweep's timing and setting: a number the store keeps. */
+function settingFingerprint(sweep: Pick<ScheduledSweep, 'timing' | 'setting'>): number {
+  const text = `${describeTiming(sweep.timing)}\n${sweep.setting ?? ''}`;
+  const value = Number.parseInt(createHash('sha256').update(text).digest('hex').slice(0, 12), 16);
+  return value === TURNED_OFF ? 1 : value;
 }
 
 export interface SchedulerOptions {
@@ -92,12 +125,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const now = options.now ?? Date.now;
   const log = options.log ?? quietLog;
   const { store } = options;
-  const sweeps = new Map(options.sweeps.map((sweep) => [sweep.name, sweep]));
+  const enabled = options.sweeps.filter((sweep) => sweep.enabled !== false);
+  const disabled = options.sweeps.filter((sweep) => sweep.enabled === false);
+  const sweeps = new Map(enabled.map((sweep) => [sweep.name, sweep]));
+  /** Sweeps whose stored next run was computed under another setting: due until they have run. */
+  const settingChanged = new Set<string>();
   const runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
   let bree: Bree | undefined;
   let stopping = false;
   /** Sweeps woken during their run: they run once more when it ends. */
   const wokenDuringRun = new Set<string>();
+
+  /** The next run the sweep waits for: none (due now) when its setting changed since it was stored. */
+  function storedNext(sweep: ScheduledSweep): number | undefined {
+    return settingChanged.has(sweep.name) ? undefined : store.nextRun(sweep.name);
+  }
 
   /** Runs started by this scheduler: the run number in job ids. */
   let runCount = 0;
@@ -142,10 +184,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (controller.signal.aborted) return;
     const next = nextRunAfter(sweep.timing, startedAt);
     if (!Number.isFinite(next)) return;
-    // Runs start from timers: nothing awaits them, so nothing here may reject.
-    await store.setNextRun(sweep.name, undefined, next).catch((error: unknown) => {
-      log.error({ sweep: sweep.name, err: error }, 'next run not stored');
-    });
+    // Runs start from timers: nothing awaits them, so nothing here may reject. The next run first:
+    // a crash between the two leaves the old fingerprint, and the sweep due at the next start.
+    await store
+      .setNextRun(sweep.name, undefined, next)
+      .then(() => store.setNextRun(sweep.name, SETTING, settingFingerprint(sweep)))
+      .then(() => settingChanged.delete(sweep.name))
+      .catch((error: unknown) => {
+        log.error({ sweep: sweep.name, err: error }, 'next run not stored');
+      });
   }
 
   function trigger(name: string, fromTimer = false): Promise<void> {
@@ -157,7 +204,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return current.done;
     }
     if (stopping) return Promise.resolve();
-    const next = store.nextRun(name);
+    const next = storedNext(sweep);
     if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return Promise.resolve();
     const controller = new AbortController();
     const done = (
@@ -192,7 +239,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return;
     }
     try {
-      const next = store.nextRun(sweep.name);
+      const next = storedNext(sweep);
       if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return;
       await runSweep(sweep, controller);
     } finally {
@@ -222,11 +269,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   function jobOf(sweep: ScheduledSweep): Bree.JobOptions {
-    const next = store.nextRun(sweep.name);
+    const fingerprint = store.nextRun(sweep.name, SETTING);
+    if (fingerprint !== undefined && fingerprint !== settingFingerprint(sweep))
+      settingChanged.add(sweep.name);
+    const next = storedNext(sweep);
     const delay = next === undefined ? 0 : Math.max(0, next - now());
     log.info(
-      { sweep: sweep.name, timing: describeTiming(sweep.timing), firstInMs: delay },
-      'sweep scheduled',
+      {
+        sweep: sweep.name,
+        timing: describeTiming(sweep.timing),
+        firstInMs: delay,
+        ...(settingChanged.has(sweep.name) ? { settingChanged: true } : {}),
+      },
+      settingChanged.has(sweep.name)
+        ? 'sweep scheduled: its setting changed since its next run was stored, so it runs now'
+        : 'sweep scheduled',
     );
     if (sweep.timing.kind === 'every')
       return {
@@ -250,6 +307,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     async start() {
       if (bree) return;
       stopping = false;
+      // Turned off: no setting's fingerprint, so that turned on again the sweep runs at start.
+      for (const sweep of disabled)
+        if (store.nextRun(sweep.name, SETTING) !== TURNED_OFF)
+          await store.setNextRun(sweep.name, SETTING, TURNED_OFF).catch((error: unknown) => {
+            log.error({ sweep: sweep.name, err: error }, 'a sweep turned off: its setting not stored');
+          });
       bree = new Bree({
         root: false,
         doRootCheck: false,
@@ -263,7 +326,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         workerMessageHandler: ({ name, message }) => {
           if (message === 'due') void trigger(name, true);
         },
-        jobs: options.sweeps.map(jobOf),
+        jobs: enabled.map(jobOf),
       });
       await bree.start();
     },

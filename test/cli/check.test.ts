@@ -299,4 +299,28 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
     expect(unknown.err).toContain('"merg" is not an action (did you mean "merge"?)');
     expect((await run(['test/fixtures/rules/example', '--allow', 'merge'])).code).toBe(2);
   });
+
+  it('a repository file under another name (hb.yml) with --project: says it expects .hookbot.yml and how to rename it (exit 2)', async () => {
+    const dir = folder('other-name', {});
+    const other = path.join(dir, 'hb.yml');
+    writeFileSync(other, 'rules:\n  - name: x\n    on: [issue.open]\n    do: [close]\n');
+    const result = await run(['--project', 'acme/web', other]);
+    expect(result.code).toBe(2);
+    expect(result.err).toBe(
+      `hookbot check: --allow, --project and --rules check a repository's own rules, and ${other} is not named .hookbot.yml: the bot reads them only from a file named .hookbot.yml at the root of the repository; rename it (mv ${other} ${path.join(dir, '.hookbot.yml')}) and check that. Central rules are checked as their folder, without these flags (hookbot check rules)\n`,
+    );
+    expect(result.err).not.toContain('not a rules folder');
+  });
+
+  it('the same file without flags: the folder problem as before, and the rename for a repository file', async () => {
+    const dir = folder('other-name-plain', {});
+    const other = path.join(dir, 'hb.yml');
+    writeFileSync(other, 'rules: []\n');
+    const result = await run([other]);
+    expect(result.code).toBe(1);
+    expect(result.out).toContain(`${other}:1:1: is a file, not a rules folder`);
+    expect(result.err).toContain(
+      `hookbot check: if ${other} holds a repository's own rules: the bot reads them only from a file named .hookbot.yml at the root of the repository; rename it (mv ${other} ${path.join(dir, '.hookbot.yml')}) and check that\n`,
+    );
+  });
 });

@@ -1,5 +1,8 @@
 /** `hookbot demo` plays its whole scenario against the sandbox and exits 0 only if every step happened. */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
@@ -38,4 +41,43 @@ describe('hookbot demo', () => {
         'hookbot demo: HOOKBOT_DEMO_LOG is "maybe": use true or false (also 1 or 0, yes or no, on or off, in any case)\n',
     });
   }, 60_000);
+
+  it('with rules of your own, a failing step says what your rule did instead; one the breaker paused fails at once', async () => {
+    // The example rules with two changes a user might make: the triage rule's title pattern no
+    // longer matches the demo's bug report, and the stale rule lost its age condition, so that it
+    // would close every open issue and the circuit breaker pauses it.
+    const example = readFileSync('rules/default.yml', 'utf8');
+    const mine = example
+      .replace(
+        "title: { matches: '(?i)\\b(bug|crash\\w*|broken)\\b' }",
+        "title: { matches: '(?i)\\bdefect\\b' }",
+      )
+      .replace('      - updated: { older_than: 60d }\n', '');
+    expect(mine).not.toBe(example);
+    expect(mine).toContain('defect');
+    expect(mine).not.toContain('older_than: 60d');
+    const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-demo-rules-'));
+    writeFileSync(path.join(dir, 'default.yml'), mine);
+
+    const run = await promisify(execFile)(process.execPath, ['bin/hookbot.js', 'demo', '--rules', dir], {
+      env: { ...process.env, HOOKBOT_IN_DOCKER: '0' },
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch((error: unknown) => error as { code: number; stdout: string });
+    expect(run).toMatchObject({ code: 1 });
+    const stdout = (run as { stdout: string }).stdout;
+    expect(stdout).toContain('2 of 6 steps did not happen as expected.');
+    // The rule that did not match: what it saw.
+    expect(stdout).toContain(
+      'FAILED: no bug labels after 15 s: on issue.open, your rule "triage bug reports" did not match: title matches',
+    );
+    expect(stdout).toContain('(seen "Checkout crashes when the cart is empty")');
+    // The rule the breaker paused: said at once, with the breaker's reason, not after the timeout.
+    const stale = stdout.split('\n').find((line) => line.includes('FAILED: no close of the stale issue'));
+    expect(stale).toMatch(
+      /your rule "close stale issues" was paused by the circuit breaker: acme\/\w+: would touch \d+ of \d+ items/,
+    );
+    expect(stale).toContain('hookbot sweep --once --approve "close stale issues"');
+    expect(stale).not.toContain('after 15 s');
+    expect(stdout).not.toContain('timed out');
+  }, 180_000);
 });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { main, packageVersion } from '../../src/cli/main.ts';
 
@@ -66,5 +69,32 @@ describe('hookbot command line', () => {
       (e: unknown) => e,
     );
     expect(failure).toMatchObject({ code: 2 });
+  });
+
+  describe('a misspelt HOOKBOT_* variable is said by every command, once, with the closest name', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-main-env-'));
+    const typo =
+      'hookbot: HOOKBOT_DATABSE_URL is set but hookbot reads no such variable (did you mean HOOKBOT_DATABASE_URL?); it is ignored\n';
+    it.each([
+      // What the issue saw: explain read the state file in silence.
+      ['explain', ['explain', 'acme/web', 'issue', '4', '--state', path.join(dir, 'none.json')]],
+      ['check', ['check', path.join(dir, 'no-rules')]],
+      ['schema', ['schema']],
+      ['sweep', ['sweep', '--once', '--config', path.join(dir, 'missing.yml')]],
+      ['plan', ['plan', '--config', path.join(dir, 'missing.yml')]],
+      ['state', ['state', 'migrate', '--to', 'file', '--config', path.join(dir, 'missing.yml')]],
+      ['--version', ['--version']],
+    ])('%s', async (_name, argv) => {
+      const io = capture();
+      await main(argv, io, { HOOKBOT_DATABSE_URL: 'postgres://db/hookbot' });
+      expect(io.errText.split(typo).length - 1).toBe(1);
+      expect(io.errText.startsWith(typo)).toBe(true);
+    });
+
+    it('nothing is said when every HOOKBOT_* variable is one hookbot reads', async () => {
+      const io = capture();
+      await main(['schema'], io, { HOOKBOT_DATABASE_URL: 'postgres://db/hookbot', HOOKBOT_BOT_URL: 'x' });
+      expect(io.errText).toBe('');
+    });
   });
 });

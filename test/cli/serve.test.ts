@@ -140,7 +140,7 @@ describe('hookbot serve', () => {
       const hookUrl = await waitFor(() => /receiving hooks at (\S+)/.exec(serve.output())?.[1]);
       expect(hookUrl).not.toContain('0.0.0.0');
       expect(hookUrl).toMatch(/^http:\/\/[^/]+:\d+\/hooks$/);
-      await waitFor(() => (serve.output().includes('next: add that URL') ? true : undefined));
+      await waitFor(() => (serve.output().includes(`next: add ${hookUrl} as a web hook`) ? true : undefined));
       expect(serve.output()).toContain('listening on every address');
       // The address printed reaches the bot.
       expect((await fetch(hookUrl.replace(/\/hooks$/, '/healthz'))).status).toBe(200);

@@ -114,7 +114,8 @@ describe.skipIf(!postgresAvailable)('hookbot state migrate', () => {
 
     const there = io();
     expect(await runStateMigrate({ to: 'postgres', config }, there.io)).toBe(0);
-    expect(there.out.join('')).toContain('1 pending deliveries, 1 actions, 1 parked, 1 watches');
+    // A count agrees with its noun (text/count.ts): it said "1 pending deliveries, 1 actions".
+    expect(there.out.join('')).toContain('1 pending delivery, 1 action, 1 parked, 1 watch');
     const database = createPostgresStore({ url: TEST_DATABASE_URL, schema: shared, replicaId: 'check' });
     await database.open();
     try {

@@ -662,9 +662,34 @@ describe('loadConfig: variables and commands', () => {
     ]);
   });
 
+  it('leaves the unknown variables to the command line when asked (it says them once, at its entry)', () => {
+    const env = { HOOKBOT_API_TOKN: 'api-token-1234', HOOKBOT_PROT: '8080' };
+    expect(expectOk(loadIn(tempDir(), { env, options: { unknownVariables: false } })).warnings).toEqual([]);
+    expect(
+      expectProblems(
+        loadIn(tempDir(), {
+          yaml: SERVER,
+          env: { ...env, HOOKBOT_WEBHOOK_SECRET: 'hook-secret-5678' },
+          options: { unknownVariables: false },
+        }),
+      ),
+    ).toEqual([expect.stringMatching(/^api\.token: required .*set HOOKBOT_API_TOKEN/)]);
+  });
+
   it('says nothing of the variables it reads outside the schema', () => {
     const env = { HOOKBOT_IN_DOCKER: '0', HOOKBOT_BOT_URL: 'http://127.0.0.1:3000', HOOKBOT_DEMO_LOG: '1' };
     expect(expectOk(loadIn(tempDir(), { env })).warnings).toEqual([]);
+  });
+
+  it('does not ask a command that calls no API (explain reading the status credentials) for the token', () => {
+    const env = { HOOKBOT_STATUS_USERNAME: 'ops', HOOKBOT_STATUS_PASSWORD: 'pw' };
+    const result = expectOk(
+      loadIn(tempDir(), { yaml: SERVER, env, options: { receivesHooks: false, callsApi: false } }),
+    );
+    expect(result.config.server.status_auth).toMatchObject({ username: 'ops', password: 'pw' });
+    expect(
+      expectProblems(loadIn(tempDir(), { yaml: SERVER, env, options: { receivesHooks: false } })),
+    ).toEqual([expect.stringMatching(/^api\.token: required/)]);
   });
 
   it('does not ask a command that receives no deliveries (sweep) for the webhook secret', () => {

@@ -117,6 +117,80 @@ describe('scheduler', () => {
     expect(next.getTime()).toBeGreaterThan(Date.now());
   });
 
+  describe('a next run holds for the setting it was computed under', () => {
+    /**
+     * One start of the bot with this sweep: until its run at start is over when one is expected
+     * (waited for: a worker may take long to start on a busy machine), else for a while, long
+     * enough for a tick that was due to come.
+     */
+    async function oneStart(store: StateStore, sweep: Counting, runsAtStart: boolean): Promise<void> {
+      const before = sweep.runs;
+      scheduler = createScheduler({ sweeps: [sweep], store });
+      await scheduler.start();
+      if (runsAtStart) await waitFor(() => sweep.runs > before && scheduler?.running().length === 0, 20_000);
+      else await settle();
+      await scheduler.stop();
+      scheduler = undefined;
+    }
+
+    it('hooks.manage turned on after a first start: the hook check runs at the next start, not an hour later', async () => {
+      const store = await openStore();
+      const hourly = timingOfSweep({ every: '1h' });
+      const first = counting('hook_check', hourly);
+      first.setting = 'manage: false';
+      await oneStart(store, first, true);
+      expect(first.runs).toBe(1);
+      const stored = store.nextRun('hook_check')!;
+      expect(stored).toBeGreaterThan(Date.now() + HOUR - 60_000);
+
+      // Restarted as it was: it waits for its stored next run.
+      const same = counting('hook_check', hourly);
+      same.setting = 'manage: false';
+      await oneStart(store, same, false);
+      expect(same.runs).toBe(0);
+
+      // Restarted with hooks.manage on: it runs now, and its next run is computed afresh.
+      const managed = counting('hook_check', hourly);
+      managed.setting = 'manage: true';
+      await oneStart(store, managed, true);
+      expect(managed.runs).toBe(1);
+      expect(store.nextRun('hook_check')).toBeGreaterThan(stored);
+
+      // And that is kept: the next restart waits again.
+      const again = counting('hook_check', hourly);
+      again.setting = 'manage: true';
+      await oneStart(store, again, false);
+      expect(again.runs).toBe(0);
+    });
+
+    it('a changed interval: the sweep runs at start, then on the new interval', async () => {
+      const store = await openStore();
+      await oneStart(store, counting('reconcile', timingOfSweep({ every: '1d' })), true);
+      expect(store.nextRun('reconcile')).toBeGreaterThan(Date.now() + 23 * HOUR);
+
+      const shorter = counting('reconcile', timingOfSweep({ every: '15m' }));
+      await oneStart(store, shorter, true);
+      expect(shorter.runs).toBe(1);
+      expect(store.nextRun('reconcile')).toBeLessThan(Date.now() + 16 * 60_000);
+    });
+
+    it('a sweep turned off, then on again: it runs at start, though its stored next run is ahead', async () => {
+      const store = await openStore();
+      const timing = timingOfSweep({ every: '1h' });
+      await oneStart(store, counting('merge_watch', timing), true);
+      expect(store.nextRun('merge_watch')).toBeGreaterThan(Date.now() + HOUR - 60_000);
+
+      const off = counting('merge_watch', timing);
+      off.enabled = false;
+      await oneStart(store, off, false);
+      expect(off.runs).toBe(0);
+
+      const on = counting('merge_watch', timing);
+      await oneStart(store, on, true);
+      expect(on.runs).toBe(1);
+    });
+  });
+
   it('never runs a sweep twice at once: a trigger during a run joins it', async () => {
     const store = await openStore();
     await store.setNextRun('retries', undefined, Date.now() + HOUR);

@@ -131,6 +131,45 @@ describe('hookbot sweep', () => {
     expect(await closed(world)).toBe(3);
   });
 
+  it('the approval a dry run suggests, given before any trip, lets the run past the breaker and says so', async () => {
+    const world = await makeWorld(sandbox().sb, { prefix: 'cli6', rules: STALE_RULE });
+    for (let i = 0; i < 3; i++) await issueAged(world, `stale ${i}`, 90);
+    const config = await configFor(world, { max_items: 2, max_share: 1 });
+
+    // The preview: it would trip, and says what to run.
+    const preview = await sweep('--once', '--dry-run', '--rule', 'close stale issues', '--config', config);
+    expect(preview.out).toContain(
+      'rule "close stale issues" would be paused; approve with: hookbot sweep --once --approve "close stale issues"',
+    );
+    // The same with the approval, still a dry run: previewed as approved.
+    const approvedPreview = await sweep(
+      '--once',
+      '--dry-run',
+      '--approve',
+      'close stale issues',
+      '--rule',
+      'close stale issues',
+      '--config',
+      config,
+    );
+    expect(approvedPreview.out).toContain(
+      'rule "close stale issues" is not paused; it would be approved in advance (dry run: previewing as if it were)',
+    );
+    expect(approvedPreview.out).toContain('3 planned');
+    expect(approvedPreview.out).not.toContain('circuit breaker tripped');
+    expect(await closed(world)).toBe(0);
+
+    // Exactly what the preview said to run: the rule is not paused yet, and the approval counts.
+    const approved = await sweep('--once', '--approve', 'close stale issues', '--config', config);
+    expect(approved.out).toContain(
+      'rule "close stale issues" is not paused: its current definition is approved in advance, so the circuit breaker lets it past max_items and max_share',
+    );
+    expect(approved.out).not.toContain('nothing to approve');
+    expect(approved.out).not.toContain('circuit breaker tripped');
+    expect(approved.out).not.toContain('is paused');
+    expect(await closed(world)).toBe(3);
+  });
+
   it('refuses to run beside a running bot on the same state, and changes nothing', async () => {
     const world = await makeWorld(sandbox().sb, { prefix: 'cli5', rules: STALE_RULE });
     await issueAged(world, 'stale one', 90);
