@@ -13,6 +13,7 @@
  * attempt at a poison delivery, which is then parked as before).
  */
 import type { DecisionRecord, StateStore } from './store.ts';
+import { counted } from '../text/index.ts';
 
 export interface TransferCounts {
   deliveries: number;
@@ -39,15 +40,17 @@ export function transferClock(): TransferClock {
 /** What the target already holds: a transfer goes into an empty state only (nothing is merged). */
 export function holdsAnything(store: StateStore): string | undefined {
   const s = store.stats();
-  const held = Object.entries({
-    deliveries: s.inbox,
-    actions: s.outbox,
-    'parked actions': s.parked,
-    watches: s.watched,
-    'paused rules': s.pausedRules,
-    decisions: s.decisionItems,
-  }).filter(([, n]) => n > 0);
-  return held.length === 0 ? undefined : held.map(([what, n]) => `${n} ${what}`).join(', ');
+  const held = (
+    [
+      [s.inbox, 'delivery', 'deliveries'],
+      [s.outbox, 'action', 'actions'],
+      [s.parked, 'parked action', 'parked actions'],
+      [s.watched, 'watch', 'watches'],
+      [s.pausedRules, 'paused rule', 'paused rules'],
+      [s.decisionItems, 'decision', 'decisions'],
+    ] as const
+  ).filter(([n]) => n > 0);
+  return held.length === 0 ? undefined : held.map(([n, one, many]) => counted(n, one, many)).join(', ');
 }
 
 /** `sweeps`: the sweep names whose schedules to carry (the interface has no list of them). */

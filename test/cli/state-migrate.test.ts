@@ -127,7 +127,7 @@ describe.skipIf(!postgresAvailable)('hookbot state migrate', () => {
     // Again: the database is not empty any more, and nothing is moved twice.
     const again = io();
     expect(await runStateMigrate({ to: 'postgres', config }, again.io)).toBe(1);
-    expect(again.err.join('')).toMatch(/is not empty \(1 deliveries, 1 actions.*nothing was moved/);
+    expect(again.err.join('')).toMatch(/is not empty \(1 delivery, 1 action, .*nothing was moved/);
 
     const back = join(dir, 'back', 'hookbot.json');
     vi.stubEnv('HOOKBOT_STATE', back);
