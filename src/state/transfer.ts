@@ -13,7 +13,6 @@
  * attempt at a poison delivery, which is then parked as before).
  */
 import type { DecisionRecord, StateStore } from './store.ts';
-import { counted } from '../text/index.ts';
 
 export interface TransferCounts {
   deliveries: number;
@@ -50,7 +49,9 @@ export function holdsAnything(store: StateStore): string | undefined {
       [s.decisionItems, 'decision', 'decisions'],
     ] as const
   ).filter(([n]) => n > 0);
-  return held.length === 0 ? undefined : held.map(([n, one, many]) => counted(n, one, many)).join(', ');
+  return held.length === 0
+    ? undefined
+    : held.map(([n, one, many]) => `${n} ${n === 1 ? one : many}`).join(', ');
 }
 
 /** `sweeps`: the sweep names whose schedules to carry (the interface has no list of them). */
