@@ -185,6 +185,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     on: { push: [], status: [] },
     baseUrl: () => baseUrl,
     sshBase: () => sshBase,
+    reposDir,
   };
   if (!stored && options.seed === 'demo') {
     const { seedDemo } = await import('./seed.ts');
