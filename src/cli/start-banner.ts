@@ -16,6 +16,8 @@ export interface StartBannerInput {
   sandboxData: string;
   /** Why the logs show less than info, if they do. */
   quietLogs: boolean;
+  /** The simulated CI, when sandbox.ci.script turns it on: its status name and script. */
+  ci?: { name: string; script: string };
 }
 
 export function startBanner(input: StartBannerInput): string {
@@ -34,6 +36,11 @@ export function startBanner(input: StartBannerInput): string {
     `  hook registered on: ${input.registered.join(', ') || 'no project'}`,
     `  rules:       ${input.rulesDir}/ (reloaded on change; kill -HUP reloads too)`,
     `  state:       ${input.statePath}, sandbox data ${input.sandboxData}`,
+    ...(input.ci
+      ? [
+          `  CI:          every pushed commit gets ${input.ci.name} from \`${input.ci.script}\` (simulated, user sandbox-ci)`,
+        ]
+      : []),
     ...(input.quietLogs
       ? [
           '  logs:        warnings and errors only on this terminal (HOOKBOT_LOG_LEVEL=info shows every sweep)',
