@@ -15,10 +15,9 @@
  * the open ones left and fires their `update` hooks, in 8.x's order.
  */
 import type { Router } from 'express';
-import type { PushEvent, SandboxContext } from './context.ts';
+import type { GitCommit, PushEvent, SandboxContext } from './context.ts';
 import type { MergeRequestRec } from './db.ts';
 import { inStateScope } from './issuables.ts';
-import { sourceHead } from './merge-request-view.ts';
 import { commitsBetween, keepMergeRequestRef, mergeRequestRefHead } from './merge-request-refs.ts';
 import { closesIssues, postMerge } from './post-merge.ts';
 
@@ -35,12 +34,22 @@ async function closeMergedByPush(ctx: SandboxContext, push: PushEvent, branch: s
   if (into.length === 0) return;
   const pushed = await commitsBetween(ctx, push.project.id, push.before, push.after);
   if (pushed.size === 0) return;
+  // The source heads, one read of the branches per source project (not one per merge request).
+  const heads = new Map<number, Promise<Map<string, GitCommit>>>();
+  const headsOf = (projectId: number) => {
+    let read = heads.get(projectId);
+    if (!read) {
+      read = ctx.git.branches(projectId).then((list) => new Map(list.map((b) => [b.name, b.commit])));
+      heads.set(projectId, read);
+    }
+    return read;
+  };
   for (const mr of into) {
     // 8.x skips merge requests whose source project is gone (`select(&:source_project)`).
     if (!db.data.projects.some((p) => p.id === mr.source_project_id)) continue;
     // The head 8.x compares is the one of the merge request's last diff: the source branch's head, or
     // where its ref was left when the branch is gone.
-    const head = await sourceHead(ctx, mr);
+    const head = (await headsOf(mr.source_project_id)).get(mr.source_branch);
     const sha = head?.id ?? (await mergeRequestRefHead(ctx, mr));
     if (!sha || !pushed.has(sha)) continue;
     const commit = head ?? (await ctx.git.commit(mr.target_project_id, sha));

@@ -21,6 +21,7 @@
  *   goes to the API (it is the user's own): the status says `exit code N`, and the log of the person
  *   running the sandbox gets the last lines of a failed build.
  */
+import { setMaxListeners } from 'node:events';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PushEvent, SandboxContext } from '../context.ts';
@@ -111,6 +112,8 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
   const log = options.log ?? (() => undefined);
   const apiUrl = () => `${ctx.baseUrl()}/api/v3`;
   const stopping = new AbortController();
+  // Each running build listens to it once or twice (its wait, its script or check): bounded by `parallel`.
+  setMaxListeners(Math.max(10, settings.parallel * 3), stopping.signal);
   let workspace: Promise<Workspace> | undefined;
   const workspaceOf = () => (workspace ??= createWorkspace(options.workDir ?? tmpdir(), credentials.git));
 
