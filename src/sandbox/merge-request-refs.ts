@@ -158,3 +158,31 @@ export async function commitsBetween(
   ]);
   return new Set(r.code === 0 ? r.stdout.split('\n').filter((line) => FULL_SHA.test(line)) : []);
 }
+
+/**
+ * At start: every open merge request whose ref is missing gets it (8.x `ensure_ref_fetched`), so a
+ * data file written before the sandbox kept these refs, and the seed's merge request (made without
+ * the API), have them too. One listing of the refs per target project, a fetch per missing one.
+ */
+export async function ensureMergeRequestRefs(ctx: SandboxContext): Promise<void> {
+  const reposDir = ctx.reposDir;
+  if (!reposDir) return;
+  const open = ctx.db.data.mergeRequests.filter(
+    (mr) => !mr.deleted && (mr.state === 'opened' || mr.state === 'reopened'),
+  );
+  const byTarget = new Map<number, MergeRequestRec[]>();
+  for (const mr of open)
+    byTarget.set(mr.target_project_id, [...(byTarget.get(mr.target_project_id) ?? []), mr]);
+  for (const [targetId, mrs] of byTarget) {
+    const listed = await git(reposDir, [
+      '-C',
+      path.join(reposDir, `${targetId}.git`),
+      'for-each-ref',
+      '--format=%(refname)',
+      'refs/merge-requests/',
+    ]);
+    if (listed.code !== 0) continue; // no repository (a project without one)
+    const present = new Set(listed.stdout.split('\n'));
+    for (const mr of mrs) if (!present.has(mergeRequestRef(mr))) await keepMergeRequestRef(ctx, mr);
+  }
+}

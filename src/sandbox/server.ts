@@ -16,6 +16,7 @@ import type { SandboxContext } from './context.ts';
 import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
 import { createGitRepos } from './git.ts';
 import { installPushHooks } from './git-access.ts';
+import { ensureMergeRequestRefs } from './merge-request-refs.ts';
 import { registerGitHttp } from './git-http.ts';
 import { type GitSshServer, startGitSsh } from './git-ssh.ts';
 import { createHookDispatcher } from './hook-dispatcher.ts';
@@ -199,6 +200,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const { seedDemo } = await import('./seed.ts');
     await seedDemo(ctx);
   }
+  await ensureMergeRequestRefs(ctx);
   db.changed();
   // Before listening: a refused CI (a user of its name that is not its own) stops the start cleanly.
   let ci: SimulatedCi | undefined;

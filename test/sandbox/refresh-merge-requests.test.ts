@@ -14,7 +14,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
+import { mergeRequestRefHead } from '../../src/sandbox/merge-request-refs.ts';
 import { DEVELOPER, MASTER, REPORTER } from '../../src/sandbox/permissions.ts';
+import { startSandbox } from '../../src/sandbox/server.ts';
 import { gitUser, type GitUser } from '../helpers/git-user.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import { gitSshCommand, knownHostsFile, sshKeyPair } from '../helpers/ssh-keys.ts';
@@ -364,6 +366,38 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
       expect(await reporter.git('rev-parse', 'FETCH_HEAD')).toBe(second);
       // The fork's own repository has no such ref: it lives in the target's.
       expect(await inFork.git('ls-remote', 'origin', 'refs/merge-requests/*')).toBe('');
+    });
+  });
+
+  describe('refs of merge requests made before the sandbox kept them', () => {
+    it("the demo seed's merge request has its ref; a data file without them gets them at start", async () => {
+      const file = path.join(home, 'refs-data.json');
+      const first = await startSandbox({ seed: 'demo', dataFile: file });
+      const mr = first.ctx.db.data.mergeRequests[0]!;
+      const head = (await first.ctx.git.branch(mr.source_project_id, mr.source_branch))!.id;
+      expect(await mergeRequestRefHead(first.ctx, mr)).toBe(head);
+      // As an older sandbox left it: the ref gone.
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          'git',
+          [
+            '-C',
+            path.join(`${file}.repos`, `${mr.target_project_id}.git`),
+            'update-ref',
+            '-d',
+            `refs/merge-requests/${mr.iid}/head`,
+          ],
+          (error) => (error ? reject(error) : resolve()),
+        ),
+      );
+      expect(await mergeRequestRefHead(first.ctx, mr)).toBeUndefined();
+      await first.close();
+      const second = await startSandbox({ dataFile: file });
+      try {
+        expect(await mergeRequestRefHead(second.ctx, second.ctx.db.data.mergeRequests[0]!)).toBe(head);
+      } finally {
+        await second.close();
+      }
     });
   });
 });
