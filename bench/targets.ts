@@ -76,7 +76,47 @@ export function summarise(name: string, f: Figures): Summary {
         target: 'queue: 0 broken commits; at once: > 0',
         met: yes(Number(f.queue_20_broken) === 0 && Number(f.once_20_broken) > 0),
       };
+    case 'merge-train':
+      return mergeTrain(f);
     default:
       return { result: f.ratio === undefined ? '' : `${f.ratio}x baseline`, target: 'none', met: '' };
   }
+}
+
+/** The merge train benchmark's modes (bench/merge-train.bench.ts), merging at once first. */
+const TRAIN_MODES = ['once', 'serial', 'train5', 'train10', 'batch4'] as const;
+
+function mergeTrain(f: Figures): Summary {
+  const ran = TRAIN_MODES.filter((m) => f[`${m}_time_t`] !== undefined);
+  const missing = TRAIN_MODES.filter((m) => !ran.includes(m));
+  const queues = ran.filter((m) => m !== 'once');
+  const result = [
+    `${n(f.merge_requests)} MRs, T = ${n(f.t_ms)} ms:`,
+    ran
+      .map(
+        (m) =>
+          `${m} ${f[`${m}_time_t`]} T, ${f[`${m}_landed`]} landed, ${f[`${m}_broken`]} broken, ${f[`${m}_ci_runs`]} CI runs`,
+      )
+      .join('; '),
+    missing.length > 0 ? `(not run: ${missing.join(', ')})` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  const checks: string[] = [];
+  checks.push(queues.length > 0 ? yes(queues.every((m) => Number(f[`${m}_broken`]) === 0)) : 'not measured');
+  checks.push(
+    ran.includes('train10') && ran.includes('serial')
+      ? yes(Number(f.train10_time_t) <= Number(f.serial_time_t) / 4)
+      : 'not measured',
+  );
+  checks.push(
+    queues.length > 0
+      ? yes(queues.every((m) => Number(f[`${m}_ci_runs`]) <= 2 * Number(f.merge_requests)))
+      : 'not measured',
+  );
+  return {
+    result,
+    target: 'every queue mode 0 broken; depth 10 ≤ ¼ serial time; CI runs ≤ 2x MRs',
+    met: checks.join('; '),
+  };
 }

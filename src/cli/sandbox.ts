@@ -2,9 +2,9 @@
  * `hookbot sandbox`: runs the local simulator of the v3 server until SIGINT or SIGTERM. It prints the
  * API URL once it accepts requests, the administrator's token and, with `--seed demo`, the demo
  * users' tokens, so a person (or a test) can start talking to it at once; with `--ssh-port`, the SSH
- * port and the known_hosts line that trusts it.
+ * port and the known_hosts line that trusts it; with `--ci`, what the simulated CI does.
  */
-import { InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { listenProblem } from './listen-problem.ts';
 import { watchSignals } from './signals.ts';
@@ -16,6 +16,10 @@ interface SandboxCommandOptions {
   data?: string;
   seed: 'demo' | 'empty';
   sshPort?: number;
+  ci?: string;
+  ciDuration?: number;
+  ciName?: string;
+  ciParallel?: number;
 }
 
 function parsePort(value: string): number {
@@ -23,6 +27,29 @@ function parsePort(value: string): number {
   if (!/^\d+$/.test(value) || port > 65535)
     throw new InvalidArgumentError('a port is a number from 0 to 65535.');
   return port;
+}
+
+/** A whole number of milliseconds, at most a day (a simulated build is short). */
+function parseMilliseconds(value: string): number {
+  const ms = Number(value);
+  if (!/^\d+$/.test(value) || ms > 86_400_000)
+    throw new InvalidArgumentError('a duration in milliseconds: a whole number from 0 to 86400000.');
+  return ms;
+}
+
+function parseParallel(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 64) throw new InvalidArgumentError('a whole number from 1 to 64.');
+  return n;
+}
+
+/** The CI's status name: what a rule's `statuses` names, so no surrounding spaces and not empty. */
+function parseStatusName(value: string): string {
+  if (value.trim() === '' || value !== value.trim() || value.length > 255)
+    throw new InvalidArgumentError(
+      'a status name such as ci/test: not empty, no spaces around it, 255 characters at most.',
+    );
+  return value;
 }
 
 async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<void> {
@@ -37,6 +64,16 @@ async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<vo
     dataFile: options.data,
     seed: options.seed,
     ...(options.sshPort !== undefined ? { sshPort: options.sshPort } : {}),
+    ...(options.ci !== undefined
+      ? {
+          ci: {
+            script: options.ci,
+            ...(options.ciDuration !== undefined ? { durationMs: options.ciDuration } : {}),
+            ...(options.ciName !== undefined ? { name: options.ciName } : {}),
+            ...(options.ciParallel !== undefined ? { parallel: options.ciParallel } : {}),
+          },
+        }
+      : {}),
     log: (line) => io.out(`${line}\n`),
   }).catch((error: unknown) => {
     signals.release();
@@ -58,6 +95,11 @@ async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<vo
     lines.push(
       `  git over SSH on port ${sandbox.ssh.port}, user git, keys registered through the API`,
       `  known_hosts line: ${sandbox.ssh.knownHostsLine}`,
+    );
+  if (sandbox.ci)
+    lines.push(
+      `  simulated CI: every pushed commit gets status ${sandbox.ci.name}, posted by the user sandbox-ci (an administrator)`,
+      `    from \`sh -c ${JSON.stringify(options.ci)}\` run in a checkout of it (exit 0: success)`,
     );
   if (options.data) lines.push(`  state saved in ${options.data}`);
   lines.push('Press Ctrl+C to stop.');
@@ -89,7 +131,31 @@ export const registerSandboxCommand: RegisterCommand = (program, io) => {
         .choices(['demo', 'empty'])
         .default('empty'),
     )
-    .action(async (options: SandboxCommandOptions) => {
+    .option(
+      '--ci <script>',
+      'run a simulated CI: each pushed commit gets pending, then success or failed by this shell command run in a checkout of it',
+    )
+    .option(
+      '--ci-duration <ms>',
+      'how long each simulated build takes before its script runs (default 1000)',
+      parseMilliseconds,
+    )
+    .option(
+      '--ci-name <name>',
+      'the status name the simulated CI posts (default ci/sandbox)',
+      parseStatusName,
+    )
+    .option('--ci-parallel <n>', 'simulated builds at once; the others wait (default 4)', parseParallel)
+    .action(async (options: SandboxCommandOptions, command: Command) => {
+      const orphans = (['ciDuration', 'ciName', 'ciParallel'] as const).filter(
+        (k) => options[k] !== undefined,
+      );
+      if (orphans.length > 0 && options.ci === undefined)
+        command.error(
+          `error: ${orphans.map((k) => `--${k.replace('ci', 'ci-').toLowerCase()}`).join(', ')} set the simulated CI: give --ci <script> too`,
+        );
+      if (options.ci !== undefined && options.ci.trim() === '')
+        command.error('error: --ci needs a script, e.g. --ci "npm test"');
       await runSandbox(options, io);
     });
 };

@@ -27,6 +27,8 @@ export interface StartBannerInput {
   cwd: string;
   /** Why the logs show less than info, if they do. */
   quietLogs: boolean;
+  /** The simulated CI, when sandbox.ci.script turns it on: its status name and script. */
+  ci?: { name: string; script: string };
 }
 
 export function startBanner(input: StartBannerInput): string {
@@ -53,6 +55,11 @@ export function startBanner(input: StartBannerInput): string {
     `  rules:       ${input.rulesDir}/ (reloaded on change; kill -HUP ${input.pid} reloads too)`,
     `  state:       ${input.statePath}, sandbox data ${input.sandboxData}`,
     `  pid:         ${input.pid} (the bot's process: kill -HUP ${input.pid} reloads the rules, kill ${input.pid} stops it; npm start's own pid is npm's, not this one)`,
+    ...(input.ci
+      ? [
+          `  CI:          every pushed commit gets ${input.ci.name} from \`${input.ci.script}\` (simulated, user sandbox-ci)`,
+        ]
+      : []),
     ...(input.quietLogs
       ? [
           '  logs:        warnings and errors only on this terminal (HOOKBOT_LOG_LEVEL=info shows every sweep)',

@@ -94,6 +94,18 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
         host: '127.0.0.1',
         dataFile: config.sandbox.data,
         seed: 'demo',
+        ...(config.sandbox.ci.script
+          ? {
+              ci: {
+                script: config.sandbox.ci.script,
+                durationMs: config.sandbox.ci.duration_ms,
+                name: config.sandbox.ci.name,
+                parallel: config.sandbox.ci.parallel,
+              },
+            }
+          : {}),
+        // Its failed builds and problems, for the person who started it.
+        log: (line) => log.warn(line),
       });
       const secret = config.webhook.secret ?? randomBytes(16).toString('hex');
       runtime = await startRuntime(
@@ -128,6 +140,9 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
           pid: process.pid,
           cwd: process.cwd(),
           quietLogs: quiet,
+          ...(sandbox.ci && config.sandbox.ci.script
+            ? { ci: { name: sandbox.ci.name, script: config.sandbox.ci.script } }
+            : {}),
         }),
       );
     }

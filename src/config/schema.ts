@@ -467,6 +467,27 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .default('data/sandbox.json')
         .describe("The sandbox's data file.")
         .meta(meta({ env: 'HOOKBOT_SANDBOX_DATA', fsPath: true })),
+      ci: section({
+        script: optionalText()
+          .describe(
+            'A shell command: when set, the embedded sandbox runs its simulated CI, which gives every pushed commit a status from this command run in a checkout of it (exit 0: success). Empty: no CI.',
+          )
+          .meta(meta({ env: 'HOOKBOT_SANDBOX_CI', example: 'test -f README.md' })),
+        duration_ms: integer(0, 86_400_000)
+          .default(1000)
+          .describe('How long each simulated build takes before its script runs, in milliseconds.')
+          .meta(meta({ env: 'HOOKBOT_SANDBOX_CI_DURATION_MS' })),
+        name: nonEmptyText()
+          .default('ci/sandbox')
+          .describe("The status name the simulated CI posts (what a queue's statuses name).")
+          .meta(meta({ env: 'HOOKBOT_SANDBOX_CI_NAME' })),
+        parallel: integer(1, 64)
+          .default(4)
+          .describe('Simulated builds at once; the others wait for one to end.')
+          .meta(meta({ env: 'HOOKBOT_SANDBOX_CI_PARALLEL' })),
+      }).describe(
+        'The simulated CI of the embedded sandbox (docs/sandbox.md#simulated-ci), for trying the merge queue offline.',
+      ),
     }).describe('The embedded sandbox, used by npm start when api.url is empty.'),
   });
 }

@@ -182,6 +182,11 @@ export interface SandboxContext {
   baseUrl(): string;
   /** `ssh://git@127.0.0.1:2222` while the sandbox serves git over SSH (git-ssh.ts); undefined otherwise. */
   sshBase?(): string | undefined;
+  /**
+   * The folder of the bare repositories (`<id>.git`), for what works on refs that are not branches
+   * (merge-request-refs.ts); undefined in contexts built by hand without repositories on disk.
+   */
+  reposDir?: string;
 }
 
 /**

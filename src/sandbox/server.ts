@@ -11,10 +11,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { JSONFile } from 'lowdb/node';
 import { authenticate } from './auth.ts';
+import { type SimulatedCi, type SimulatedCiOptions, startSimulatedCi } from './ci/simulated-ci.ts';
 import type { SandboxContext } from './context.ts';
 import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
 import { createGitRepos } from './git.ts';
 import { installPushHooks } from './git-access.ts';
+import { ensureMergeRequestRefs } from './merge-request-refs.ts';
 import { registerGitHttp } from './git-http.ts';
 import { type GitSshServer, startGitSsh } from './git-ssh.ts';
 import { createHookDispatcher } from './hook-dispatcher.ts';
@@ -39,6 +41,11 @@ export interface SandboxOptions {
    * Then `ssh_url_to_repo` is `ssh://git@<host>:<port>/<ns>/<p>.git`.
    */
   sshPort?: number;
+  /**
+   * Run the simulated CI (ci/simulated-ci.ts) on every pushed commit, as its own user `sandbox-ci`;
+   * off when not given. Its `log` is the sandbox's.
+   */
+  ci?: Omit<SimulatedCiOptions, 'log'>;
 }
 
 export interface Sandbox {
@@ -50,6 +57,8 @@ export interface Sandbox {
   ctx: SandboxContext;
   /** While git over SSH is served: its port, the host's public key and the known_hosts line to trust it. */
   ssh?: { port: number; hostKey: string; knownHostsLine: string };
+  /** The simulated CI, while it runs (`ci` given). */
+  ci?: SimulatedCi;
   close(): Promise<void>;
 }
 
@@ -187,12 +196,24 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     on: { push: [], status: [] },
     baseUrl: () => baseUrl,
     sshBase: () => sshBase,
+    reposDir,
   };
   if (!stored && options.seed === 'demo') {
     const { seedDemo } = await import('./seed.ts');
     await seedDemo(ctx);
   }
+  await ensureMergeRequestRefs(ctx);
   db.changed();
+  // Before listening: a refused CI (a user of its name that is not its own) stops the start cleanly.
+  let ci: SimulatedCi | undefined;
+  try {
+    ci = options.ci ? startSimulatedCi(ctx, { ...options.ci, log }) : undefined;
+  } catch (error) {
+    await ctx.hooks.close();
+    await writing;
+    if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
+    throw error;
+  }
 
   const gitWork = await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-git-'));
   const hooksDir = await installPushHooks(gitWork);
@@ -214,6 +235,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (options.sshPort !== undefined)
       ssh = await startGitSsh(ctx, { ...gitDirs, host: options.host ?? '127.0.0.1', port: options.sshPort });
   })().catch(async (error: unknown) => {
+    await ci?.stop();
     if (server.listening) await new Promise((resolve) => server.close(resolve));
     await ctx.hooks.close();
     await writing;
@@ -232,7 +254,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     adminToken: data.users.find((u) => u.id === 1)!.private_token,
     ctx,
     ...(ssh ? { ssh: { port: ssh.port, hostKey: ssh.hostKey, knownHostsLine: ssh.knownHostsLine } } : {}),
+    ...(ci ? { ci } : {}),
     async close() {
+      // The CI first: it posts through the server, and its scripts must not outlive the sandbox.
+      await ci?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

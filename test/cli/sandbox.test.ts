@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { holdPort } from '../helpers/hold-port.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 interface Running {
   child: ChildProcess;
@@ -153,6 +154,73 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
     } finally {
       await taken.release();
     }
+  });
+
+  it('runs the simulated CI with --ci: a commit gets the named status from the script, posted by sandbox-ci', async () => {
+    const running = await startCli([
+      '--admin-token',
+      'ci-cli-token',
+      '--ci',
+      'test -f ok.txt',
+      '--ci-duration',
+      '0',
+      '--ci-name',
+      'ci/cli',
+      '--ci-parallel',
+      '2',
+    ]);
+    started.push(running);
+    expect(running.output()).toContain('simulated CI: every pushed commit gets status ci/cli');
+    const call = async (method: string, url: string, body?: unknown) => {
+      const res = await fetch(`${running.apiUrl}${url}`, {
+        method,
+        headers: { 'private-token': 'ci-cli-token', 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const project = await call('POST', '/projects', { name: 'built' });
+    expect(project.status).toBe(201);
+    const files = `/projects/${project.body.id}/repository/files`;
+    const commit = { branch_name: 'master', commit_message: 'add' };
+    expect((await call('POST', files, { ...commit, file_path: 'ok.txt', content: 'ok\n' })).status).toBe(201);
+    const first = (await call('GET', `/projects/${project.body.id}/repository/branches/master`)).body.commit
+      .id;
+    expect((await call('POST', files, { ...commit, file_path: 'b.txt', content: 'b\n' })).status).toBe(201);
+    const withOk = (await call('GET', `/projects/${project.body.id}/repository/branches/master`)).body.commit
+      .id;
+    const statusOf = async (sha: string) =>
+      (await call('GET', `/projects/${project.body.id}/repository/commits/${sha}/statuses`)).body as any[];
+    await waitFor(
+      async () => ((await statusOf(withOk))[0]?.status === 'success' ? true : undefined),
+      30_000,
+      'the CI to pass the second commit',
+    );
+    expect((await statusOf(first))[0]).toMatchObject({ name: 'ci/cli', author: { username: 'sandbox-ci' } });
+    expect(await stop(running)).toEqual({ code: 0, signal: null });
+  });
+
+  it.each([
+    [
+      '--ci-duration without --ci',
+      ['--ci-duration', '10'],
+      /--ci-duration set the simulated CI: give --ci <script> too/,
+    ],
+    [
+      'a --ci-parallel of 0',
+      ['--ci', 'true', '--ci-parallel', '0'],
+      /error: option '--ci-parallel <n>' argument '0' is invalid/,
+    ],
+    ['an empty --ci', ['--ci', ' '], /--ci needs a script/],
+  ])('exits 2 for %s, saying what to change', async (_name, args, message) => {
+    const child = spawn(process.execPath, ['bin/hookbot.js', 'sandbox', '--port', '0', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (chunk) => (err += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(err).toMatch(message);
   });
 
   it.each([

@@ -1,19 +1,13 @@
 /**
- * A simulated CI for the merge queue's tests and benchmark: for every new head pushed to a project
- * of the sandbox (a file commit, a git push, a merge), it posts `pending` for its status name, then,
- * after a short build, `success` or `failed` through the API, like an external CI.
- *
- * The build is a check of the tree at that commit with a semantic conflict in mind: every line
- * `calls: NAME` in any file needs a line `def NAME` in some file. Two merge requests that each pass
- * alone can fail together (one renames `def foo` to `def bar`, the other adds `calls: foo`), which
- * no textual merge sees.
+ * The simulated CI of the merge queue's tests and benchmarks: the sandbox's own
+ * (src/sandbox/ci/simulated-ci.ts) with the check of semantic-check.ts instead of a script, acting as
+ * the test's CI user (a developer of the test's group: it builds that group's projects). For every new
+ * commit pushed to a project (a file commit, a git push, a merge) it posts `pending` for its status
+ * name, then after a short build `success` or `failed` through the API, like an external CI.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { PushEvent } from '../../src/sandbox/context.ts';
+import { startSimulatedCi as startSandboxCi } from '../../src/sandbox/ci/simulated-ci.ts';
 import type { Sandbox } from '../../src/sandbox/server.ts';
+import { semanticCheck } from './semantic-check.ts';
 
 export type CiMode =
   /** pending, then success or failed. */
@@ -30,6 +24,8 @@ export interface SimulatedCiOptions {
   git: { username: string; password: string };
   /** How long a build takes, in ms. Default 20. */
   buildMs?: number;
+  /** Builds at once. Default 64: the tests' CI never makes a build wait for a runner. */
+  parallel?: number;
   /** Per branch: how its builds behave (default `normal`). */
   modeOf?: (branch: string) => CiMode;
 }
@@ -41,142 +37,39 @@ export interface SimulatedCi {
   readonly failures: number;
   /** Builds not finished yet. */
   readonly running: number;
-  /** Whether the tree at `sha` of `projectId` passes the check. */
+  /** Whether the tree at `sha` of `projectId` passes the check (false when the commit cannot be had). */
   passes(projectId: number, sha: string): Promise<boolean>;
   /** Resolves when no build is running (those that never finish are not waited for). */
   idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
-function run(cwd: string, args: string[]): Promise<{ code: number; stdout: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-C', cwd, ...args],
-      {
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          HOME: cwd,
-          GIT_CONFIG_NOSYSTEM: '1',
-          GIT_TERMINAL_PROMPT: '0',
-          LC_ALL: 'C',
-        },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-      (error, stdout) => resolve({ code: error ? 1 : 0, stdout }),
-    );
-  });
-}
-
-const ZERO = '0000000000000000000000000000000000000000';
-
 export function startSimulatedCi(sb: Sandbox, options: SimulatedCiOptions): SimulatedCi {
-  const name = options.name ?? 'ci/test';
-  const buildMs = options.buildMs ?? 20;
-  let runs = 0;
-  let failures = 0;
-  let stopped = false;
-  const building = new Set<Promise<void>>();
-  const seen = new Set<string>();
-
-  async function post(projectId: number, sha: string, branch: string, state: string): Promise<void> {
-    const url = new URL(`${sb.apiUrl}/projects/${projectId}/statuses/${sha}`);
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'private-token': options.token, 'content-type': 'application/json' },
-      body: JSON.stringify({ state, name, ref: branch }),
-    });
-    if (!response.ok && !stopped) throw new Error(`CI could not post ${state}: ${response.status}`);
-  }
-
-  /** Its own bare clone per project, fetched over git HTTP as a real CI would. */
-  const clones = new Map<number, Promise<{ dir: string; url: string }>>();
-  function cloneOf(projectId: number) {
-    let clone = clones.get(projectId);
-    if (!clone) {
-      clone = (async () => {
-        const response = await fetch(`${sb.apiUrl}/projects/${projectId}`, {
-          headers: { 'private-token': options.token },
-        });
-        const project = (await response.json()) as { http_url_to_repo: string };
-        const url = new URL(project.http_url_to_repo);
-        url.username = options.git.username;
-        url.password = options.git.password;
-        const dir = await mkdtemp(path.join(tmpdir(), 'hookbot-ci-'));
-        dirs.push(dir);
-        await run(dir, ['init', '--quiet', '--bare', dir]);
-        return { dir, url: url.toString() };
-      })();
-      clones.set(projectId, clone);
-    }
-    return clone;
-  }
-  const dirs: string[] = [];
-
-  async function passes(projectId: number, sha: string): Promise<boolean> {
-    const { dir, url } = await cloneOf(projectId);
-    if ((await run(dir, ['cat-file', '-e', `${sha}^{commit}`])).code !== 0)
-      await run(dir, ['fetch', '--quiet', url, '+refs/heads/*:refs/remotes/origin/*']);
-    // A head already pushed over (unreachable, so not fetched) is not built: it does not pass.
-    if ((await run(dir, ['cat-file', '-e', `${sha}^{commit}`])).code !== 0) return false;
-    const grep = await run(dir, ['grep', '-h', '-E', '^(def|calls:) ', sha]);
-    const defs = new Set<string>();
-    const calls = new Set<string>();
-    for (const line of grep.stdout.split('\n')) {
-      const def = /^def (\w+)/.exec(line);
-      if (def?.[1]) defs.add(def[1]);
-      const call = /^calls: (\w+)/.exec(line);
-      if (call?.[1]) calls.add(call[1]);
-    }
-    return [...calls].every((called) => defs.has(called));
-  }
-
-  async function build(event: PushEvent): Promise<void> {
-    const branch = event.ref.slice('refs/heads/'.length);
-    const key = `${event.project.id}:${event.after}`;
-    if (seen.has(key)) return;
-    seen.add(key);
-    runs++;
-    await post(event.project.id, event.after, branch, 'pending');
-    if ((options.modeOf?.(branch) ?? 'normal') === 'pending-forever') return;
-    await new Promise((resolve) => setTimeout(resolve, buildMs));
-    if (stopped) return;
-    const ok = await passes(event.project.id, event.after);
-    if (!ok) failures++;
-    await post(event.project.id, event.after, branch, ok ? 'success' : 'failed');
-  }
-
-  const listener = (event: PushEvent): void => {
-    if (stopped || !event.ref.startsWith('refs/heads/') || event.after === ZERO) return;
-    const running = build(event).catch((error: unknown) => {
-      if (!stopped) console.error('simulated CI:', error);
-    });
-    building.add(running);
-    void running.finally(() => building.delete(running));
-  };
-  sb.ctx.on.push.push(listener);
-
+  const { modeOf } = options;
+  const ci = startSandboxCi(sb.ctx, {
+    name: options.name ?? 'ci/test',
+    check: (files) => semanticCheck(files),
+    durationMs: options.buildMs ?? 20,
+    parallel: options.parallel ?? 64,
+    as: { token: options.token, git: options.git },
+    ...(modeOf ? { hold: (build) => modeOf(build.branch) === 'pending-forever' } : {}),
+    // Failed builds are what the tests make on purpose; a status it could not post is worth seeing.
+    log: (line) => {
+      if (line.includes('could not')) console.error(line);
+    },
+  });
   return {
     get runs() {
-      return runs;
+      return ci.runs;
     },
     get failures() {
-      return failures;
+      return ci.failures;
     },
     get running() {
-      return building.size;
+      return ci.running;
     },
-    passes,
-    async idle() {
-      while (building.size > 0) await Promise.all([...building]);
-    },
-    async stop() {
-      stopped = true;
-      const list = sb.ctx.on.push;
-      const index = list.indexOf(listener);
-      if (index >= 0) list.splice(index, 1);
-      await Promise.all([...building]);
-      await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
-    },
+    passes: (projectId, sha) => ci.verdict(projectId, sha).catch(() => false),
+    idle: () => ci.idle(),
+    stop: () => ci.stop(),
   };
 }

@@ -13,6 +13,7 @@ import { registerMergeRequestRoutes } from './merge-requests.ts';
 import { registerNoteRoutes } from './notes.ts';
 import { registerProjectRoutes } from './projects.ts';
 import { registerPushHooks } from './push-hooks.ts';
+import { registerRefreshMergeRequests } from '../refresh-merge-requests.ts';
 import { registerSettingsRoutes } from './settings.ts';
 import { registerStatusRoutes } from './statuses.ts';
 import { registerUserRoutes } from './users.ts';
@@ -28,6 +29,8 @@ export const routeFamilies: RegisterRoutes[] = [
   registerIssueRoutes,
   registerNoteRoutes,
   registerLabelRoutes,
+  // Before the merge requests' own push listener: merged-by-push and the refs first, as 8.x does.
+  registerRefreshMergeRequests,
   registerMergeRequestRoutes,
   registerUserRoutes,
   registerSettingsRoutes,

@@ -9,7 +9,7 @@
  */
 import type { Router } from 'express';
 import { notify, type Caller, type GitCommit, type SandboxContext } from '../context.ts';
-import type { IssueRec, MergeRequestRec, ProjectRec, UserRec } from '../db.ts';
+import type { MergeRequestRec, ProjectRec, UserRec } from '../db.ts';
 import { recordEvent } from '../events.ts';
 import { GitError, NULL_SHA } from '../git.ts';
 import {
@@ -27,7 +27,6 @@ import {
 import {
   assigneeParam,
   canEditIssuable,
-  canReadIssue,
   checkTitle,
   findMergeRequest,
   given,
@@ -44,11 +43,12 @@ import {
   mergeRequestView,
   sourceHead,
 } from '../merge-request-view.ts';
+import { keepMergeRequestRef } from '../merge-request-refs.ts';
 import { buildActive, buildStatus, registerMergeWhenBuildSucceeds } from '../merge-when-build-succeeds.ts';
 import { mergeRequestPayload, type MergeRequestAction } from '../payloads/index.ts';
-import { accessLevel, canRead, DEVELOPER, findProject, OWNER, pathWithNamespace } from '../permissions.ts';
+import { accessLevel, DEVELOPER, findProject, OWNER, pathWithNamespace } from '../permissions.ts';
+import { closesIssues, postMerge } from '../post-merge.ts';
 import { canPushTo, isProtectedBranch } from './branches.ts';
-import { setIssueState } from './issues.ts';
 import { ensureLabels, labelsParam } from './labels.ts';
 import { addSystemNote } from './notes.ts';
 import { projectRoute, type ProjectRouteCall } from '../route.ts';
@@ -60,14 +60,6 @@ type MergeOptions = MergeRequestRec['merge_params'];
 const duplicate = () => conflict('Another open merge request already exists for this source branch');
 /** docs/api-v3.md#merge-requests: 405 `Branch cannot be merged` on conflicts (real 8.3+ servers answer 406 here, docs/server-behaviour.md#merging). */
 const cannotBeMerged = () => new HttpError(405, { message: 'Branch cannot be merged' });
-
-/**
- * 8.x closing references: `Closes #1`, `fixes #2, #3 and group/project#4`, `Resolves: issue #5`
- * (its default `issue_closing_pattern`).
- */
-const CLOSING =
-  /\b(?:[Cc]los(?:e[sd]?|ing)|[Ff]ix(?:e[sd]|ing)?|[Rr]esolv(?:e[sd]?|ing)):? +(?:(?:issues? +)?(?:[\w./-]+)?#\d+(?:, *| +and +)?)+/g;
-const ISSUE_REF = /([\w./-]+)?#(\d+)/g;
 
 export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext): void {
   const db = ctx.db;
@@ -148,29 +140,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     addSystemNote(ctx, project, 'MergeRequest', mr, user, `Status changed to ${status}`);
     event(mr, user, status);
     db.changed();
+    // 8.x `ReopenService` reloads the diff, which fetches `refs/merge-requests/<iid>/head` again.
+    if (action === 'reopen') await keepMergeRequestRef(ctx, mr);
     await emit(mr, user, action);
     return true;
-  }
-
-  /** The open issues that merging would close (only into the default branch, as on real servers), visible to `viewer`. */
-  async function closesIssues(mr: MergeRequestRec, viewer: UserRec): Promise<IssueRec[]> {
-    const target = projectById(mr.target_project_id);
-    if (!target || mr.target_branch !== target.default_branch) return [];
-    const { commits } = await mergeRequestChanges(ctx, mr);
-    const text = [mr.description ?? '', ...commits.map((c) => c.message)].join('\n');
-    const found: IssueRec[] = [];
-    for (const phrase of text.matchAll(CLOSING))
-      for (const [, path, iid] of phrase[0].matchAll(ISSUE_REF)) {
-        const project = path
-          ? db.data.projects.find((p) => pathWithNamespace(db, p).toLowerCase() === path.toLowerCase())
-          : target;
-        if (!project || !canRead(db, project, viewer)) continue;
-        const issue = db.data.issues.find(
-          (i) => i.project_id === project.id && i.iid === Number(iid) && !i.deleted,
-        );
-        if (issue && canReadIssue(ctx, project, issue, viewer) && !found.includes(issue)) found.push(issue);
-      }
-    return found;
   }
 
   async function removeSourceBranch(mr: MergeRequestRec, user: UserRec, head: string): Promise<void> {
@@ -217,7 +190,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       const head = await sourceHead(ctx, mr);
       const before = await ctx.git.branch(project.id, mr.target_branch);
       if (!head || !before || !source) return 'conflict';
-      const closing = await closesIssues(mr, user);
+      const closing = await closesIssues(ctx, mr, user);
       const fromFork = source.id === project.id ? '' : ` of ${pathWithNamespace(db, source)}`;
       // Real 8.x `MergeRequest#merge_commit_message`.
       const message =
@@ -246,19 +219,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
         db.changed();
         return 'conflict';
       }
-      mr.state = 'merged';
-      mr.merge_when_build_succeeds = false;
-      mr.last_head_sha = head.id;
-      mr.merge_commit_sha = result.sha;
-      mr.updated_at = db.now();
-      for (const issue of closing) {
-        const issueProject = projectById(issue.project_id);
-        if (issueProject) setIssueState(ctx, issueProject, issue, user, 'close', `!${mr.iid}`);
-      }
-      event(mr, user, 'accepted');
-      addSystemNote(ctx, project, 'MergeRequest', mr, user, 'Status changed to merged');
-      db.changed();
-      await emit(mr, user, 'merge', { lastCommit: head });
+      await postMerge(ctx, mr, user, { head, mergeCommitSha: result.sha, closing });
       await notify(ctx.on.push, {
         project,
         ref: `refs/heads/${mr.target_branch}`,
@@ -430,6 +391,8 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       await refreshMergeStatus(mr);
       event(mr, who.user, 'opened');
       db.changed();
+      // 8.x makes the first diff on create, which fetches `refs/merge-requests/<iid>/head`.
+      await keepMergeRequestRef(ctx, mr);
       await emit(mr, who.user, 'open');
       res.status(200).json(await view(mr, who));
     }),
@@ -491,7 +454,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       projectRoute(db, 'visible', async (call) => {
         const { req, res, who } = call;
         const mr = mergeRequestOf(call);
-        const issues = await closesIssues(mr, who.user);
+        const issues = await closesIssues(ctx, mr, who.user);
         sendPage(
           req,
           res,

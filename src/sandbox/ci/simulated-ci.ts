@@ -1,0 +1,286 @@
+/**
+ * An opt-in simulated CI for the sandbox (`hookbot sandbox --ci <script>`, `sandbox.ci` of `npm
+ * start`, `startSandbox({ ci })` or `startSimulatedCi` in code), for trying the merge queue offline,
+ * the demo, the tests and the benchmarks. For each commit pushed to a branch of a project (a git push
+ * over HTTP or SSH, a file commit, a merge, a new branch: whatever tells `ctx.on.push`) it posts
+ * `pending`, waits for a free runner, waits the build's duration, checks the commit out, runs the
+ * script there (exit 0: `success`, anything else: `failed`) and posts the result.
+ *
+ * It talks to the sandbox as a runner of that era would: a push only wakes it (8.x's own CI made its
+ * builds on push the same way), then it posts statuses through the API and fetches the commit over git
+ * HTTP, as its own user (ci-user.ts; in code, any user given). It builds the projects that user may post
+ * statuses on (developer or above; every project for its administrator).
+ *
+ * Decisions (docs/sandbox.md#simulated-ci):
+ * - One build per commit and project: a commit pushed again (to another branch, or a branch fast-
+ *   forwarded to a commit already built, as a merge train lands) posts nothing new; its verdict is
+ *   the commit's. Remembered for the last 100,000 commits.
+ * - Bounded: `parallel` builds at once (a build holds its runner from the wait to the result, as a
+ *   runner does), at most `queueLimit` waiting; one past that gets `canceled` with the reason.
+ * - `pending` is posted when the build is queued, the result when it ends; the script's output never
+ *   goes to the API (it is the user's own): the status says `exit code N`, and the log of the person
+ *   running the sandbox gets the last lines of a failed build.
+ */
+import { setMaxListeners } from 'node:events';
+import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PushEvent, SandboxContext } from '../context.ts';
+import type { ProjectRec } from '../db.ts';
+import { accessLevel, DEVELOPER, pathWithNamespace } from '../permissions.ts';
+import { ciUser, type CiCredentials } from './ci-user.ts';
+import { runScript, type ScriptResult } from './script.ts';
+import { createWorkspace, type Workspace } from './workspace.ts';
+
+const NULL_SHA = '0000000000000000000000000000000000000000';
+const SEEN_LIMIT = 100_000;
+
+/** One build: a commit of a project, and the branch whose push asked for it. */
+export interface CiBuild {
+  projectId: number;
+  projectPath: string;
+  branch: string;
+  sha: string;
+}
+
+export interface SimulatedCiOptions {
+  /** A shell command line (`sh -c`) run with the commit's files as its working directory; exit 0 is success. */
+  script?: string;
+  /** In code, instead of `script`: judges the commit's files (tests and benchmarks). */
+  check?: (files: string, build: CiBuild, signal: AbortSignal) => Promise<boolean>;
+  /** How long a build takes before its script runs (ms). Default 1000. */
+  durationMs?: number;
+  /** The status name posted. Default `ci/sandbox`. */
+  name?: string;
+  /** Builds at once (runners). Default 4. */
+  parallel?: number;
+  /** Builds waiting for a runner at most; the next ones are `canceled`. Default 1000. */
+  queueLimit?: number;
+  /** How long a script may run before it is killed and the build fails (ms). Default 10 minutes. */
+  timeoutMs?: number;
+  /** Whom it acts as. Default: its own administrator `sandbox-ci`, made at start (ci-user.ts). */
+  as?: CiCredentials;
+  /** Builds that post `pending` and never finish: a CI that never reports (tests, trying `status_timeout`). */
+  hold?: (build: CiBuild) => boolean;
+  /** Lines for the person running the sandbox: a failed build and the end of its output. */
+  log?: (line: string) => void;
+  /** Where its caches and build folders go. Default: the system's temporary folder. */
+  workDir?: string;
+}
+
+export interface SimulatedCi {
+  /** The status name it posts. */
+  readonly name: string;
+  /** Builds started since it started: one per new commit of a project (held ones included). */
+  readonly runs: number;
+  /** Builds that failed. */
+  readonly failures: number;
+  /** Builds queued or running (held ones not counted). */
+  readonly running: number;
+  /** Whether the commit passes the check (the script, or `check`), without posting anything or counting a run. */
+  verdict(projectId: number, sha: string): Promise<boolean>;
+  /** Resolves when no build is queued or running (held ones are not waited for). */
+  idle(): Promise<void>;
+  /** Stops: nothing more is posted, running scripts are killed, folders removed. */
+  stop(): Promise<void>;
+}
+
+/** Checks the options a person gives (the CLI and the configuration say them in their own words first). */
+function checked(options: SimulatedCiOptions) {
+  const { script, check } = options;
+  if ((script === undefined) === (check === undefined))
+    throw new Error('the simulated CI needs exactly one of a script and a check');
+  if (script !== undefined && script.trim() === '') throw new Error('the simulated CI script is empty');
+  const count = (value: number | undefined, fallback: number, what: string, min: number) => {
+    const n = value ?? fallback;
+    if (!Number.isInteger(n) || n < min)
+      throw new Error(`the simulated CI's ${what} must be an integer of at least ${min}`);
+    return n;
+  };
+  return {
+    durationMs: count(options.durationMs, 1000, 'duration', 0),
+    parallel: count(options.parallel, 4, 'number of builds at once', 1),
+    queueLimit: count(options.queueLimit, 1000, 'queue limit', 0),
+    timeoutMs: count(options.timeoutMs, 10 * 60_000, 'time limit', 1),
+    name: options.name ?? 'ci/sandbox',
+  };
+}
+
+export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOptions): SimulatedCi {
+  const settings = checked(options);
+  const { name } = settings;
+  const credentials = options.as ?? ciUser(ctx);
+  const log = options.log ?? (() => undefined);
+  const apiUrl = () => `${ctx.baseUrl()}/api/v3`;
+  const stopping = new AbortController();
+  // Each running build listens to it once or twice (its wait, its script or check): bounded by `parallel`.
+  setMaxListeners(Math.max(10, settings.parallel * 3), stopping.signal);
+  let workspace: Promise<Workspace> | undefined;
+  const workspaceOf = () => (workspace ??= createWorkspace(options.workDir ?? tmpdir(), credentials.git));
+
+  let runs = 0;
+  let failures = 0;
+  /** Builds between their trigger and their result (held ones excluded). */
+  const active = new Set<Promise<void>>();
+  /** Posts of held builds, so `stop` waits for them. */
+  const posting = new Set<Promise<void>>();
+  /** Builds waiting for a runner, first in first served. */
+  const waiters: (() => void)[] = [];
+  let busy = 0;
+  /** Builds triggered that hold no runner yet (their `pending` may still be on its way). */
+  let queued = 0;
+  const seen = new Map<string, true>();
+
+  const projectPath = (project: ProjectRec) => pathWithNamespace(ctx.db, project);
+
+  /** Whether the CI's user may post statuses on the project (what a runner enabled for it could do). */
+  function buildsFor(project: ProjectRec): boolean {
+    const user = ctx.db.data.users.find((u) => u.username === credentials.git.username);
+    return user !== undefined && user.state === 'active' && accessLevel(ctx.db, project, user) >= DEVELOPER;
+  }
+
+  async function post(build: CiBuild, state: string, description?: string): Promise<void> {
+    if (stopping.signal.aborted) return;
+    try {
+      const response = await fetch(`${apiUrl()}/projects/${build.projectId}/statuses/${build.sha}`, {
+        method: 'POST',
+        headers: { 'private-token': credentials.token, 'content-type': 'application/json' },
+        body: JSON.stringify({ state, name, ref: build.branch, ...(description ? { description } : {}) }),
+      });
+      const answer = await response.text();
+      if (!response.ok && !stopping.signal.aborted)
+        log(
+          `simulated CI: could not post ${state} on ${build.projectPath}@${build.sha.slice(0, 11)}: ${response.status} ${answer.slice(0, 200)}`,
+        );
+    } catch (error) {
+      if (!stopping.signal.aborted)
+        log(
+          `simulated CI: could not post ${state} on ${build.projectPath}@${build.sha.slice(0, 11)}: ${String(error)}`,
+        );
+    }
+  }
+
+  async function runner(): Promise<void> {
+    if (busy < settings.parallel) busy++;
+    else await new Promise<void>((resolve) => waiters.push(resolve));
+    queued--;
+  }
+  function release(): void {
+    const next = waiters.shift();
+    if (next) next();
+    else busy--;
+  }
+
+  /** The commit's verdict: checked out over git, then the check or the script. */
+  async function judge(build: CiBuild): Promise<ScriptResult> {
+    const ws = await workspaceOf();
+    const cloneUrl = `${ctx.baseUrl()}/${build.projectPath}.git`;
+    const files = await ws.checkout({ id: build.projectId, cloneUrl }, build.sha);
+    try {
+      if (options.check) {
+        const ok = await options.check(files, build, stopping.signal);
+        return { ok, reason: ok ? 'passed' : 'the check failed', output: '' };
+      }
+      return await runScript(options.script!, files, build, {
+        timeoutMs: settings.timeoutMs,
+        signal: stopping.signal,
+      });
+    } finally {
+      await ws.release(files);
+    }
+  }
+
+  async function build(b: CiBuild): Promise<void> {
+    await post(b, 'pending', 'waiting for a runner of the simulated CI');
+    await runner();
+    try {
+      await sleep(settings.durationMs, undefined, { signal: stopping.signal });
+      let result: ScriptResult;
+      try {
+        result = await judge(b);
+      } catch (error) {
+        if (stopping.signal.aborted) return;
+        result = { ok: false, reason: `could not build: ${String(error).slice(0, 200)}`, output: '' };
+      }
+      if (stopping.signal.aborted) return;
+      if (!result.ok) {
+        failures++;
+        const tail = result.output.trimEnd().split('\n').slice(-20).join('\n');
+        log(
+          `simulated CI: ${b.projectPath}@${b.sha.slice(0, 11)} (${b.branch}) failed: ${result.reason}${tail ? `\n${tail}` : ''}`,
+        );
+      }
+      await post(b, result.ok ? 'success' : 'failed', result.ok ? 'passed' : result.reason);
+    } catch (error) {
+      if (!stopping.signal.aborted) throw error;
+    } finally {
+      release();
+    }
+  }
+
+  const track = (set: Set<Promise<void>>, work: Promise<void>) => {
+    const done = work.catch((error: unknown) => log(`simulated CI: ${String(error)}`));
+    set.add(done);
+    void done.finally(() => set.delete(done));
+  };
+
+  const listener = (event: PushEvent): void => {
+    if (stopping.signal.aborted || !event.ref.startsWith('refs/heads/') || event.after === NULL_SHA) return;
+    if (!buildsFor(event.project)) return;
+    const key = `${event.project.id}:${event.after}`;
+    if (seen.has(key)) return;
+    if (seen.size >= SEEN_LIMIT) seen.delete(seen.keys().next().value!);
+    seen.set(key, true);
+    runs++;
+    const b: CiBuild = {
+      projectId: event.project.id,
+      projectPath: projectPath(event.project),
+      branch: event.ref.slice('refs/heads/'.length),
+      sha: event.after,
+    };
+    if (options.hold?.(b)) {
+      track(posting, post(b, 'pending', 'waiting for a runner of the simulated CI'));
+      return;
+    }
+    if (queued >= settings.queueLimit && busy >= settings.parallel) {
+      track(
+        posting,
+        post(b, 'canceled', `not built: the simulated CI has ${settings.queueLimit} builds waiting already`),
+      );
+      return;
+    }
+    queued++;
+    track(active, build(b));
+  };
+  ctx.on.push.push(listener);
+
+  return {
+    name,
+    get runs() {
+      return runs;
+    },
+    get failures() {
+      return failures;
+    },
+    get running() {
+      return active.size;
+    },
+    async verdict(projectId, sha) {
+      const project = ctx.db.data.projects.find((p) => p.id === projectId);
+      if (!project) throw new Error(`no project ${projectId}`);
+      const result = await judge({ projectId, projectPath: projectPath(project), branch: '', sha });
+      return result.ok;
+    },
+    async idle() {
+      while (active.size > 0) await Promise.all([...active]);
+    },
+    async stop() {
+      if (stopping.signal.aborted) return;
+      stopping.abort();
+      const index = ctx.on.push.indexOf(listener);
+      if (index >= 0) ctx.on.push.splice(index, 1);
+      for (const next of waiters.splice(0)) next();
+      await Promise.all([...active, ...posting]);
+      if (workspace) await (await workspace).close();
+    },
+  };
+}
