@@ -23,7 +23,7 @@ import {
   type SweepSet,
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
-import { createClient, type ClientOptions } from './api/index.ts';
+import { createClient, statusTrust, type ClientOptions } from './api/index.ts';
 import type { StateStore } from './state/index.ts';
 import { basicAuth } from './status/index.ts';
 import { createDeliveryLog, createStatusRouter } from './status/index.ts';
@@ -166,6 +166,8 @@ export async function startRuntime(
   const apiOptions: ClientOptions = {
     baseUrl: apiUrl,
     token,
+    // Whose commit statuses count (rules.status_authors); the bot's own once it knows its user.
+    ...trustOf(config.rules.status_authors, () => identity?.username ?? config.api.bot_username),
     tokenType: config.api.token_type,
     timeoutMs: config.api.timeout_ms,
     concurrency: config.api.concurrency,
@@ -448,4 +450,13 @@ async function settlesWithin(work: Promise<void>, ms: number): Promise<boolean> 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The client option for `rules.status_authors` (none when the list is empty: every author counts). */
+function trustOf(
+  authors: readonly string[],
+  bot: () => string | undefined,
+): Pick<ClientOptions, 'statusTrust'> {
+  const trust = statusTrust(authors, bot);
+  return trust ? { statusTrust: trust } : {};
 }

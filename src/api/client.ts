@@ -15,20 +15,25 @@ import { createMergeRequestsApi } from './merge-requests.ts';
 import { createNotesApi } from './notes.ts';
 import { createProjectsApi } from './projects.ts';
 import { createSettingsApi } from './settings.ts';
-import { createStatusesApi } from './statuses.ts';
+import { createStatusesApi, type StatusTrust } from './statuses.ts';
 import { createUsersApi } from './users.ts';
 
-export type ClientOptions = HttpOptions;
+export interface ClientOptions extends HttpOptions {
+  /** Whose commit statuses the client lists (statuses.ts `statusTrust`); all when absent. */
+  statusTrust?: StatusTrust;
+}
 
 export function createClient(options: ClientOptions) {
   const http = createHttp(options);
-  return clientOver(http);
+  return clientOver(http, options.statusTrust);
 }
 
 /** The resource families over an existing HTTP core (tests pass one with a recorder). */
-export function clientOver(http: Http) {
+export function clientOver(http: Http, statusTrust?: StatusTrust) {
   return {
     http,
+    /** Carried by wrappers that build a client over the same core (a read-only one). */
+    statusTrust,
     users: createUsersApi(http),
     projects: createProjectsApi(http),
     members: createMembersApi(http),
@@ -36,7 +41,7 @@ export function clientOver(http: Http) {
     branches: createBranchesApi(http),
     files: createFilesApi(http),
     commits: createCommitsApi(http),
-    statuses: createStatusesApi(http),
+    statuses: createStatusesApi(http, statusTrust),
     issues: createIssuesApi(http),
     mergeRequests: createMergeRequestsApi(http),
     notes: createNotesApi(http),

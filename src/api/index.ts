@@ -5,9 +5,9 @@ export { clientOver, createClient, type Client, type ClientOptions } from './cli
 export { ApiError, redactSecrets } from './errors.ts';
 export { fileText, type RepositoryFile } from './files.ts';
 export { type HookSettings, type ProjectHook } from './hooks.ts';
-export { createHttp, type Http, type HttpOptions, type RequestSpec } from './http.ts';
+export { createHttp, type Http, type RequestSpec } from './http.ts';
 export { refuseWrites } from './read-only.ts';
 export { type Issue } from './issues.ts';
 export { type MergeOutcome, type MergeRequest } from './merge-requests.ts';
 export { type Project } from './projects.ts';
-export { latestByName } from './statuses.ts';
+export { latestByName, statusTrust } from './statuses.ts';

@@ -51,15 +51,46 @@ export interface NewCommitStatus {
   description?: string;
 }
 
-export function createStatusesApi(http: Http) {
+/**
+ * Whose statuses count. Any developer may post a commit status on 8.x, with any name: a status the
+ * rules require (`ci/test`) counts only from the accounts an operator trusts, when they name them.
+ */
+export interface StatusTrust {
+  counts(author: string | undefined): boolean;
+}
+
+/**
+ * `rules.status_authors`: empty, every author counts; otherwise those usernames (any case) and the
+ * bot's own (`bot`, known once the bot has asked the server who it is).
+ */
+export function statusTrust(
+  authors: readonly string[],
+  bot: () => string | undefined,
+): StatusTrust | undefined {
+  if (authors.length === 0) return undefined;
+  const trusted = new Set(authors.map((name) => name.toLowerCase()));
   return {
+    counts: (author) =>
+      author !== undefined &&
+      (trusted.has(author.toLowerCase()) || author.toLowerCase() === bot()?.toLowerCase()),
+  };
+}
+
+export function createStatusesApi(http: Http, trust?: StatusTrust) {
+  return {
+    /**
+     * A commit's statuses (the latest per name unless `all`). With a `trust`, statuses posted by
+     * others are left out: a status the rules require and nobody trusted posted is then missing, as
+     * it should be, never passed (the server's latest of a name may be the untrusted one: it hides
+     * the trusted one, and the name is missing until a trusted account posts again).
+     */
     list(
       project: ProjectRef,
       sha: string,
       filter: StatusFilter = {},
       options: ListOptions = {},
     ): AsyncIterable<CommitStatus> {
-      return http.paginate({
+      const all = http.paginate({
         method: 'GET',
         route: '/projects/:id/repository/commits/:sha/statuses',
         params: { id: project, sha },
@@ -67,6 +98,10 @@ export function createStatusesApi(http: Http) {
         schema: commitStatusSchema,
         ...options,
       });
+      if (!trust) return all;
+      return (async function* () {
+        for await (const status of all) if (trust.counts(status.author?.username)) yield status;
+      })();
     },
 
     /**

@@ -59,6 +59,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
   const { loadConfig } = await import('../config/index.ts');
   const { loadRules, formatProblem, planChange, planLines, ruleSet } = await import('../rules/index.ts');
   const { readOnlyClient } = await import('./simulate-client.ts');
+  const { statusTrust } = await import('../api/index.ts');
   const { apiProblem, missingProject } = await import('./api-problem.ts');
 
   const loaded = loadConfig({
@@ -96,6 +97,9 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     return 1;
   }
 
+  // Whose statuses count, as the running bot counts them (rules.status_authors).
+  let botName: string | undefined = config.api.bot_username;
+  const trust = statusTrust(config.rules.status_authors, () => botName);
   const client = readOnlyClient({
     baseUrl: config.api.url,
     token: config.api.token,
@@ -103,12 +107,14 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     timeoutMs: config.api.timeout_ms,
     concurrency: config.api.concurrency,
     retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+    ...(trust ? { statusTrust: trust } : {}),
   });
   const reports: PlanReport[] = [];
   try {
     const me = config.api.bot_username
       ? { username: config.api.bot_username }
       : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
+    botName = me.username;
     let projects: string[];
     if (options.project !== undefined) {
       const missing = await missingProject(client, options.project);

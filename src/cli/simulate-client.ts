@@ -1,10 +1,10 @@
 import {
   type Client,
+  type ClientOptions,
   clientOver,
   createHttp,
   refuseWrites,
   type Http,
-  type HttpOptions,
   type RequestSpec,
 } from '../api/index.ts';
 /**
@@ -15,12 +15,13 @@ import {
  */
 
 /** A client that reads through the API and refuses to write. */
-export function readOnlyClient(options: HttpOptions): Client {
+export function readOnlyClient(options: ClientOptions): Client {
   return clientOver(
     refuseWrites(
       createHttp(options),
       (spec) => `simulate makes no write: refused ${spec.method} ${spec.route} (a bug: please report it)`,
     ),
+    options.statusTrust,
   );
 }
 

@@ -60,7 +60,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { loadConfig } = await import('../config/index.ts');
   const { loadRules, createRepositoryRules, repositoryPolicy, formatProblem } =
     await import('../rules/index.ts');
-  const { createClient } = await import('../api/index.ts');
+  const { createClient, statusTrust } = await import('../api/index.ts');
   const { approveEcho, createExecutor, createFreshCheck, createSnapshotReader, echoPauses } =
     await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
@@ -122,6 +122,8 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   process.once('SIGINT', onSignal);
   const progress = progressLine(io, isTty);
   try {
+    // Whose statuses count, as the running bot counts them (rules.status_authors).
+    const trust = statusTrust(config.rules.status_authors, () => me?.username);
     const client = createClient({
       baseUrl: config.api.url,
       token: config.api.token,
@@ -129,6 +131,7 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
       timeoutMs: config.api.timeout_ms,
       concurrency: config.api.concurrency,
       retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+      ...(trust ? { statusTrust: trust } : {}),
     });
     const central = { forProject: (path: string) => rules.byProject(path) };
     // The bot's own user, as the running bot knows it: comment markers count only in its notes.

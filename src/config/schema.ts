@@ -280,6 +280,9 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .describe('The rules folder: default.yml and <namespace>/<project>.yml.')
         .meta(meta({ env: 'HOOKBOT_RULES', fsPath: true })),
       watch: flag().default(true).describe('Reload rules when their files change.'),
+      status_authors: textList(nonEmptyText()).describe(
+        "Usernames whose commit statuses count (the CI's accounts); the bot's own always count. Empty: a status counts whoever posted it, and any developer may post one (8.x lets developers post statuses), so a merge or queue rule that requires ci/test then merges on a developer's own word (docs/reliability.md#security).",
+      ),
       repository: section({
         enabled: flag()
           .default(false)

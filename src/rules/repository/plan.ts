@@ -66,7 +66,7 @@ export interface PlanReport {
 }
 
 /** The plan needs only the HTTP core: it builds its own read-only client over it. */
-export type PlanClient = Pick<Client, 'http'>;
+export type PlanClient = Pick<Client, 'http' | 'statusTrust'>;
 
 /**
  * Each item as if it had just been opened or changed: the rules that listen to those events (and,
@@ -200,6 +200,7 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
       input.client.http,
       (spec) => `the plan makes no write: refused ${spec.method} ${spec.route}`,
     ),
+    input.client.statusTrust,
   );
   const startCalls = client.http.stats.calls;
   const calls = () => client.http.stats.calls - startCalls;
