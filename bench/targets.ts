@@ -78,6 +78,20 @@ export function summarise(name: string, f: Figures): Summary {
       };
     case 'merge-train':
       return mergeTrain(f);
+    case 'sandbox': {
+      const writes = ['issue', 'note', 'label', 'status', 'file', 'branch', 'merge'];
+      const figure = (key: string) => Number(f[key]);
+      const worst = writes.reduce((a, b) => (figure(`${b}_c16_p99_ms`) > figure(`${a}_c16_p99_ms`) ? b : a));
+      const p99 = figure(`${worst}_c16_p99_ms`);
+      const apiMax = Math.max(
+        ...writes.flatMap((w) => [figure(`${w}_c1_max_ms`), figure(`${w}_c16_max_ms`)]),
+      );
+      return {
+        result: `API writes at 16 callers: p99 at most ${p99} ms (${worst}), slowest ${n(apiMax)} ms; git push of 21 commits at 16: p99 ${n(f.push_21_c16_p99_ms)} ms (git alone, no server: ${n(f.git_alone_push_21_c16_p99_ms)} ms), slowest ${n(f.max_ms)} ms; start-up ${f.startup_in_process_ms} ms (\`hookbot sandbox\` ${n(f.startup_cli_ms)} ms)`,
+        target: 'API writes p99 < 50 ms at 16 callers; no answer past 2 s; start-up < 1 s',
+        met: `${yes(p99 < 50)}; API ${yes(apiMax < 2000)}, pushes ${yes(figure('max_ms') < 2000)}; ${yes(figure('startup_in_process_ms') < 1000)}`,
+      };
+    }
     default:
       return { result: f.ratio === undefined ? '' : `${f.ratio}x baseline`, target: 'none', met: '' };
   }

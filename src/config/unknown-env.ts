@@ -14,6 +14,7 @@ export const OTHER_VARIABLES: readonly string[] = [
   'HOOKBOT_CONTAINER_FILE', // container detection: the file to look for instead of /.dockerenv
   'HOOKBOT_BOT_URL', // `hookbot explain --bot`: the running bot to ask
   'HOOKBOT_DEMO_LOG', // `hookbot demo`: the bot's debug log on stderr during the demo
+  'HOOKBOT_SANDBOX_TMPDIR', // the sandbox: the folder for its git work files (docs/sandbox.md)
 ];
 
 export function unknownEnvWarnings(env: NodeJS.ProcessEnv, keys: readonly ConfigKey[]): string[] {

@@ -79,14 +79,24 @@ export interface GitRepos {
   /** The diff a commit introduces against its first parent (or the empty tree). */
   diff(projectId: number, sha: string): Promise<GitDiffEntry[]>;
   /**
+   * The paths a commit adds, changes and removes against its first parent, as the Push Hook lists
+   * them (8.x `Commit#repo_changes`: a rename counts as added, its new path).
+   */
+  changes(
+    projectId: number,
+    sha: string,
+  ): Promise<{ added: string[]; modified: string[]; removed: string[] }>;
+  /**
    * What merging `source` (of `sourceProjectId`, possibly a fork) into `target` (of `projectId`) brings:
-   * the commits on source not on target, newest first, and the diff from their merge base to source.
+   * the commits on source not on target, newest first, and the diff from their merge base to source
+   * (not computed, and empty, with `diffs: false`).
    */
   compare(
     projectId: number,
     target: string,
     sourceProjectId: number,
     source: string,
+    options?: { diffs?: boolean },
   ): Promise<{ commits: GitCommit[]; diffs: GitDiffEntry[]; mergeBase: string | undefined }>;
   /** Whether `source` merges into `target` without conflict (a real three-way merge, nothing written). */
   canMerge(projectId: number, target: string, sourceProjectId: number, source: string): Promise<boolean>;
@@ -97,6 +107,8 @@ export interface GitRepos {
   ): Promise<GitMergeResult>;
   /** Resolves a branch, tag or sha to a full sha. */
   resolve(projectId: number, ref: string): Promise<string | undefined>;
+  /** Ends what the repositories keep running (readers); they start again when needed. */
+  close?(): void;
 }
 
 /** Event names as sent in `X-Gitlab-Event`. */

@@ -294,6 +294,12 @@ export interface SettingsRec {
 export interface ProtectedBranchRec {
   project_id: number;
   name: string;
+  /**
+   * 8.x's push and merge access levels in the API's terms: developers too (true) or masters only.
+   * Absent on records made before the sandbox kept them: masters only.
+   */
+  developers_can_push?: boolean;
+  developers_can_merge?: boolean;
 }
 
 export interface SandboxData {

@@ -3,8 +3,7 @@
  * drift apart: who may fetch or push a project, and what a push goes through and becomes.
  *
  * A push goes through two hooks the sandbox installs for every repository (through `core.hooksPath`,
- * no file inside the repositories): `pre-receive` refuses what gitlab-shell refused (a push to a
- * protected branch by less than a master, a force push to or the deletion of a protected branch), and
+ * no file inside the repositories): `pre-receive` refuses what 8.x refused (see PRE_RECEIVE), and
  * `post-receive` writes the updated refs to a file the sandbox reads when `receive-pack` is done, then
  * tells `ctx.on.push` about each, exactly as a file commit through the API does: the Push Hook, the
  * project event, the refresh of the merge requests from or into the branch (with its `update` hook
@@ -17,32 +16,51 @@ import type { SandboxContext } from './context.ts';
 import { notify } from './context.ts';
 import type { ProjectRec, UserRec } from './db.ts';
 import { accessLevel, canRead, DEVELOPER, MASTER, pathWithNamespace, REPORTER } from './permissions.ts';
+import { canPushToBranch } from './protected-branches.ts';
 
+/**
+ * The sandbox's pre-receive: 8.x's checks of each pushed ref (`Gitlab::Checks::ChangeAccess`, in its
+ * order), the first refusal refusing the whole push with gitlab-shell's `GitLab: ` prefix. Whoever
+ * gets here may push code (the command-level check of decideGitAccess). Tags: only masters change or
+ * delete an existing one. Protected branches: nobody force pushes or deletes them; pushing needs the
+ * branch's push level (protected-branches.ts), given as the list of protected branches the pusher may
+ * push to.
+ */
 const PRE_RECEIVE = `#!/bin/sh
-# The sandbox's pre-receive: gitlab-shell's refusals for protected branches.
 zero=0000000000000000000000000000000000000000
-status=0
+nl='
+'
+# Whether $1 is a line of $2 (the shell's own matching: a hook starts no process of its own).
+listed() { case "$nl$2$nl" in *"$nl$1$nl"*) return 0 ;; esac; return 1; }
+refuse() { echo "GitLab: $1"; while read -r _; do :; done; exit 1; }
 while read -r old new ref; do
-  branch=\${ref#refs/heads/}
-  [ "$branch" = "$ref" ] && continue
-  printf '%s\\n' "$SANDBOX_PROTECTED" | grep -qxF -- "$branch" || continue
-  if [ "$SANDBOX_MAY_PUSH_PROTECTED" != 1 ]; then
-    echo "GitLab: You are not allowed to push code to protected branches on this project."
-    status=1
-  elif [ "$new" = "$zero" ]; then
-    echo "GitLab: You are not allowed to delete protected branches from this project."
-    status=1
-  elif [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
-    echo "GitLab: You are not allowed to force push code to a protected branch on this project."
-    status=1
-  fi
+  case "$ref" in
+  refs/tags/*)
+    if [ "$old" != "$zero" ] && [ "$SANDBOX_CHANGE_TAGS" != 1 ]; then
+      refuse "You are not allowed to change existing tags on this project."
+    fi
+    ;;
+  refs/heads/*)
+    branch=\${ref#refs/heads/}
+    listed "$branch" "$SANDBOX_PROTECTED" || continue
+    if [ "$old" != "$zero" ] && [ "$new" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
+      refuse "You are not allowed to force push code to a protected branch on this project."
+    fi
+    if [ "$new" = "$zero" ]; then
+      refuse "You are not allowed to delete protected branches from this project."
+    fi
+    if ! listed "$branch" "$SANDBOX_PROTECTED_PUSH"; then
+      refuse "You are not allowed to push code to protected branches on this project."
+    fi
+    ;;
+  esac
 done
-exit $status
+exit 0
 `;
 
 const POST_RECEIVE = `#!/bin/sh
 # The sandbox's post-receive: the updated refs, for the sandbox to turn into push events.
-cat >> "$SANDBOX_PUSH_LOG"
+while read -r line; do printf '%s\\n' "$line"; done >> "$SANDBOX_PUSH_LOG"
 `;
 
 export type GitService = 'git-upload-pack' | 'git-receive-pack';
@@ -128,10 +146,13 @@ export function gitServiceRun(
   const protectedNames = ctx.db.data.protectedBranches
     .filter((b) => b.project_id === project.id)
     .map((b) => b.name);
+  const mayPush = user ? protectedNames.filter((name) => canPushToBranch(ctx.db, project, user, name)) : [];
   const settings: [string, string][] = [
     ...config,
     ['core.hooksPath', dirs.hooksDir],
     ['gc.auto', '0'],
+    // No `git gc --auto` process after each push (it would do nothing with gc.auto=0 anyway).
+    ['receive.autogc', 'false'],
     ['receive.advertisePushOptions', 'false'],
   ];
   const env: Record<string, string> = {
@@ -141,7 +162,9 @@ export function gitServiceRun(
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_COUNT: String(settings.length),
     SANDBOX_PROTECTED: protectedNames.join('\n'),
-    SANDBOX_MAY_PUSH_PROTECTED: level >= MASTER ? '1' : '0',
+    SANDBOX_PROTECTED_PUSH: mayPush.join('\n'),
+    // 8.x `admin_project`: masters and up (administrators count as owners).
+    SANDBOX_CHANGE_TAGS: level >= MASTER ? '1' : '0',
     SANDBOX_PUSH_LOG: pushLog,
     GIT_COMMITTER_NAME: user?.name ?? 'Sandbox',
     GIT_COMMITTER_EMAIL: user?.email ?? 'sandbox@localhost',

@@ -15,6 +15,7 @@ import { spawn } from 'node:child_process';
 import type { Request, Response, Router } from 'express';
 import type { SandboxContext } from './context.ts';
 import type { UserRec } from './db.ts';
+import { gitBinary } from './git/binary.ts';
 import { decideGitAccess, type GitService, gitServiceRun, projectByPath } from './git-access.ts';
 
 /** Who is asking, and what they may do. `undefined` user: anonymous. */
@@ -129,7 +130,7 @@ export function registerGitHttp(app: Router, ctx: SandboxContext, options: GitHt
 
     try {
       await new Promise<void>((resolve, reject) => {
-        const child = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+        const child = spawn(gitBinary(), ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
         let head = Buffer.alloc(0);
         let headersDone = false;
         child.on('error', reject);

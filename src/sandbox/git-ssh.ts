@@ -13,6 +13,7 @@
  * The host key is made at start (ed25519, in memory): a client trusts it through the known_hosts line
  * `knownHostsLine` answers.
  */
+import { gitBinary } from './git/binary.ts';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import path from 'node:path';
@@ -141,7 +142,7 @@ export async function startGitSsh(ctx: SandboxContext, options: GitSshOptions): 
     let code: number;
     try {
       code = await new Promise<number>((resolve, reject) => {
-        const child = spawn('git', [verb, repo], { env: { ...run.env, ...env }, stdio: 'pipe' });
+        const child = spawn(gitBinary(), [verb, repo], { env: { ...run.env, ...env }, stdio: 'pipe' });
         children.add(child);
         child.on('error', reject);
         child.on('close', (exit) => {

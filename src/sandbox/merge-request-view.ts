@@ -15,6 +15,37 @@ export function isWorkInProgress(mr: Pick<MergeRequestRec, 'title'>): boolean {
   return WIP.test(mr.title);
 }
 
+/** Bumped each time a merge request's `merge_status` goes stale (a push to one of its branches). */
+const staleness = new WeakMap<MergeRequestRec, number>();
+
+/**
+ * `merge_status` is worked out when it is first needed after a change, not on every push (8.x marks
+ * it `unchecked` when a branch moves and checks it later): a push to a target branch with many open
+ * merge requests costs no merge at all until one of them is read. Whoever reads it (the API's view,
+ * a payload, a merge) calls `checkMergeStatus` first, so nobody sees `unchecked`.
+ */
+export function markUnchecked(mr: MergeRequestRec): void {
+  staleness.set(mr, (staleness.get(mr) ?? 0) + 1);
+  mr.merge_status = 'unchecked';
+}
+
+/** Works out an open merge request's `merge_status` when it is `unchecked` (a real three-way merge, nothing written). */
+export async function checkMergeStatus(ctx: SandboxContext, mr: MergeRequestRec): Promise<void> {
+  const open = mr.state === 'opened' || mr.state === 'reopened';
+  if (!open || mr.merge_status !== 'unchecked') return;
+  const generation = staleness.get(mr) ?? 0;
+  const clean = await ctx.git.canMerge(
+    mr.target_project_id,
+    mr.target_branch,
+    mr.source_project_id,
+    mr.source_branch,
+  );
+  // A push while the merge was tried made this answer stale: it stays unchecked for the next reader.
+  if ((staleness.get(mr) ?? 0) !== generation || mr.merge_status !== 'unchecked') return;
+  mr.merge_status = clean ? 'can_be_merged' : 'cannot_be_merged';
+  ctx.db.changed();
+}
+
 /** The source branch's head commit, or undefined once the branch is gone. */
 export function sourceHead(ctx: SandboxContext, mr: MergeRequestRec): Promise<GitCommit | undefined> {
   return ctx.git.branch(mr.source_project_id, mr.source_branch);
@@ -25,17 +56,22 @@ export function sourceHead(ctx: SandboxContext, mr: MergeRequestRec): Promise<Gi
  * from its merge commit (its first parent against the source head it merged), since the branches
  * have moved on or gone; a closed one whose branch is gone from the head it had when it closed.
  */
-export async function mergeRequestChanges(ctx: SandboxContext, mr: MergeRequestRec) {
+export async function mergeRequestChanges(
+  ctx: SandboxContext,
+  mr: MergeRequestRec,
+  options: { diffs?: boolean } = {},
+) {
   if (mr.state === 'merged' && mr.merge_commit_sha && mr.last_head_sha)
     return ctx.git.compare(
       mr.target_project_id,
       `${mr.merge_commit_sha}^1`,
       mr.target_project_id,
       mr.last_head_sha,
+      options,
     );
   const head = (await sourceHead(ctx, mr))?.id ?? mr.last_head_sha;
   if (!head) return { commits: [], diffs: [], mergeBase: undefined };
-  return ctx.git.compare(mr.target_project_id, mr.target_branch, mr.source_project_id, head);
+  return ctx.git.compare(mr.target_project_id, mr.target_branch, mr.source_project_id, head, options);
 }
 
 /**
@@ -55,6 +91,7 @@ function votes(ctx: SandboxContext, mr: MergeRequestRec) {
 }
 
 export async function mergeRequestView(ctx: SandboxContext, mr: MergeRequestRec, viewer: UserRec) {
+  await checkMergeStatus(ctx, mr);
   const open = mr.state === 'opened' || mr.state === 'reopened';
   const head = open ? (await sourceHead(ctx, mr))?.id : undefined;
   return {

@@ -43,7 +43,7 @@ export async function closesIssues(
   if (!target || mr.target_branch !== target.default_branch) return [];
   const { commits } = between
     ? await ctx.git.compare(mr.target_project_id, between.base, mr.source_project_id, between.head)
-    : await mergeRequestChanges(ctx, mr);
+    : await mergeRequestChanges(ctx, mr, { diffs: false });
   const text = [mr.description ?? '', ...commits.map((c) => c.message)].join('\n');
   const found: IssueRec[] = [];
   for (const phrase of text.matchAll(CLOSING))

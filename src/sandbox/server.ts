@@ -4,15 +4,14 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { JSONFile } from 'lowdb/node';
 import { authenticate } from './auth.ts';
 import { type SimulatedCi, type SimulatedCiOptions, startSimulatedCi } from './ci/simulated-ci.ts';
 import type { SandboxContext } from './context.ts';
+import { dataFile, prepareDataFolder, reposFolderOf } from './data-file.ts';
 import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
 import { createGitRepos } from './git.ts';
 import { installPushHooks } from './git-access.ts';
@@ -22,13 +21,17 @@ import { type GitSshServer, startGitSsh } from './git-ssh.ts';
 import { createHookDispatcher } from './hook-dispatcher.ts';
 import { HttpError } from './http.ts';
 import { routeFamilies } from './routes/index.ts';
+import { makeTempFolder, removeOrphanedFolders } from './temp-root.ts';
 
 export interface SandboxOptions {
   port?: number;
   host?: string;
   /** The administrator's (id 1, `root`) private token; random when not given. */
   adminToken?: string;
-  /** Persist the state here (lowdb JSON); repositories go to `<file>.repos/`. In memory (and a temp folder) otherwise. */
+  /**
+   * Persist the state here (JSON, 0600); repositories go to `<file>.repos/` (0700). In memory (and a
+   * temp folder) otherwise. See data-file.ts.
+   */
   dataFile?: string;
   seed?: 'demo' | 'empty';
   /** Hook delivery timeout; real servers wait 10 s. */
@@ -145,18 +148,21 @@ export function rootUser(db: Db, token: string): UserRec {
 
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const adminToken = options.adminToken ?? randomBytes(10).toString('hex');
+  // Warnings (who may read the data, a failed save) are never dropped: stderr when nobody listens.
+  const warn = options.log ?? ((line: string) => console.warn(line));
+  // What the simulated CI says (its builds): nowhere when nobody listens.
   const log = options.log ?? (() => undefined);
-  const file = options.dataFile ? new JSONFile<SandboxData>(options.dataFile) : undefined;
+  const dataPath = options.dataFile ? path.resolve(options.dataFile) : undefined;
+  const file = dataPath ? dataFile(dataPath) : undefined;
   let stored: SandboxData | null = null;
-  if (file && options.dataFile) {
-    // 0700, as the bot's state folder: `npm start` keeps both in `data/`, and whichever of the two
-    // creates it first decides its mode (the sandbox's data holds every demo user's token).
-    await mkdir(path.dirname(path.resolve(options.dataFile)), { recursive: true, mode: 0o700 });
+  if (dataPath && file) {
+    await prepareDataFolder(dataPath, warn);
     stored = await file.read();
   }
-  const tempRepos = options.dataFile ? undefined : await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-'));
-  const reposDir = tempRepos ?? `${path.resolve(options.dataFile!)}.repos`;
-  await mkdir(reposDir, { recursive: true });
+  // What killed sandboxes left behind goes first (memory, on /dev/shm); not awaited by the start.
+  void removeOrphanedFolders().catch(() => undefined);
+  const tempRepos = dataPath ? undefined : await makeTempFolder('hookbot-sandbox-');
+  const reposDir = tempRepos ?? reposFolderOf(dataPath!);
 
   const clock = options.clock ?? (() => new Date());
   const data = stored ?? emptyData(clock().toISOString());
@@ -174,7 +180,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
             setImmediate(() => {
               dirty = false;
               file.write(data).then(resolve, (error: unknown) => {
-                log(`sandbox: could not save ${options.dataFile}: ${String(error)}`);
+                warn(`sandbox: could not save ${options.dataFile}: ${String(error)}`);
                 resolve();
               });
             }),
@@ -215,7 +221,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     throw error;
   }
 
-  const gitWork = await mkdtemp(path.join(tmpdir(), 'hookbot-sandbox-git-'));
+  const gitWork = await makeTempFolder('hookbot-sandbox-git-');
   const hooksDir = await installPushHooks(gitWork);
   const gitDirs = { reposDir, workDir: gitWork, hooksDir };
   const app = createSandboxApp(ctx, (root) => registerGitHttp(root, ctx, gitDirs));
@@ -264,6 +270,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
       await ssh?.close();
       await ctx.hooks.close();
+      ctx.git.close?.();
       await writing;
       if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
       await rm(gitWork, { recursive: true, force: true });

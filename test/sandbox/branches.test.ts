@@ -81,6 +81,9 @@ describe('sandbox branches', () => {
           authored_date: head.authored_date,
           committed_date: head.committed_date,
         },
+        // Later 8.x servers: false, not null, on an unprotected branch.
+        developers_can_push: false,
+        developers_can_merge: false,
       });
       expect(res.body[1].commit.authored_date).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$/);
       expect(res.headers.get('x-total')).toBe('3');
@@ -158,7 +161,7 @@ describe('sandbox branches', () => {
         expect([round, res.status, res.body.protected, res.body.name]).toEqual([round, 200, true, 'master']);
       }
       expect(db.data.protectedBranches.filter((b) => b.project_id === w.project.id)).toEqual([
-        { project_id: w.project.id, name: 'master' },
+        { project_id: w.project.id, name: 'master', developers_can_push: false, developers_can_merge: false },
       ]);
       expect((await call('GET', `${w.base}/master`)).body.protected).toBe(true);
       expect((await call('GET', w.base)).body[0].protected).toBe(true);
@@ -167,6 +170,39 @@ describe('sandbox branches', () => {
         expect([round, res.status, res.body.protected]).toEqual([round, 200, false]);
       }
       expect(db.data.protectedBranches.filter((b) => b.project_id === w.project.id)).toEqual([]);
+    });
+
+    it('takes developers_can_push and developers_can_merge: a new protection sets both, a second one changes what it is given', async () => {
+      const { call } = sb();
+      const w = await world();
+      const protect = async (body: Record<string, unknown>) =>
+        (await call('PUT', `${w.base}/master/protect`, { body })).body;
+      expect(await protect({ developers_can_push: true })).toMatchObject({
+        protected: true,
+        developers_can_push: true,
+        developers_can_merge: false,
+      });
+      expect(await protect({ developers_can_merge: 'true' })).toMatchObject({
+        developers_can_push: true,
+        developers_can_merge: true,
+      });
+      expect(await protect({ developers_can_push: false })).toMatchObject({
+        developers_can_push: false,
+        developers_can_merge: true,
+      });
+      expect((await call('GET', `${w.base}/master`)).body).toMatchObject({
+        protected: true,
+        developers_can_push: false,
+        developers_can_merge: true,
+      });
+      const unprotected = (await call('PUT', `${w.base}/master/unprotect`)).body;
+      expect(unprotected).toMatchObject({
+        protected: false,
+        developers_can_push: false,
+        developers_can_merge: false,
+      });
+      // Protected anew: what is not given is masters only again.
+      expect(await protect({})).toMatchObject({ developers_can_push: false, developers_can_merge: false });
     });
 
     it('protects a branch whose name has a slash', async () => {

@@ -117,6 +117,24 @@ async function closedPortUrl(): Promise<string> {
 }
 
 describe('hook dispatcher: what is sent', () => {
+  it('follows redirects as HTTP clients do: 307 resends the POST, 302 goes on as a GET; the last status is recorded', async () => {
+    const receiver = await startReceiver((req, res) => {
+      if (req.url === '/moved-keep') res.writeHead(307, { location: '/kept' }).end();
+      else if (req.url === '/moved-get') res.writeHead(302, { location: '/got' }).end();
+      else res.writeHead(204).end();
+    });
+    const db = newDb();
+    addHook(db, { url: `${receiver.url}/moved-keep` });
+    addHook(db, { url: `${receiver.url}/moved-get` });
+    const hooks = dispatcher(db);
+    hooks.emit(1, 'Push Hook', { object_kind: 'push' });
+    await hooks.idle();
+    const byPath = new Map(receiver.received.map((r) => [r.path, r]));
+    expect(byPath.get('/kept')).toMatchObject({ method: 'POST', body: '{"object_kind":"push"}' });
+    expect(byPath.get('/got')).toMatchObject({ method: 'GET', body: '' });
+    expect(hooks.recent().map((d) => d.status)).toEqual([204, 204]);
+  });
+
   it('POSTs the payload as JSON with X-Gitlab-Event, and X-Gitlab-Token only when the hook has one', async () => {
     const receiver = await startReceiver();
     const db = newDb();

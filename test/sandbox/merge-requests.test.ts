@@ -524,6 +524,31 @@ describe('sandbox merge requests', () => {
       expect((await w.developer.as('PUT', `${mrs()}/${toStable.id}/merge`)).status).toBe(401);
       expect((await w.master.as('PUT', `${mrs()}/${toStable.id}/merge`)).body.state).toBe('merged');
     });
+
+    it('lets a developer merge into a protected branch whose developers_can_merge is set, not push to it (8.x can_be_merged_by?)', async () => {
+      await branch('dev-merges');
+      await branch('perm-3');
+      await commit('perm-3', 'perm3.txt', 'p\n', 'Add perm 3');
+      const protect = await w.master.as('PUT', `/projects/${pid()}/repository/branches/dev-merges/protect`, {
+        body: { developers_can_merge: true },
+      });
+      expect(protect.body).toMatchObject({
+        protected: true,
+        developers_can_push: false,
+        developers_can_merge: true,
+      });
+      const toRelease = (
+        await w.developer.as('POST', mrs(), {
+          body: { source_branch: 'perm-3', target_branch: 'dev-merges', title: 'p3' },
+        })
+      ).body;
+      const pushed = await w.developer.as('POST', `/projects/${pid()}/repository/files`, {
+        body: { file_path: 'direct.txt', branch_name: 'dev-merges', content: 'd', commit_message: 'direct' },
+      });
+      expect(pushed.status).toBe(400);
+      expect(pushed.body).toEqual({ message: 'You are not allowed to push into this branch' });
+      expect((await w.developer.as('PUT', `${mrs()}/${toRelease.id}/merge`)).body.state).toBe('merged');
+    });
   });
 
   describe('closes_issues', () => {

@@ -1,5 +1,12 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startSandbox } from '../../src/sandbox/server.ts';
+import { sandboxTempRoot } from '../../src/sandbox/temp-root.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 describe('sandbox server core', () => {
   const ctx = useSandbox();
@@ -36,5 +43,28 @@ describe('sandbox server core', () => {
     const unknown = await call('GET', '/no/such', { query: { sudo: 'ghost' } });
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ message: '404 Not Found: No user id or username for: ghost' });
+  });
+});
+
+describe('sandbox temp folders', () => {
+  it('removes the folders a killed sandbox left behind, and only those', async () => {
+    // A process that has ended: its pid names no process any more.
+    const gone = Number(execFileSync('sh', ['-c', 'echo $$']).toString().trim());
+    const orphan = await mkdtemp(path.join(sandboxTempRoot(), 'hookbot-sandbox-orphan-'));
+    await writeFile(path.join(orphan, '.hookbot-owner'), String(gone));
+    const mine = await mkdtemp(path.join(sandboxTempRoot(), 'hookbot-sandbox-alive-'));
+    await writeFile(path.join(mine, '.hookbot-owner'), String(process.pid));
+    const unmarked = await mkdtemp(path.join(sandboxTempRoot(), 'hookbot-sandbox-unmarked-'));
+    const sb = await startSandbox();
+    try {
+      await waitFor(() => (existsSync(orphan) ? undefined : true), 20_000, 'the orphaned folder to go');
+      expect(existsSync(mine)).toBe(true);
+      expect(existsSync(unmarked)).toBe(true);
+    } finally {
+      await sb.close();
+      await rm(mine, { recursive: true, force: true });
+      await rm(unmarked, { recursive: true, force: true });
+      await rm(orphan, { recursive: true, force: true });
+    }
   });
 });

@@ -28,24 +28,18 @@ export async function pushedCommits(
   const branch = push.ref.replace(/^refs\/heads\//, '');
   if (push.before === BLANK_SHA) {
     if (branch === project.default_branch) return (await ctx.git.log(project.id, push.after)).reverse();
-    const compared = await ctx.git.compare(project.id, project.default_branch, project.id, push.after);
+    const compared = await ctx.git.compare(project.id, project.default_branch, project.id, push.after, {
+      diffs: false,
+    });
     return [...compared.commits].reverse();
   }
-  const compared = await ctx.git.compare(project.id, push.before, project.id, push.after);
+  const compared = await ctx.git.compare(project.id, push.before, project.id, push.after, { diffs: false });
   return [...compared.commits].reverse();
 }
 
 /** 8.x `Commit#repo_changes`: a rename counts as added (new path), as real servers report it. */
-export async function changedFiles(ctx: SandboxContext, projectId: number, sha: string) {
-  const added: string[] = [];
-  const modified: string[] = [];
-  const removed: string[] = [];
-  for (const diff of await ctx.git.diff(projectId, sha)) {
-    if (diff.deleted_file) removed.push(diff.old_path);
-    else if (diff.renamed_file || diff.new_file) added.push(diff.new_path);
-    else modified.push(diff.new_path);
-  }
-  return { added, modified, removed };
+export function changedFiles(ctx: SandboxContext, projectId: number, sha: string) {
+  return ctx.git.changes(projectId, sha);
 }
 
 /** `Push Hook` (branches) or `Tag Push Hook` (refs/tags/...). */
@@ -64,20 +58,21 @@ export async function pushPayload(
     rememberHead(ctx, project.id, ref.slice('refs/heads/'.length), headCommit?.id);
   }
   const latest = all.slice(-PUSH_COMMIT_LIMIT);
-  const commits = [];
-  for (const commit of latest)
-    commits.push({
+  const commits = await Promise.all(
+    latest.map(async (commit) => ({
       ...commitHookAttrs(ctx, project, commit),
       ...(await changedFiles(ctx, project.id, commit.id)),
-    });
+    })),
+  );
   const attrs = projectHookAttrs(ctx, project);
   return {
     object_kind: tag ? 'tag_push' : 'push',
     before: push.before,
     after: push.after,
     ref,
-    // The commit checked out by the push; null when the ref was removed.
-    checkout_sha: push.after === BLANK_SHA ? null : push.after,
+    // The commit checked out by the push; null when the ref was removed. For a tag, the commit it
+    // points to (an annotated tag's `after` is the tag object), as 8.x `DataBuilder::Push#checkout_sha`.
+    checkout_sha: push.after === BLANK_SHA ? null : tag ? (all[0]?.id ?? null) : push.after,
     user_id: push.user.id,
     user_name: push.user.name,
     // The tag push sample of that era omits `user_email`; 8.x builds both kinds with the same builder.

@@ -9,13 +9,17 @@ import type { Caller, GitCommit, SandboxContext } from '../context.ts';
 import { notify } from '../context.ts';
 import type { Db, ProjectRec } from '../db.ts';
 import { GitError, NULL_SHA } from '../git.ts';
-import { badRequest, forbidden, HttpError, notFound, requiredStr, sendPage } from '../http.ts';
-import { accessLevel, DEVELOPER, MASTER, REPORTER, requireLevel } from '../permissions.ts';
+import { badRequest, flag, forbidden, HttpError, notFound, requiredStr, sendPage } from '../http.ts';
+import { DEVELOPER, MASTER, REPORTER, requireLevel } from '../permissions.ts';
+import {
+  canPushCode,
+  canPushToBranch,
+  isProtectedBranch,
+  protectBranch,
+  protectedBranch,
+  unprotectBranch,
+} from '../protected-branches.ts';
 import { projectRoute } from '../route.ts';
-
-export function isProtectedBranch(db: Db, projectId: number, name: string): boolean {
-  return db.data.protectedBranches.some((b) => b.project_id === projectId && b.name === name);
-}
 
 /**
  * 8.x `download_code`: everyone who sees a public or internal project, reporters and up on a private
@@ -28,19 +32,20 @@ export function requireCodeAccess(db: Db, project: ProjectRec, who: Caller): voi
 /** 8.x `push_code`: developers and up, and never into an archived project. */
 export function requirePush(db: Db, project: ProjectRec, who: Caller): void {
   requireLevel(db, project, who, DEVELOPER);
-  if (project.archived) throw forbidden(); // 8.x drops push_code from archived projects
+  if (!canPushCode(db, project, who.user)) throw forbidden(); // 8.x drops push_code from archived projects
 }
 
-/** Whether the caller may push to `branch`: protected branches take masters only (8.x without developers_can_push). */
+/** Whether the caller may push to `branch` (8.x `UserAccess#can_push_to_branch?`, protected-branches.ts). */
 export function canPushTo(db: Db, project: ProjectRec, who: Caller, branch: string): boolean {
-  return !isProtectedBranch(db, project.id, branch) || accessLevel(db, project, who.user) >= MASTER;
+  return canPushToBranch(db, project, who.user, branch);
 }
 
 /** docs/api-v3.md#branch: the commit in the form the real servers' git library serialised it. */
 export function branchView(db: Db, project: ProjectRec, name: string, commit: GitCommit) {
+  const rec = protectedBranch(db, project.id, name);
   return {
     name,
-    protected: isProtectedBranch(db, project.id, name),
+    protected: rec !== undefined,
     commit: {
       id: commit.id,
       parents: commit.parent_ids.map((id) => ({ id })),
@@ -51,6 +56,9 @@ export function branchView(db: Db, project: ProjectRec, name: string, commit: Gi
       authored_date: commit.authored_date,
       committed_date: commit.committed_date,
     },
+    // Later 8.x servers: whether developers may push or merge (false on an unprotected branch).
+    developers_can_push: rec?.developers_can_push ?? false,
+    developers_can_merge: rec?.developers_can_merge ?? false,
   };
 }
 
@@ -91,19 +99,18 @@ export function registerBranchRoutes(router: Router, ctx: SandboxContext): void 
   for (const action of ['protect', 'unprotect'] as const) {
     router.put(
       `${BRANCHES}/*branch/${action}`,
-      projectRoute(db, MASTER, async ({ req, res, project }) => {
+      projectRoute(db, MASTER, async ({ req, res, p, project }) => {
         // 8.x `authorize_admin_project`: masters and up. The answer (not shown in docs/api-v3.md#branches) is the
         // branch, as on real servers; protecting twice or unprotecting an unprotected branch is harmless.
         const name = branchParam(req);
         const commit = await ctx.git.branch(project.id, name);
         if (!commit) throw notFound('Branch');
-        const isProtected = isProtectedBranch(db, project.id, name);
-        if (action === 'protect' && !isProtected)
-          db.data.protectedBranches.push({ project_id: project.id, name });
-        if (action === 'unprotect' && isProtected)
-          db.data.protectedBranches = db.data.protectedBranches.filter(
-            (b) => !(b.project_id === project.id && b.name === name),
-          );
+        if (action === 'protect')
+          protectBranch(db, project.id, name, {
+            developers_can_push: flag(p, 'developers_can_push'),
+            developers_can_merge: flag(p, 'developers_can_merge'),
+          });
+        else unprotectBranch(db, project.id, name);
         db.changed();
         res.json(branchView(db, project, name, commit));
       }),

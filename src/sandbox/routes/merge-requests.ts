@@ -37,7 +37,9 @@ import {
 } from '../issuables.ts';
 import { issueView } from '../issue-view.ts';
 import {
+  checkMergeStatus,
   isWorkInProgress,
+  markUnchecked,
   mergeRequestChanges,
   mergeRequestCommitView,
   mergeRequestView,
@@ -48,7 +50,7 @@ import { buildActive, buildStatus, registerMergeWhenBuildSucceeds } from '../mer
 import { mergeRequestPayload, type MergeRequestAction } from '../payloads/index.ts';
 import { accessLevel, DEVELOPER, findProject, OWNER, pathWithNamespace } from '../permissions.ts';
 import { closesIssues, postMerge } from '../post-merge.ts';
-import { canPushTo, isProtectedBranch } from './branches.ts';
+import { canMergeToBranch, canPushToBranch, isProtectedBranch } from '../protected-branches.ts';
 import { ensureLabels, labelsParam } from './labels.ts';
 import { addSystemNote } from './notes.ts';
 import { projectRoute, type ProjectRouteCall } from '../route.ts';
@@ -69,19 +71,18 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
   const projectById = (id: number) => db.data.projects.find((p) => p.id === id);
   const isOpen = (mr: MergeRequestRec) => inStateScope(mr.state, 'opened');
 
-  /** Real 8.x `can_be_merged_by?`: whoever may push to the target branch (developers; masters when protected). */
+  /**
+   * Real 8.x `can_be_merged_by?`: whoever may push or merge to the target branch (developers on an
+   * unprotected one; on a protected one masters, and developers when it lets them push or merge).
+   */
   const canMergeBy = (project: ProjectRec, who: Caller, mr: MergeRequestRec) =>
-    accessLevel(db, project, who.user) >= DEVELOPER && canPushTo(db, project, who, mr.target_branch);
+    canPushToBranch(db, project, who.user, mr.target_branch) ||
+    canMergeToBranch(db, project, who.user, mr.target_branch);
 
-  async function refreshMergeStatus(mr: MergeRequestRec): Promise<void> {
+  /** `merge_status` goes stale (a branch moved, the MR reopened or retargeted): worked out when read. */
+  function refreshMergeStatus(mr: MergeRequestRec): void {
     if (!isOpen(mr)) return;
-    const clean = await ctx.git.canMerge(
-      mr.target_project_id,
-      mr.target_branch,
-      mr.source_project_id,
-      mr.source_branch,
-    );
-    mr.merge_status = clean ? 'can_be_merged' : 'cannot_be_merged';
+    markUnchecked(mr);
     db.changed();
   }
 
@@ -92,6 +93,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     extra: { oldrev?: string; lastCommit?: GitCommit } = {},
   ): Promise<void> {
     const lastCommit = extra.lastCommit ?? (await sourceHead(ctx, mr));
+    await checkMergeStatus(ctx, mr);
     ctx.hooks.emit(
       mr.target_project_id,
       'Merge Request Hook',
@@ -135,7 +137,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     // A reopened merge request answers `reopened`, as real 8.x does (docs/api-v3.md#merge-requests: the value appears).
     mr.state = action === 'close' ? 'closed' : 'reopened';
     mr.updated_at = db.now();
-    if (action === 'reopen') await refreshMergeStatus(mr);
+    if (action === 'reopen') refreshMergeStatus(mr);
     const status = action === 'close' ? 'closed' : 'reopened';
     addSystemNote(ctx, project, 'MergeRequest', mr, user, `Status changed to ${status}`);
     event(mr, user, status);
@@ -241,7 +243,8 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
   async function accept(project: ProjectRec, mr: MergeRequestRec, who: Caller, p: Record<string, unknown>) {
     if (!canMergeBy(project, who, mr)) throw unauthorized();
     if (!isOpen(mr) || isWorkInProgress(mr) || merging.has(mr.id)) throw notAllowed();
-    await refreshMergeStatus(mr);
+    refreshMergeStatus(mr);
+    await checkMergeStatus(ctx, mr);
     if (mr.merge_status !== 'can_be_merged') throw cannotBeMerged();
     const head = await sourceHead(ctx, mr);
     const sha = given(p, 'sha');
@@ -293,7 +296,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       const fromIt = mr.source_project_id === push.project.id && mr.source_branch === branch;
       const intoIt = mr.target_project_id === push.project.id && mr.target_branch === branch;
       if (!fromIt && !intoIt) continue;
-      await refreshMergeStatus(mr);
+      refreshMergeStatus(mr);
       if (!fromIt || push.after === NULL_SHA) continue;
       // Real servers (8.3 on, `RefreshService#reset_merge_when_build_succeeds`): a push to the source
       // branch disarms merge-when-build-succeeds, quietly; whoever wants it must accept again.
@@ -306,7 +309,9 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       const { commits } =
         push.before === NULL_SHA
           ? { commits: [] }
-          : await ctx.git.compare(push.project.id, push.before, push.project.id, push.after);
+          : await ctx.git.compare(push.project.id, push.before, push.project.id, push.after, {
+              diffs: false,
+            });
       if (commits.length > 0) {
         const count = `${commits.length} commit${commits.length === 1 ? '' : 's'}`;
         const list = commits.map((c) => `* ${c.short_id} - ${c.title}`).join('\n');
@@ -388,7 +393,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
         updated_at: now,
       };
       db.data.mergeRequests.push(mr);
-      await refreshMergeStatus(mr);
+      refreshMergeStatus(mr);
       event(mr, who.user, 'opened');
       db.changed();
       // 8.x makes the first diff on create, which fetches `refs/merge-requests/<iid>/head`.
@@ -434,7 +439,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       projectRoute(db, 'visible', async (call) => {
         const { req, res } = call;
         const mr = mergeRequestOf(call);
-        const { commits } = await mergeRequestChanges(ctx, mr);
+        const { commits } = await mergeRequestChanges(ctx, mr, { diffs: false });
         sendPage(req, res, commits.map(mergeRequestCommitView));
       }),
     );
@@ -508,7 +513,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
               `Target branch changed from \`${mr.target_branch}\` to \`${edits.target_branch}\``,
             );
             mr.target_branch = edits.target_branch;
-            await refreshMergeStatus(mr);
+            refreshMergeStatus(mr);
           }
           if (edits.assignee_id !== undefined && edits.assignee_id !== mr.assignee_id) {
             const assignee = db.data.users.find((u) => u.id === edits.assignee_id);

@@ -6,7 +6,7 @@
  */
 import type { Router } from 'express';
 import type { SandboxContext } from '../context.ts';
-import type { NoteRec, ProjectRec, UserRec } from '../db.ts';
+import type { MergeRequestRec, NoteRec, ProjectRec, UserRec } from '../db.ts';
 import { forbidden, notFound, requiredStr, sendPage } from '../http.ts';
 import {
   findIssue,
@@ -16,6 +16,7 @@ import {
   type IssuableType,
 } from '../issuables.ts';
 import { recordEvent } from '../events.ts';
+import { checkMergeStatus } from '../merge-request-view.ts';
 import { notePayload } from '../payloads/index.ts';
 import { MASTER, OWNER } from '../permissions.ts';
 import { userSummary } from '../views.ts';
@@ -149,9 +150,11 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
 
     router.post(
       base,
-      projectRoute(db, 'visible', (call) => {
+      projectRoute(db, 'visible', async (call) => {
         const { res, who, p, project, level } = call;
         const item = itemOf(call);
+        // The Note Hook shows the merge request's merge_status: worked out first if it went stale.
+        if (noteable.type === 'MergeRequest') await checkMergeStatus(ctx, item as MergeRequestRec);
         const body = requiredStr(p, 'body');
         // Real 8.x: `created_at` is honoured for admins and the project owner only.
         const createdAt = level >= OWNER ? timestampParam(p, 'created_at') : undefined;

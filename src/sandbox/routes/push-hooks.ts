@@ -1,6 +1,6 @@
 /**
- * What a push does beyond git: the `Push Hook` (or `Tag Push Hook` for `refs/tags/...`) and the
- * project's activity event. Every family that lands commits (file commits, merges, new or deleted
+ * What a push does beyond git: the default branch protected at its first push, the `Push Hook` (or
+ * `Tag Push Hook` for `refs/tags/...`) and the project's activity event. Every family that lands commits (file commits, merges, new or deleted
  * branches) tells `ctx.on.push`; this listener is the one place that turns that into both, as 8.x's
  * `GitPushService` does.
  */
@@ -8,6 +8,7 @@ import type { Router } from 'express';
 import type { PushEvent, SandboxContext } from '../context.ts';
 import type { EventRec } from '../db.ts';
 import { BLANK_SHA, pushPayload } from '../payloads/index.ts';
+import { protectDefaultBranchOnFirstPush } from '../protected-branches.ts';
 
 /**
  * 8.x `Event#action_name` for pushes: `pushed new` for a new ref, `deleted` for a removed one,
@@ -48,6 +49,7 @@ function eventData(payload: Record<string, unknown>): Record<string, unknown> {
 
 export function registerPushHooks(_router: Router, ctx: SandboxContext): void {
   ctx.on.push.push(async (event) => {
+    protectDefaultBranchOnFirstPush(ctx, event);
     const payload = await pushPayload(ctx, event.project, event);
     const tag = payload.object_kind === 'tag_push';
     ctx.hooks.emit(event.project.id, tag ? 'Tag Push Hook' : 'Push Hook', payload);

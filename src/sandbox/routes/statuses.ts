@@ -106,7 +106,7 @@ async function defaultRef(
   );
   for (const branch of branches) {
     if (branch.commit.id === sha) return branch.name;
-    const { commits } = await ctx.git.compare(project.id, branch.name, project.id, sha);
+    const { commits } = await ctx.git.compare(project.id, branch.name, project.id, sha, { diffs: false });
     if (commits.length === 0) return branch.name;
   }
   return undefined;
