@@ -15,8 +15,10 @@
  *   process counts its attempt durably before it works on a delivery. One whose earlier attempt never
  *   finished (the process died during it, maybe because of another delivery in flight) is a suspect:
  *   it runs alone, no other delivery beginning until it is done, so a death during that run is its
- *   own. Past `maxDeliveryAttempts` it is parked with the reason (log, status page) and the rest go
- *   on; a delivery that was merely in flight beside it is never parked for it.
+ *   own. Past `maxDeliveryAttempts` (3: the first attempt and two runs alone) it is parked with the
+ *   reason (log, status page) and the rest go on; a delivery that was merely in flight beside it is
+ *   never parked for it, nor one whose single run alone met a kill from outside (a deploy, an
+ *   eviction: the replicas scenario killed a replica during one).
  * - Every line logged while a delivery is taken or an item run goes on carries the ids (issue 7):
  *   each opens a log context (ops/log-context.ts) that the processor, the executor and the API
  *   client's call log inherit.
@@ -141,7 +143,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const retryDelay =
     options.retryDelayMs ?? ((attempt: number) => Math.min(60_000, 500 * 2 ** (attempt - 1)));
 
-  const maxAttempts = options.maxDeliveryAttempts ?? 2;
+  const maxAttempts = options.maxDeliveryAttempts ?? 3;
   /** Deliveries in memory: id -> item runs still owed before it counts as processed. */
   const held = new Map<string, number>();
   /** Deliveries whose attempt this process began (and counted) and has not finished. */
@@ -284,7 +286,20 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       );
       return true;
     }
-    if (attempts === 0) begun.delete(entry.id); // processed meanwhile (another replica's now)
+    if (attempts === 0) {
+      // Not in this process's inbox any more: processed meanwhile, or its lease ran out (the
+      // database away longer than the lease) and another replica took it over. Its body is gone with
+      // it: it is that replica's to process, not a payload "not understood" here.
+      begun.delete(entry.id);
+      log.info(
+        { delivery: entry.id },
+        'delivery no longer held here (processed, or taken over by another replica): left to its holder',
+      );
+      held.delete(entry.id);
+      reportDepth();
+      loneDone(entry.id);
+      return false;
+    }
     if (attempts <= maxAttempts) {
       if (attempts > 1)
         log.warn(

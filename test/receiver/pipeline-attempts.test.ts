@@ -90,6 +90,8 @@ describe('pipeline: attempts on deliveries', () => {
     await store.open();
     const poison = await accept(store, 666);
     const other = await accept(store, 2);
+    // The first attempt, and two runs alone: each ended with the process.
+    await store.beginAttempt(poison);
     await store.beginAttempt(poison);
     await store.beginAttempt(poison);
     const processed: number[] = [];
@@ -103,12 +105,60 @@ describe('pipeline: attempts on deliveries', () => {
     expect(store.parkedDeliveries()).toEqual([
       expect.objectContaining({
         id: poison,
-        attempts: 3,
+        attempts: 4,
         reason:
-          'the process stopped during each of its last 2 attempts (it may be what stops it): parked, not tried again',
+          'the process stopped during each of its last 3 attempts (it may be what stops it): parked, not tried again',
       }),
     ]);
     expect(other).not.toBe(poison);
+  });
+
+  it('a suspect whose one run alone ended with the process (a kill from outside) runs alone once more and is processed', async () => {
+    const store = createMemoryStore();
+    await store.open();
+    const id = await accept(store, 5);
+    // The first attempt died with the process beside others, and its run alone met a kill -9 too.
+    await store.beginAttempt(id);
+    await store.beginAttempt(id);
+    const processed: number[] = [];
+    const pipeline = pipelineOver(store, async (item) => {
+      processed.push(item.id);
+    });
+    pipeline.resume();
+    await pipeline.idle();
+    expect(processed).toEqual([5]);
+    expect(store.pending()).toEqual([]);
+    expect(store.parkedDeliveries()).toEqual([]);
+  });
+
+  it('a delivery another replica took over (no longer in this inbox) is left to it: not parsed, not processed here', async () => {
+    const store = createMemoryStore();
+    await store.open();
+    const id = await accept(store, 7);
+    const [entry] = store.pendingDeliveries();
+    // Processed meanwhile by its holder: what this process was handed is no longer in its inbox.
+    await store.markProcessed(id);
+    const processed: number[] = [];
+    const warnings: string[] = [];
+    const pipeline = createPipeline({
+      store,
+      bot: { username: 'hookbot', id: 99 },
+      debounceMs: 0,
+      resolver: { mergeRequestsForBranch: async () => [], mergeRequestsForCommit: async () => [] },
+      process: async (item) => {
+        processed.push(item.id);
+      },
+      log: {
+        info: () => undefined,
+        warn: (_o, msg) => warnings.push(msg),
+        error: (_o, msg) => warnings.push(msg),
+      },
+    });
+    pipeline.wake(entry!);
+    await pipeline.idle();
+    expect(processed).toEqual([]);
+    expect(warnings).toEqual([]);
+    expect(store.parkedDeliveries()).toEqual([]);
   });
 
   it('a clean stop gives back the attempts it leaves unfinished', async () => {
