@@ -21,9 +21,15 @@ interface RepositoryCheckOptions {
 }
 
 async function runRepositoryCheck(file: string, options: RepositoryCheckOptions, io: CliIo): Promise<number> {
-  const { readFile } = await import('node:fs/promises');
-  const { checkRepositoryFile, repositoryPolicy, formatProblem, problemCount } =
-    await import('../rules/index.ts');
+  const { open } = await import('node:fs/promises');
+  const {
+    checkRepositoryFile,
+    repositoryPolicy,
+    formatProblem,
+    problemCount,
+    MAX_RULE_FILE_BYTES,
+    tooLarge,
+  } = await import('../rules/index.ts');
   let policy;
   try {
     policy = repositoryPolicy(
@@ -40,7 +46,28 @@ async function runRepositoryCheck(file: string, options: RepositoryCheckOptions,
   }
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // Bounded before it is read, as the bot bounds a repository's file (a file past the limit is
+    // refused at its size, never read whole): one byte past the limit tells "over" from "at".
+    // The size a stat gives is not trusted to end the read (a device, a pipe, a file growing).
+    const handle = await open(file, 'r');
+    try {
+      const { size, isFile } = await handle.stat().then((s) => ({ size: s.size, isFile: s.isFile() }));
+      const buffer = Buffer.alloc(MAX_RULE_FILE_BYTES + 1);
+      let bytesRead = 0;
+      for (;;) {
+        const { bytesRead: got } = await handle.read(buffer, bytesRead, buffer.length - bytesRead, null);
+        bytesRead += got;
+        if (got === 0 || bytesRead === buffer.length) break;
+      }
+      if (bytesRead > MAX_RULE_FILE_BYTES) {
+        io.out(`${formatProblem(tooLarge(file, isFile && size > MAX_RULE_FILE_BYTES ? size : undefined))}\n`);
+        io.err(`hookbot check: 1 problem in ${file}\n`);
+        return 1;
+      }
+      text = buffer.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
     io.err(`hookbot check: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
     return 1;

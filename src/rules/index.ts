@@ -64,6 +64,7 @@ export {
 export { withdrawRemovedRules } from './item/withdraw.ts';
 export { loadRules, readRuleFolder } from './grammar/load.ts';
 export { formatProblem, problemCount } from './grammar/problem.ts';
+export { MAX_RULE_FILE_BYTES, tooLarge } from './grammar/parse-file.ts';
 export { checkRules } from './grammar/check.ts';
 export { ruleFileSchema } from './grammar/schema.ts';
 export { explainJson } from './engine/explain.ts';

@@ -3,7 +3,7 @@
  * a summary, exit 1 with every problem as `file:line:column: message (hint)` on stdout.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -291,6 +291,25 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
       `${taken}:2:11: rule name "triage bug reports" is taken by the operator's rules for this project (test/fixtures/rules/example/default.yml:3:5)`,
     );
     expect((await run([taken])).code).toBe(0);
+  });
+
+  it('a file past the 256 KB limit is refused at its size, as the bot refuses it, not read whole (exit 1)', async () => {
+    const big = path.join(folder('big', {}), '.hookbot.yml');
+    writeFileSync(big, `rules: []\n# ${'x'.repeat(300 * 1024)}\n`);
+    const result = await run([big]);
+    expect(result.code).toBe(1);
+    expect(result.out).toBe(
+      `${big}:1:1: the file is 301 KB, over the 256 KB limit of a rule file (split it, or move what is not rules elsewhere)\n`,
+    );
+    expect(result.err).toBe(`hookbot check: 1 problem in ${big}\n`);
+    // A source without end (a device, a pipe) is read up to the limit and no further.
+    const endlessFile = path.join(folder('endless', {}), '.hookbot.yml');
+    symlinkSync('/dev/zero', endlessFile);
+    const endless = await run([endlessFile]);
+    expect(endless.code).toBe(1);
+    expect(endless.out).toBe(
+      `${endlessFile}:1:1: the file is over the 256 KB limit of a rule file (not read past it) (split it, or move what is not rules elsewhere)\n`,
+    );
   });
 
   it('exit 2 for an unknown action in --allow, or --allow with a rules folder', async () => {
