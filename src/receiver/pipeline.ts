@@ -287,18 +287,21 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       return true;
     }
     if (attempts === 0) {
-      // Not in this process's inbox any more: processed meanwhile, or its lease ran out (the
-      // database away longer than the lease) and another replica took it over. Its body is gone with
-      // it: it is that replica's to process, not a payload "not understood" here.
       begun.delete(entry.id);
-      log.info(
-        { delivery: entry.id },
-        'delivery no longer held here (processed, or taken over by another replica): left to its holder',
-      );
-      held.delete(entry.id);
-      reportDepth();
-      loneDone(entry.id);
-      return false;
+      // Not in this process's inbox: a re-run hint for a duplicate (never stored; it carries its
+      // body), processed meanwhile, or taken over by another replica when its lease ran out (the
+      // database away longer than the lease). The last two have no body left here: they are their
+      // holder's to process, not a payload "not understood".
+      if (entry.body === undefined) {
+        log.info(
+          { delivery: entry.id },
+          'delivery no longer held here (processed, or taken over by another replica): left to its holder',
+        );
+        held.delete(entry.id);
+        reportDepth();
+        loneDone(entry.id);
+        return false;
+      }
     }
     if (attempts <= maxAttempts) {
       if (attempts > 1)

@@ -152,5 +152,6 @@ describe.each(backends)('%s: a delivery that kills the process', (_name, backend
         msg: 'delivery parked: the process stopped during each of its last 3 attempts (it may be what stops it): parked, not tried again',
       }),
     );
-  });
+    // Four child processes, each loading TypeScript through tsx: seconds each on a busy machine.
+  }, 60_000);
 });
