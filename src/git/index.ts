@@ -1,3 +1,2 @@
 /** Git for the bot, seen from outside: bringing a branch up to its target without a working tree (the merge queue), its cache, and the credentials it uses. */
 export { type BranchUpdater, type GitCredentials, createBranchUpdater } from './branch-updater.ts';
-export { TRAIN_PREFIX, type TrainGit } from './train-git.ts';
