@@ -109,6 +109,7 @@ export const queueEntrySchema = z.object({
     })
     .optional(),
   carCap: z.number().int().positive().optional(),
+  trainCiMs: z.number().nonnegative().optional(),
   removeSourceBranch: z.boolean().optional(),
   mergeCommitMessage: z.string().optional(),
   pinnedSha: z.string().optional(),

@@ -154,6 +154,8 @@ export interface QueueEntry {
   car?: TrainCar;
   /** Bisection: the largest car it may ride in after a failed batch was split; absent: `batch`. */
   carCap?: number;
+  /** How long the train's cars took from their push to green, as last observed (estimates on the status page). */
+  trainCiMs?: number;
   removeSourceBranch?: boolean;
   mergeCommitMessage?: string;
   /** The tested head: pushed by the queue, or found up to date. Absent until the head is updated. */

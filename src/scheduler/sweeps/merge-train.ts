@@ -326,6 +326,11 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       cars = [];
       break;
     }
+    // What a build took, as seen here (from the push to green): the status page's estimates.
+    const ciMs = Math.max(0, deps.now() - front.car.pushedAt);
+    for (const entry of queueNow())
+      if (!front.car.members.includes(entry.itemKey))
+        await patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
     const landing = { ...front.car, landing: deps.now() };
     for (const entry of front.entries) await patch(entry.itemKey, (e) => ({ ...e, car: landing }));
     const pushed = await updater.train.land({
