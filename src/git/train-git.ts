@@ -58,14 +58,17 @@ export interface TrainGit {
   /** The identity the updater commits as (a car records it before its push). */
   readonly identity: GitIdentity;
   buildCar(request: BuildCarRequest): Promise<BuildCarOutcome>;
-  /** Points `branch` (a `hookbot/train/` branch) at `sha`, with a lease on what it held just before. */
-  pushCar(request: { targetUrl: string; branch: string; sha: string }): Promise<PushOutcome>;
+  /**
+   * Points each `branch` (a `hookbot/train/` branch) at its `sha`, in one push, each with a lease on
+   * what the branch held when read just before (one `ls-remote` for all).
+   */
+  pushCars(request: { targetUrl: string; cars: { branch: string; sha: string }[] }): Promise<PushOutcome>;
   /** Fast-forwards `targetBranch` to `sha` (a plain push: refused, `moved`, when it is not a fast-forward). */
   land(request: { targetUrl: string; targetBranch: string; sha: string }): Promise<PushOutcome>;
   /** The branches under `prefix` (a `hookbot/train/` folder) and their commits. */
   listCars(request: { targetUrl: string; prefix: string }): Promise<Map<string, string>>;
-  /** Deletes a `hookbot/train/` branch if it still holds `sha` (nothing else is ever deleted). */
-  deleteCar(request: { targetUrl: string; branch: string; sha?: string }): Promise<void>;
+  /** Deletes `hookbot/train/` branches that still hold their `sha` (nothing else is ever deleted), in one push. */
+  deleteCars(request: { targetUrl: string; cars: { branch: string; sha?: string }[] }): Promise<void>;
 }
 
 export interface TrainGitDeps {
@@ -102,11 +105,15 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     return fail('push', run);
   }
 
-  async function remoteHead(repo: string, url: string, branch: string): Promise<string | undefined> {
-    const r = await git(repo, ['ls-remote', '--', url, `refs/heads/${branch}`]);
+  async function remoteHeads(repo: string, url: string, branches: string[]): Promise<Map<string, string>> {
+    const r = await git(repo, ['ls-remote', '--', url, ...branches.map((b) => `refs/heads/${b}`)]);
     if (r.code !== 0) fail('ls-remote', r);
-    const line = r.stdout.split('\n').find((l) => l.endsWith(`\trefs/heads/${branch}`));
-    return line?.split('\t')[0];
+    const found = new Map<string, string>();
+    for (const line of r.stdout.split('\n')) {
+      const [sha, ref] = line.split('\t');
+      if (sha && ref?.startsWith('refs/heads/')) found.set(ref.slice('refs/heads/'.length), sha);
+    }
+    return found;
   }
 
   async function buildCar(repo: string, request: BuildCarRequest): Promise<BuildCarOutcome> {
@@ -205,19 +212,25 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
   return {
     identity: deps.identity,
     buildCar: (request) => deps.withRepository(request.targetUrl, (repo) => buildCar(repo, request)),
-    pushCar: (request) => {
-      ownedBranch(request.branch);
+    pushCars: (request) => {
+      for (const car of request.cars) ownedBranch(car.branch);
+      if (request.cars.length === 0) return Promise.resolve({ kind: 'pushed' as const });
       return deps.withRepository(request.targetUrl, async (repo) => {
-        const now = await remoteHead(repo, request.targetUrl, request.branch);
-        if (now === request.sha) return { kind: 'pushed' };
+        const now = await remoteHeads(
+          repo,
+          request.targetUrl,
+          request.cars.map((c) => c.branch),
+        );
+        const moving = request.cars.filter((c) => now.get(c.branch) !== c.sha);
+        if (moving.length === 0) return { kind: 'pushed' as const };
         return pushOutcome(
           await git(repo, [
             'push',
             '--porcelain',
-            `--force-with-lease=refs/heads/${request.branch}:${now ?? ''}`,
+            ...moving.map((c) => `--force-with-lease=refs/heads/${c.branch}:${now.get(c.branch) ?? ''}`),
             '--',
             request.targetUrl,
-            `${request.sha}:refs/heads/${request.branch}`,
+            ...moving.map((c) => `${c.sha}:refs/heads/${c.branch}`),
           ]),
         );
       });
@@ -254,18 +267,27 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
         return found;
       });
     },
-    deleteCar: async (request) => {
-      ownedBranch(request.branch);
+    deleteCars: async (request) => {
+      for (const car of request.cars) ownedBranch(car.branch);
+      if (request.cars.length === 0) return;
       await deps.withRepository(request.targetUrl, async (repo) => {
-        const now = await remoteHead(repo, request.targetUrl, request.branch);
-        if (now === undefined || (request.sha !== undefined && now !== request.sha)) return;
+        const now = await remoteHeads(
+          repo,
+          request.targetUrl,
+          request.cars.map((c) => c.branch),
+        );
+        const going = request.cars.flatMap((c) => {
+          const at = now.get(c.branch);
+          return at !== undefined && (c.sha === undefined || c.sha === at) ? [{ branch: c.branch, at }] : [];
+        });
+        if (going.length === 0) return;
         await git(repo, [
           'push',
           '--porcelain',
-          `--force-with-lease=refs/heads/${request.branch}:${now}`,
+          ...going.map((c) => `--force-with-lease=refs/heads/${c.branch}:${c.at}`),
           '--',
           request.targetUrl,
-          `:refs/heads/${request.branch}`,
+          ...going.map((c) => `:refs/heads/${c.branch}`),
         ]);
       });
     },

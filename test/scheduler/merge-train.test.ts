@@ -220,12 +220,12 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
       trainGit: (base) => ({
         ...base,
         identity: base.identity,
-        async pushCar(request) {
+        async pushCars(request) {
           if (crash) {
             crash = false;
             throw new Error('killed before the push');
           }
-          return base.pushCar(request);
+          return base.pushCars(request);
         },
       }),
     });

@@ -87,6 +87,8 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
   const targetUrl = await deps.cloneUrl(head.projectId);
   /** Branches of cars that were given up (deleted at the end unless a new car holds them). */
   const stale = new Map<string, string | undefined>();
+  /** Cars built in this run, pushed together at its end. */
+  const toPush: Car[] = [];
 
   /** The queue as the store holds it now, in the order of `initial` then new arrivals. */
   const queueNow = (): QueueEntry[] => {
@@ -368,7 +370,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
   let belowBranch = cars.at(-1)?.car.branch ?? head.targetBranch;
   for (const [i, one] of cars.entries())
     if (one.car.pushedAt === undefined) {
-      const again = await buildAndPush(
+      const again = await build(
         one.car,
         one.entries,
         undefined,
@@ -376,7 +378,8 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       );
       if (!again) {
         await cut(cars.slice(i));
-        return finish();
+        cars = cars.slice(0, i);
+        break;
       }
       one.car = again;
     }
@@ -404,13 +407,14 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
     };
     // Recorded before anything is pushed: a rebuild from this record makes the same commit.
     for (const entry of members) await patch(entry.itemKey, (e) => ({ ...e, car }));
-    const built = await buildAndPush(car, members, mrs as MergeRequest[], belowBranch);
-    if (built === undefined) return finish();
+    const built = await build(car, members, mrs as MergeRequest[], belowBranch);
+    if (built === undefined) break;
     if (!built) continue;
     cars.push({ car: built, entries: members });
     below = built.sha!;
     belowBranch = built.branch;
   }
+  await pushAll();
   return finish();
 
   async function finish(): Promise<TrainStep[]> {
@@ -423,24 +427,24 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       for (const [branch, sha] of listed)
         if (/^\d+$/.test(branch.slice(prefix.length)) && !stale.has(branch)) stale.set(branch, sha);
     }
-    for (const [branch, sha] of stale)
-      if (!holding.has(branch))
-        await updater.train
-          .deleteCar({ targetUrl, branch, ...(sha ? { sha } : {}) })
-          .catch((error: unknown) =>
-            log.warn(
-              { sweep: 'merge_queue', branch, err: messageOf(error) },
-              'merge train: could not delete a train branch',
-            ),
-          );
+    const going = [...stale].filter(([branch]) => !holding.has(branch));
+    await updater.train
+      .deleteCars({ targetUrl, cars: going.map(([branch, sha]) => ({ branch, ...(sha ? { sha } : {}) })) })
+      .catch((error: unknown) =>
+        log.warn(
+          { sweep: 'merge_queue', err: messageOf(error) },
+          'merge train: could not delete train branches',
+        ),
+      );
     return steps;
   }
 
   /**
-   * Builds a recorded car and pushes it; the car as pushed, false when a member left (the car is
-   * formed again), undefined when the run must stop (git refused, the base is gone).
+   * Builds a recorded car (pushed with the others at the end of the run): the car with its sha,
+   * false when a member left (the car is formed again), undefined when the run must stop (git
+   * refused, the base is gone).
    */
-  async function buildAndPush(
+  async function build(
     car: TrainCar,
     members: QueueEntry[],
     mrs?: MergeRequest[],
@@ -495,27 +499,41 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       );
     const withSha: TrainCar = { ...car, sha: outcome.sha };
     for (const m of members) await patch(m.itemKey, (e) => ({ ...e, car: withSha }));
-    const pushed = await updater.train.pushCar({ targetUrl, branch: car.branch, sha: outcome.sha });
+    toPush.push({ car: withSha, entries: members });
+    return withSha;
+  }
+
+  /** Pushes the cars built in this run, in one push; true when done. */
+  async function pushAll(): Promise<boolean> {
+    if (toPush.length === 0) return true;
+    const pushed = await updater.train.pushCars({
+      targetUrl,
+      cars: toPush.map(({ car }) => ({ branch: car.branch, sha: car.sha! })),
+    });
     if (pushed.kind !== 'pushed') {
-      for (const m of members)
+      for (const { car, entries } of toPush)
+        for (const m of entries)
+          say(
+            m,
+            'error',
+            pushed.kind === 'refused'
+              ? `git refused the train branch's push: ${pushed.message}`
+              : `the train branch ${car.branch} moved under the push; tried again next run`,
+          );
+      return false;
+    }
+    const at = deps.now();
+    for (const { car, entries } of toPush) {
+      const done: TrainCar = { ...car, pushedAt: at };
+      for (const m of entries) await patch(m.itemKey, (e) => ({ ...e, car: done }));
+      stale.delete(car.branch);
+      for (const m of entries)
         say(
           m,
-          'error',
-          pushed.kind === 'refused'
-            ? `git refused the train branch's push: ${pushed.message}`
-            : `the train branch ${car.branch} moved under the push; tried again next run`,
+          'updated',
+          `car ${car.position}: pushed ${short(car.sha)} to ${car.branch} (${car.iids.map((n) => `!${n}`).join(', ')} on ${short(car.base)}); waiting for ${m.required.join(', ')}`,
         );
-      return undefined;
     }
-    const done: TrainCar = { ...withSha, pushedAt: deps.now() };
-    for (const m of members) await patch(m.itemKey, (e) => ({ ...e, car: done }));
-    stale.delete(car.branch);
-    for (const m of members)
-      say(
-        m,
-        'updated',
-        `car ${car.position}: pushed ${short(outcome.sha)} to ${car.branch} (${car.iids.map((n) => `!${n}`).join(', ')} on ${short(car.base)}); waiting for ${m.required.join(', ')}`,
-      );
-    return done;
+    return true;
   }
 }
