@@ -64,6 +64,8 @@ export interface BotOptions {
   log: BotLog;
   /** What a refused delivery's log line tells to fix (where the secret is set). */
   refusalHint?: string;
+  /** Told of each accepted delivery's kind and body (a merge train's car status wakes the queue). */
+  onAcceptedBody?: (kind: string, body: unknown) => void;
   onDelivery?: (
     outcome: DeliveryOutcome,
     info: { id?: string; kind?: string; status: number; ackMs: number },
@@ -127,7 +129,10 @@ export async function startBot(options: BotOptions): Promise<Bot> {
     readingLimitBytes: options.server.readingLimitBytes,
     // The store's handle on the delivery, not the parsed body: a delivery waiting for its turn (or
     // for the server to come back) then holds only its stored text.
-    onAccepted: (delivery) => pipeline.wake(store.delivery(delivery.id, delivery.kind, delivery.body)),
+    onAccepted: (delivery) => {
+      options.onAcceptedBody?.(delivery.kind, delivery.body);
+      pipeline.wake(store.delivery(delivery.id, delivery.kind, delivery.body));
+    },
     // A copy of a delivery already accepted: its items run again on their fresh state (a run is
     // level-triggered, so a true redelivery costs a re-read and nothing else). Under its own id,
     // not stored: a hint, which a crash may lose and the sweeps then cover.

@@ -215,6 +215,10 @@ export async function startRuntime(
   try {
     bot = await startBot({
       api: apiOptions,
+      // A build or status on a merge train's car names no merge request's head: it wakes the queue.
+      onAcceptedBody: (_kind, body) => {
+        if (onTrainBranch(body)) wakeQueue?.();
+      },
       identity: config.api.bot_username ? { username: config.api.bot_username } : undefined,
       webhook: {
         token: config.webhook.allow_open && !secret ? undefined : secret,
@@ -459,4 +463,12 @@ function trustOf(
 ): Pick<ClientOptions, 'statusTrust'> {
   const trust = statusTrust(authors, bot);
   return trust ? { statusTrust: trust } : {};
+}
+
+/** A delivery about a commit on a merge train's branch (`ref` of a Build Hook, or a pipeline's). */
+function onTrainBranch(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const record = body as { ref?: unknown; object_attributes?: { ref?: unknown } };
+  const ref = typeof record.ref === 'string' ? record.ref : record.object_attributes?.ref;
+  return typeof ref === 'string' && ref.replace(/^refs\/heads\//, '').startsWith('hookbot/train/');
 }

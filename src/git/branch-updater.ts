@@ -38,6 +38,7 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { createGitCache } from './cache.ts';
+import { createTrainGit, type TrainGit } from './train-git.ts';
 import {
   createGitRunner,
   GitCommandError,
@@ -100,6 +101,8 @@ export type UpdateOutcome =
 
 export interface BranchUpdater {
   update(request: UpdateRequest): Promise<UpdateOutcome>;
+  /** Merge trains: build a car, push it to its bot-owned branch, land it, delete its branch (train-git.ts). */
+  train: TrainGit;
   /** Resolves once every update and cache pruning started so far is over. */
   idle(): Promise<void>;
 }
@@ -276,6 +279,16 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
       await checkKeyFile();
       return cache.withRepository(request.targetUrl, (repo) => update(repo, request));
     },
+    train: createTrainGit({
+      git,
+      identity: options.identity,
+      withRepository: async (url, fn) => {
+        await checkKeyFile();
+        return cache.withRepository(url, fn);
+      },
+      refusal,
+      fail,
+    }),
     idle: () => cache.idle(),
   };
 }

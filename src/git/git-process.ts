@@ -22,8 +22,16 @@ export interface GitRun {
   stderr: string;
 }
 
-/** Runs `git -C <repo> <args>`, answering its exit code and output (never throws). */
-export type RunGit = (repo: string, args: string[], input?: string) => Promise<GitRun>;
+/**
+ * Runs `git -C <repo> <args>`, answering its exit code and output (never throws). `env` adds to the
+ * clean environment (a train car's fixed dates and identity: GIT_AUTHOR_DATE...).
+ */
+export type RunGit = (
+  repo: string,
+  args: string[],
+  input?: string,
+  env?: Record<string, string>,
+) => Promise<GitRun>;
 
 /** A git command that failed for a reason other than the updater's outcomes (redacted message). */
 export class GitCommandError extends Error {
@@ -135,12 +143,12 @@ export function createGitRunner(options: {
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
 
-  return (repo, args, input) =>
+  return (repo, args, input, extra) =>
     new Promise((resolve) => {
       const child = execFile(
         'sh',
         ['-c', UMASK_077, 'git', '-C', repo, ...args],
-        { env, timeout: options.timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+        { env: extra ? { ...env, ...extra } : env, timeout: options.timeoutMs, maxBuffer: 64 * 1024 * 1024 },
         (error, stdout, stderr) => {
           const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
           options.log(`git ${args[0] ?? ''}: exit ${code}${code === 0 ? '' : `: ${stderr.trim()}`}`);

@@ -40,6 +40,8 @@ export function queuePosition(
     if (index < 0) continue;
     const entry = group[index]!;
     const where = `position ${index + 1} of ${group.length} in the ${entry.queue} queue for ${entry.targetBranch}`;
+    if ((entry.depth ?? 1) > 1 || (entry.batch ?? 1) > 1 || entry.car)
+      return trainPosition(where, entry, now);
     if (index > 0) return `${where}; waiting for ${group[0]!.project}!${group[0]!.iid} ahead`;
     // The queue is stuck on it: said first, it is what a reader must act on.
     if (entry.trouble)
@@ -50,4 +52,36 @@ export function queuePosition(
     return `${where}; waiting for ${entry.required.join(', ')} on ${short(entry.pinnedSha)} (timeout in ${Math.ceil(left / 1000)} s)`;
   }
   return undefined;
+}
+
+/** A merge train's entry, in words: its car, what the car waits for and since when. */
+function trainPosition(where: string, entry: QueueEntry, now: number): string {
+  const car = entry.car;
+  if (!car) return `${where}; waiting for a car of the merge train`;
+  const riders = car.iids.map((iid) => `!${iid}`).join(', ');
+  const head = `${where}; car ${car.position} of the merge train (${riders})`;
+  if (car.landing !== undefined) return `${head}; landing ${short(car.sha)} on ${entry.targetBranch}`;
+  if (car.pushedAt === undefined) return `${head}; being built on ${short(car.base)}`;
+  return `${head}; waiting for ${entry.required.join(', ')} on ${short(car.sha)} for ${Math.round((now - car.pushedAt) / 1000)} s${car.position > 1 ? ', and for the cars ahead to land' : ''}`;
+}
+
+/**
+ * When a train's entries may land (ms since the epoch), from the last observed build time: a car
+ * lands once its own build is done and every car ahead landed; an entry without a car waits for the
+ * rounds of cars ahead of it. Undefined until a build was observed, and for a serial queue.
+ */
+export function trainEstimates(group: readonly QueueEntry[], now: number): Map<string, number> {
+  const estimates = new Map<string, number>();
+  const head = group[0];
+  const ciMs = group.find((e) => e.trainCiMs !== undefined)?.trainCiMs;
+  if (!head || ciMs === undefined || ((head.depth ?? 1) <= 1 && (head.batch ?? 1) <= 1)) return estimates;
+  const perRound = (head.depth ?? 1) * (head.batch ?? 1);
+  let at = now;
+  let waiting = 0;
+  for (const entry of group) {
+    if (entry.car?.pushedAt !== undefined) at = Math.max(at, entry.car.pushedAt + ciMs);
+    else at = Math.max(at, now + ciMs * (1 + Math.floor(waiting++ / perRound)));
+    estimates.set(entry.itemKey, at);
+  }
+  return estimates;
 }

@@ -146,6 +146,16 @@ export interface QueueEntry {
   statusTimeoutMs: number;
   /** Updates of the source branch (target moved) before the merge request is taken out. */
   maxUpdates: number;
+  /** Merge train (docs/merge-queue.md#merge-trains): cars tested at once; absent: 1 (serial). */
+  depth?: number;
+  /** Merge requests per car; absent: 1. */
+  batch?: number;
+  /** The train car it rides in (the same object on every member of the car), absent until built. */
+  car?: TrainCar;
+  /** Bisection: the largest car it may ride in after a failed batch was split; absent: `batch`. */
+  carCap?: number;
+  /** How long the train's cars took from their push to green, as last observed (estimates on the status page). */
+  trainCiMs?: number;
   removeSourceBranch?: boolean;
   mergeCommitMessage?: string;
   /** The tested head: pushed by the queue, or found up to date. Absent until the head is updated. */
@@ -167,6 +177,38 @@ export interface QueueEntry {
    * comment. Shown by the status page and explain; cleared by the next step that does not fail.
    */
   trouble?: { since: number; count: number; error: string; told?: number };
+}
+
+/**
+ * A car of a merge train: a commit merging its members' source heads, one after the other, into the
+ * commit of the car ahead (car 1: into the target's head), pushed to a bot-owned branch. Recorded
+ * before the push, with what makes its commit: the same record gives the same sha (fixed dates and
+ * identity), so a replica rebuilding it after a crash never pushes different contents.
+ */
+export interface TrainCar {
+  /** Unique per build: `<first member's iid>-<short base>`. */
+  id: string;
+  /** 1 at the front. */
+  position: number;
+  /** The commit it was built on: the target's head (car 1) or the car ahead's sha. */
+  base: string;
+  /** Item keys of its merge requests, in order. */
+  members: string[];
+  /** iids of the members, in order. */
+  iids: number[];
+  /** The source head merged for each member, in order. */
+  heads: string[];
+  /** The branch it is pushed to (`hookbot/train/<target>/<queue>/<iid>`). */
+  branch: string;
+  /** Commit date of its merges (seconds since the epoch) and identity: fixed before the push. */
+  date: number;
+  identity: { name: string; email: string };
+  /** Its commit, once made. */
+  sha?: string;
+  /** When its push was done (its statuses are awaited since then). */
+  pushedAt?: number;
+  /** Set right before the target is pushed to it: after a crash, the target is read to tell. */
+  landing?: number;
 }
 
 export interface PausedRule {

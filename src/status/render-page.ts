@@ -5,7 +5,7 @@
 import type { ActionView, DecisionView, ParkedView } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
 import { markup, trusted, type Html, type HtmlValue } from './html.ts';
-import type { QueueView, StatusData, SweepView, WatchView } from './status-data.ts';
+import type { QueueRemovalView, QueueView, StatusData, SweepView, WatchView } from './status-data.ts';
 import { STATUS_CSS } from './status-style.ts';
 import { relativeText, utcText } from './time-text.ts';
 import { counted } from '../text/index.ts';
@@ -237,11 +237,40 @@ function queueSection(data: StatusData): Html {
         cell: (q) => markup`!${q.iid}<br><small class="mono">${q.itemKey}</small>`,
       },
       { label: 'State', cell: (q) => q.state },
+      {
+        label: 'Train car',
+        cell: (q) =>
+          q.car
+            ? markup`car ${String(q.car.position)} (${q.car.iids.map((iid) => `!${iid}`).join(', ')})<br><small class="mono">${q.car.branch}</small><br>waits for ${q.car.waitingFor.join(', ')} since ${when(q.car.since, data.now)}`
+            : markup`<span class="muted">—</span>`,
+      },
+      {
+        label: 'Lands',
+        cell: (q) =>
+          q.estimatedLandAt === undefined
+            ? markup`<span class="muted">no estimate</span>`
+            : markup`about ${when(q.estimatedLandAt, data.now)}`,
+      },
       { label: 'Queued by', cell: (q) => explainAnchor(q.explain, 'explain') },
     ],
     'No merge request is queued.',
   );
-  return section('merge-queue', 'Merge queue', data.mergeQueue.length, rows);
+  const removals = table<QueueRemovalView>(
+    data.queueRemovals,
+    [
+      { label: 'Left', cell: (r) => when(r.at, data.now) },
+      { label: 'Merge request', cell: (r) => markup`${r.project} !${String(r.iid)}` },
+      { label: 'Queue', cell: (r) => markup`<code>${r.targetBranch}</code> ${r.queue}` },
+      { label: 'Reason', cell: (r) => r.reason },
+    ],
+    'No merge request was taken out of a queue with a comment.',
+  );
+  return section(
+    'merge-queue',
+    'Merge queue',
+    data.mergeQueue.length,
+    markup`${rows}<h3>Last removals</h3>${removals}`,
+  );
 }
 
 function parkedSection(data: StatusData): Html {

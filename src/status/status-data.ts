@@ -5,7 +5,7 @@
  * one by forgetting a field; and no configuration value is read at all.
  */
 import { redactValue, secretMatcher } from '../ops/index.ts';
-import { queuePosition, queuesOf } from '../state/index.ts';
+import { queuePosition, queuesOf, trainEstimates } from '../state/index.ts';
 import type { Fleet, ParkedDelivery, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import {
   actionViews,
@@ -79,6 +79,31 @@ export interface QueueView {
   rule: string;
   /** Explain's answer for the decision in which its rule queued it (`?rule=<rule>`). */
   explain?: string;
+  /** In a merge train: the car it rides in (docs/merge-queue.md#merge-trains). */
+  car?: {
+    position: number;
+    iids: number[];
+    branch: string;
+    sha?: string;
+    /** The statuses the car waits for, and since when (its push). */
+    waitingFor: string[];
+    since?: number;
+    landing?: number;
+  };
+  /** In a merge train: when it may land (ms since the epoch), from the last observed build time. */
+  estimatedLandAt?: number;
+}
+
+/** A merge request a queue took out with a comment (remembered at the head it left at). */
+export interface QueueRemovalView {
+  itemKey: string;
+  project: string;
+  iid: number;
+  targetBranch: string;
+  queue: string;
+  at: number;
+  sha: string;
+  reason: string;
 }
 
 export interface SweepView {
@@ -105,6 +130,8 @@ export interface StatusData {
   actions: ActionView[];
   mergeWatch: WatchView[];
   mergeQueue: QueueView[];
+  /** The last merge requests taken out of a queue with a comment, latest first (at most 10). */
+  queueRemovals: QueueRemovalView[];
   parked: ParkedView[];
   /** Deliveries set aside unprocessed: processes kept dying on them (issue 28). */
   parkedDeliveries: ParkedDelivery[];
@@ -182,6 +209,25 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       ...view,
       ...withLink(view.itemKey, { rule: view.rule }),
     })),
+    queueRemovals: (store.queued?.() ?? [])
+      .flatMap((entry) =>
+        entry.left
+          ? [
+              {
+                itemKey: entry.itemKey,
+                project: entry.project,
+                iid: entry.iid,
+                targetBranch: entry.targetBranch,
+                queue: entry.queue,
+                at: entry.left.at,
+                sha: entry.left.sha,
+                reason: entry.left.reason,
+              },
+            ]
+          : [],
+      )
+      .sort((a, b) => b.at - a.at)
+      .slice(0, 10),
     parked: store.listParked().map((action) => parkedView(action, target(action.itemKey))),
     parkedDeliveries: store.parkedDeliveries?.() ?? [],
     pausedRules: store.pausedRules().map((paused) => {
@@ -211,16 +257,33 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
 }
 
 function queueViews(entries: ReturnType<StateStore['queued']>, now: number): QueueView[] {
-  return [...queuesOf(entries).values()].flatMap((group) =>
-    group.map((entry, index) => ({
-      itemKey: entry.itemKey,
-      project: entry.project,
-      iid: entry.iid,
-      targetBranch: entry.targetBranch,
-      queue: entry.queue,
-      position: index + 1,
-      state: queuePosition(entries, entry.itemKey, now) ?? '',
-      rule: entry.rule,
-    })),
-  );
+  return [...queuesOf(entries).values()].flatMap((group) => {
+    const estimates = trainEstimates(group, now);
+    return group.map((entry, index) => {
+      const view: QueueView = {
+        itemKey: entry.itemKey,
+        project: entry.project,
+        iid: entry.iid,
+        targetBranch: entry.targetBranch,
+        queue: entry.queue,
+        position: index + 1,
+        state: queuePosition(entries, entry.itemKey, now) ?? '',
+        rule: entry.rule,
+      };
+      const car = entry.car;
+      if (car)
+        view.car = {
+          position: car.position,
+          iids: [...car.iids],
+          branch: car.branch,
+          ...(car.sha ? { sha: car.sha } : {}),
+          waitingFor: [...entry.required],
+          ...(car.pushedAt !== undefined ? { since: car.pushedAt } : {}),
+          ...(car.landing !== undefined ? { landing: car.landing } : {}),
+        };
+      const eta = estimates.get(entry.itemKey);
+      if (eta !== undefined) view.estimatedLandAt = eta;
+      return view;
+    });
+  });
 }

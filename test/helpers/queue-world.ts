@@ -8,6 +8,7 @@ import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { createClient, type Client } from '../../src/api/client.ts';
 import { createBranchUpdater, type UpdateRequest } from '../../src/git/branch-updater.ts';
+import type { TrainGit } from '../../src/git/train-git.ts';
 import { createExecutor } from '../../src/rules/executor/executor.ts';
 import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
 import { createItemProcessor } from '../../src/rules/item/process-item.ts';
@@ -66,6 +67,8 @@ export interface QueueWorldOptions {
   ssh?: { keyFile: string; publicKey: string; knownHostsFile: string };
   /** No branch updater (no git credentials configured): the queue cannot update branches. */
   withoutGit?: boolean;
+  /** Wraps the merge trains' git (to fail a push once, as a crash would). */
+  trainGit?: (base: TrainGit) => TrainGit;
   /** Runs when the queue calls the branch updater, before the updater starts (to change the world in between). */
   beforeUpdate?: (request: UpdateRequest) => Promise<void>;
 }
@@ -146,6 +149,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
   });
   const updater = {
     idle: () => base.idle(),
+    train: options.trainGit ? options.trainGit(base.train) : base.train,
     async update(request: UpdateRequest) {
       gitUrls.push(request.targetUrl);
       await options.beforeUpdate?.(request);

@@ -23,6 +23,8 @@ export const NOW = Date.UTC(2016, 7, 12, 15, 30, 0);
 export const MINUTE = 60_000;
 
 export const EVIL_TITLE = '<script>window.pwned = 1</script> Fix "login" & <b>logout</b>';
+export const TRAIN_SHA = 'c0ffee1'.padEnd(40, '0');
+export const TRAIN_REMOVAL = 'ci/test failed on the car 5e5e5e5 of the train (master at aaaaaaa with !21)';
 export const HEAD_SHA = '4f2e9c1d8a7b6e5f4d3c2b1a09f8e7d6c5b4a392';
 export const MR_KEY = 'merge_request:5:42';
 export const WATCH_RULE = 'automerge-when-green';
@@ -171,6 +173,47 @@ export async function filledStore(): Promise<StateStore> {
     iid: 10,
     enqueuedAt: NOW - 9 * MINUTE,
     updates: 0,
+  });
+  // A merge train (depth 2) in the `train` queue of acme/api: car 1 pushed 2 minutes ago, a build
+  // observed to take 3 minutes; and a merge request it took out with a comment.
+  const train = {
+    ...queued,
+    project: 'acme/api',
+    projectId: 6,
+    queue: 'train',
+    depth: 2,
+    trainCiMs: 3 * MINUTE,
+  };
+  const car = {
+    id: '20-aaaaaaa-1',
+    position: 1,
+    base: 'a'.repeat(40),
+    members: ['merge_request:6:60'],
+    iids: [20],
+    heads: ['d'.repeat(40)],
+    branch: 'hookbot/train/master/train/20',
+    date: Math.floor((NOW - 2 * MINUTE) / 1000),
+    identity: { name: 'hookbot', email: 'hookbot@example.com' },
+    sha: TRAIN_SHA,
+    pushedAt: NOW - 2 * MINUTE,
+  };
+  await store.enqueue({
+    ...train,
+    itemKey: 'merge_request:6:60',
+    mrId: 60,
+    iid: 20,
+    enqueuedAt: NOW - 8 * MINUTE,
+    updates: 0,
+    car,
+  });
+  await store.enqueue({
+    ...train,
+    itemKey: 'merge_request:6:61',
+    mrId: 61,
+    iid: 21,
+    enqueuedAt: NOW - 7 * MINUTE,
+    updates: 0,
+    left: { at: NOW - 4 * MINUTE, sha: 'e'.repeat(40), reason: TRAIN_REMOVAL },
   });
   await store.putAction({
     id: 'act-2',

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEAD_SHA, WATCH_RULE, serveFilled, type Served } from './status-fixture.ts';
+import { HEAD_SHA, TRAIN_REMOVAL, WATCH_RULE, serveFilled, type Served } from './status-fixture.ts';
 
 /*
  * The few browser globals the functions passed to `evaluate` use (they run in the page, not in
@@ -103,6 +103,24 @@ describe('the status page in headless Chromium', () => {
         .evaluate((el) => getComputedStyle(el).borderTopLeftRadius),
     ).toBe('8px');
     expect(blocked).toEqual([]);
+    await context.close();
+  });
+
+  it('shows a merge train: its car, what it waits for since when, when it may land, and the last removals', async () => {
+    const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    expect((await page.goto(`${served.url}/status`))?.status()).toBe(200);
+    const row = page.locator('#merge-queue tbody tr', { hasText: '!20' }).first();
+    expect(await row.isVisible()).toBe(true);
+    const text = await row.innerText();
+    expect(text).toContain('car 1 (!20)');
+    expect(text).toContain('hookbot/train/master/train/20');
+    expect(text).toContain('waits for ci/test since');
+    expect(text).toContain('2 min ago');
+    expect(text).toContain('in 1 min');
+    const removal = page.locator('#merge-queue tbody tr', { hasText: TRAIN_REMOVAL });
+    expect(await removal.isVisible()).toBe(true);
+    expect(await removal.innerText()).toContain('acme/api !21');
     await context.close();
   });
 

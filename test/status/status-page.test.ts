@@ -16,6 +16,8 @@ import {
   serveFilled,
   serveStatus,
   type Served,
+  TRAIN_REMOVAL,
+  TRAIN_SHA,
 } from './status-fixture.ts';
 
 /** The markup of one `<section id="...">` of the page. */
@@ -101,6 +103,18 @@ describe('GET /status: every section shows what the store holds', () => {
         'merge_request:5:50',
         'position 1 of 2 in the default queue for master; waiting for ci/test on 4f2e9c1 (timeout in 1500 s)',
         'position 2 of 2 in the default queue for master; waiting for acme/web!9 ahead',
+      ],
+    },
+    {
+      name: 'merge trains: each car, what it waits for and since when, the estimate, the last removals',
+      id: 'merge-queue',
+      shows: [
+        '!20',
+        'car 1 of the merge train (!20); waiting for ci/test on c0ffee1 for 120 s',
+        'hookbot/train/master/train/20',
+        'in 1 min',
+        'Last removals',
+        TRAIN_REMOVAL,
       ],
     },
     {
@@ -194,6 +208,22 @@ describe('GET /status.json', () => {
     body = JSON.parse(text);
   });
   afterAll(() => served.close());
+
+  it('holds each train car, its estimate and the last removals', () => {
+    const car = body.mergeQueue.find((q: any) => q.iid === 20);
+    expect(car.car).toEqual({
+      position: 1,
+      iids: [20],
+      branch: 'hookbot/train/master/train/20',
+      sha: TRAIN_SHA,
+      waitingFor: ['ci/test'],
+      since: NOW - 2 * 60_000,
+    });
+    expect(car.estimatedLandAt).toBe(NOW + 60_000);
+    expect(body.queueRemovals).toEqual([
+      expect.objectContaining({ iid: 21, queue: 'train', reason: TRAIN_REMOVAL, at: NOW - 4 * 60_000 }),
+    ]);
+  });
 
   it('holds the same data as the page', () => {
     expect(body.now).toBe(NOW);

@@ -9,6 +9,15 @@ import { mergeBlocker } from './merge-safety.ts';
 /** What a queue waits for a status unless the rule says: long enough for most CI, never forever. */
 export const DEFAULT_STATUS_TIMEOUT = '1h';
 export const DEFAULT_MAX_UPDATES = 3;
+/**
+ * Trains are opt-in (docs/merge-queue.md#merge-trains): they push bot-owned branches the site's CI
+ * must build, and use up to `depth` x `batch` of its capacity at once. One car of one merge request:
+ * the serial queue of before.
+ */
+export const DEFAULT_DEPTH = 1;
+export const DEFAULT_BATCH = 1;
+export const MAX_DEPTH = 20;
+export const MAX_BATCH = 10;
 
 export const queue = defineAction({
   name: 'queue',
@@ -40,6 +49,24 @@ export const queue = defineAction({
       .meta({
         description: `how many times the source branch is brought up to a target that moved before the merge request is taken out; default ${DEFAULT_MAX_UPDATES}`,
       }),
+    depth: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_DEPTH, { message: `depth is at most ${MAX_DEPTH} cars tested at once` })
+      .optional()
+      .meta({
+        description: `how many cars of the merge train are tested at once, each on top of the ones ahead; default ${DEFAULT_DEPTH} (the serial queue), at most ${MAX_DEPTH}`,
+      }),
+    batch: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_BATCH, { message: `batch is at most ${MAX_BATCH} merge requests per car` })
+      .optional()
+      .meta({
+        description: `how many merge requests one car of the train carries, tested as one commit (a failed car is split in halves); default ${DEFAULT_BATCH}, at most ${MAX_BATCH}`,
+      }),
     remove_source_branch: z.boolean().optional(),
     message: templateSchema
       .optional()
@@ -47,7 +74,7 @@ export const queue = defineAction({
   }),
   itemKinds: ['merge_request'],
   describe: (p) =>
-    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}`,
+    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${(p.depth ?? 1) > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${p.depth ?? DEFAULT_DEPTH}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}`,
   compile: (p) => ({
     ...p,
     timeoutMs: parseDuration(p.status_timeout ?? DEFAULT_STATUS_TIMEOUT),
@@ -77,6 +104,8 @@ export const queue = defineAction({
             required: [...c.statuses],
             status_timeout_ms: c.timeoutMs,
             max_updates: c.max_updates ?? DEFAULT_MAX_UPDATES,
+            ...((c.depth ?? DEFAULT_DEPTH) > 1 ? { depth: c.depth! } : {}),
+            ...((c.batch ?? DEFAULT_BATCH) > 1 ? { batch: c.batch! } : {}),
             ...(c.remove_source_branch !== undefined
               ? { should_remove_source_branch: c.remove_source_branch }
               : {}),

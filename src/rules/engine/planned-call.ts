@@ -74,6 +74,10 @@ export interface CallArgs {
     required: string[];
     status_timeout_ms: number;
     max_updates: number;
+    /** Cars tested at once (absent: 1, the serial queue). */
+    depth?: number;
+    /** Merge requests per car (absent: 1). */
+    batch?: number;
     should_remove_source_branch?: boolean;
     merge_commit_message?: string;
   };

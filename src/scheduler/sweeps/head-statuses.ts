@@ -22,14 +22,24 @@ export async function sourceHead(client: HeadClient, mr: MergeRequest): Promise<
 }
 
 /** Latest status per required name on `sha`; a required one that is absent is `missing`, never passed. */
-export async function requiredBuckets(
+export function requiredBuckets(
   client: HeadClient,
   mr: MergeRequest,
   sha: string,
   required: readonly string[],
 ): Promise<Record<string, StatusBucket>> {
+  return bucketsAt(client, mr.source_project_id, sha, required);
+}
+
+/** The same on a commit of `projectId` (a train car's, in the target project). */
+export async function bucketsAt(
+  client: HeadClient,
+  projectId: number,
+  sha: string,
+  required: readonly string[],
+): Promise<Record<string, StatusBucket>> {
   const all = [];
-  for await (const status of client.statuses.list(mr.source_project_id, sha)) all.push(status);
+  for await (const status of client.statuses.list(projectId, sha)) all.push(status);
   const latest = latestByName(all);
   const buckets: Record<string, StatusBucket> = {};
   for (const name of required) {

@@ -46,6 +46,7 @@ import { requiredBuckets, sourceHead } from './head-statuses.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 import { pushRefusal } from './queue-push-rule.ts';
 import { noteTrouble, clearTrouble } from './queue-trouble.ts';
+import { driveTrain } from './merge-train.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -151,6 +152,15 @@ export async function runMergeQueue(
     // tick left to come for it (the bot's own merge wakes nothing). A dry run changes nothing, so
     // it walks the queue as it was. At most two steps per entry: a queue changing under the sweep
     // cannot hold it.
+    // A merge train (depth or batch above 1, as the head asks): its own driver (merge-train.ts).
+    if ((initial[0]!.depth ?? 1) > 1 || (initial[0]!.batch ?? 1) > 1) {
+      if (options.signal?.aborted) {
+        report.aborted = true;
+        break;
+      }
+      await train(key, initial);
+      continue;
+    }
     const limit = initial.length * 2 + 1;
     let entry: QueueEntry | undefined = initial[0];
     for (let steps = 1; entry !== undefined; steps++) {
@@ -205,6 +215,93 @@ export async function runMergeQueue(
     }
   }
   return report;
+
+  async function train(key: string, initial: QueueEntry[]): Promise<void> {
+    const head = initial[0]!;
+    const push = (item: QueueItemReport) => {
+      report.items.push(item);
+      report.counts[item.outcome]++;
+      if (item.outcome === 'error')
+        log.warn(
+          { sweep: 'merge_queue', itemKey: item.itemKey, err: item.detail },
+          'merge queue: step failed',
+        );
+      else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
+    };
+    if (dryRun) {
+      push({
+        ...base(head),
+        outcome: 'would-update',
+        detail: `would drive the merge train of ${initial.length}`,
+      });
+      return;
+    }
+    const updater = deps.updater;
+    let steps;
+    try {
+      if (!updater)
+        throw new Error(
+          'no git credentials are configured (git.password or git.ssh_key_file): the merge train cannot build cars',
+        );
+      // One driver per queue at a time (fleet-wide where the item runs are).
+      steps = await executor.runs.run(`merge-train:${key}`, () =>
+        driveTrain(
+          {
+            client,
+            store,
+            updater,
+            ...(deps.processItem ? { processItem: deps.processItem } : {}),
+            now: deps.now,
+            log,
+            cloneUrl,
+            remove: (entry, mr, why, at) => remove(entry, mr, why, at),
+            drop,
+            pushedOut,
+          },
+          initial,
+        ),
+      );
+    } catch (error) {
+      steps = [{ entry: head, outcome: 'error' as const, detail: messageOf(error) }];
+    }
+    const errors = steps.filter((s) => s.outcome === 'error');
+    for (const one of steps)
+      push({
+        ...base(one.entry),
+        outcome: one.outcome,
+        detail: one.detail,
+        ...(one.statuses ? { statuses: one.statuses } : {}),
+      });
+    // A train that cannot move says so on its head, as the serial queue does.
+    const front = queuesOf(store.queued()).get(key)?.[0];
+    if (!front) return;
+    const tell = (body: string) =>
+      viaExecutor(
+        front,
+        {
+          action: 'comment',
+          rule: front.rule,
+          reason: 'merge queue: its steps keep failing',
+          call: {
+            op: 'notes.createMergeRequestNote',
+            args: { project: front.projectId, merge_request_id: front.mrId, body },
+          },
+        },
+        { origin: 'merge_queue' },
+      );
+    await (
+      errors.length > 0
+        ? noteTrouble({ store, now: deps.now, tell }, front, errors[0]!.detail)
+        : front.trouble
+          ? clearTrouble(store, front.itemKey)
+          : Promise.resolve()
+    ).catch((error: unknown) =>
+      log.warn(
+        { sweep: 'merge_queue', itemKey: front.itemKey, err: messageOf(error) },
+        'merge queue: could not record the state of its steps',
+      ),
+    );
+  }
 
   function base(entry: QueueEntry): Pick<QueueItemReport, 'itemKey' | 'project' | 'queue' | 'targetBranch'> {
     return {
@@ -261,6 +358,8 @@ export async function runMergeQueue(
       targetSha: _target,
       testingSince: _since,
       trouble: _trouble,
+      car: _car,
+      carCap: _cap,
       ...kept
     } = entry;
     await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });

@@ -61,6 +61,40 @@ describe('queue action', () => {
     });
   });
 
+  it('plans a merge train with depth and batch, and leaves them out at their serial defaults', () => {
+    const [train] = runAction(
+      { queue: { statuses: ['ci/test'], depth: 5, batch: 4 } },
+      mergeRequest('mr-green'),
+    ) as unknown as { call: { args: Record<string, unknown> } }[];
+    expect(train?.call.args).toMatchObject({ depth: 5, batch: 4 });
+    const [serial] = runAction(
+      { queue: { statuses: ['ci/test'], depth: 1, batch: 1 } },
+      mergeRequest('mr-green'),
+    ) as unknown as { call: { args: Record<string, unknown> } }[];
+    expect(serial?.call.args).not.toHaveProperty('depth');
+    expect(serial?.call.args).not.toHaveProperty('batch');
+  });
+
+  it.each([
+    { option: 'depth: 21', says: 'depth is at most 20 cars tested at once' },
+    { option: 'depth: 0', says: '"depth" must be at least 1' },
+    { option: 'depth: 2.5', says: '"depth" must be a whole number' },
+    { option: 'batch: 11', says: 'batch is at most 10 merge requests per car' },
+    { option: 'batch: 0', says: '"batch" must be at least 1' },
+  ])('refuses $option with a clear message', async ({ option, says }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'hookbot-queue-train-'));
+    try {
+      await writeFile(
+        join(dir, 'default.yml'),
+        `rules:\n  - name: q\n    on: [merge_request.update]\n    for: merge_requests\n    do: [ { queue: { statuses: [ci/test], ${option} } } ]\n`,
+      );
+      const problems = (await loadRules(dir)).problems.map(formatProblem).join('\n');
+      expect(problems).toContain(says);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     { name: 'closed', changes: { state: 'closed' }, why: 'the merge request is closed' },
     {

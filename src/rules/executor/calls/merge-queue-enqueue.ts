@@ -42,6 +42,8 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       required: a.required,
       statusTimeoutMs: a.status_timeout_ms,
       maxUpdates: a.max_updates,
+      ...(a.depth !== undefined ? { depth: a.depth } : {}),
+      ...(a.batch !== undefined ? { batch: a.batch } : {}),
       ...(a.should_remove_source_branch !== undefined
         ? { removeSourceBranch: a.should_remove_source_branch }
         : {}),
@@ -51,6 +53,9 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       ...(same && held.targetSha !== undefined ? { targetSha: held.targetSha } : {}),
       ...(same && held.testingSince !== undefined ? { testingSince: held.testingSince } : {}),
       updates: same ? held.updates : 0,
+      // A train's progress stays too: the car it rides in and its bisection cap (the train driver).
+      ...(same && held.car !== undefined ? { car: held.car } : {}),
+      ...(same && held.carCap !== undefined ? { carCap: held.carCap } : {}),
     };
     if (same && JSON.stringify(held) === JSON.stringify({ ...held, ...wanted }))
       return skipped(`already in the ${a.queue} queue for ${a.target_branch}`);

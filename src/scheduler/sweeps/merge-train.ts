@@ -1,0 +1,539 @@
+/**
+ * The merge train driver (docs/merge-queue.md#merge-trains): a queue whose head asks `depth > 1` or
+ * `batch > 1`. The serial queue (merge-queue.ts) stays as it is for the others; it hands a train's
+ * queue here, with its own ways of taking a merge request out (the same comments and memory).
+ *
+ * Each run, under one lock per queue (one driver per queue at a time, across replicas where the
+ * item runs are fleet-wide):
+ *   1. The cars as the store holds them, in queue order, valid while they chain: car 1 on the
+ *      target's head, car k on car k-1's commit, each car's members in the queue in its order.
+ *   2. The front car: landed already (the target is at its commit: a crash after the landing push)
+ *      -> done; the target moved under it (someone else pushed) -> every car is rebuilt; a member
+ *      closed, merged by someone, gone -> out at once, rebuilt; a member's source pushed -> out at
+ *      once and evaluated again (it enters again at the end); its required statuses on the car's
+ *      commit: failed or past the timeout -> a car of one leaves with one comment, a car of more is
+ *      split in halves (bisection); all passed -> every member is evaluated again (the rule must still
+ *      hold, as the serial queue's fresh check), `landing` is recorded, and the target is pushed
+ *      (fast-forward, never forced) to the car's commit. The server marks the merge requests merged.
+ *      Then the next car is the front, in the same run.
+ *   3. Cars are built up to `depth`: each the merge of its members' heads (fetched from the target's
+ *      `refs/merge-requests/<iid>/head`) into the car ahead, recorded (dates and identity fixed, so
+ *      a rebuild makes the same sha) and pushed to `hookbot/train/<target>/<queue>/<iid>`.
+ * Branches of cars that landed, left or were rebuilt differently are deleted (only train branches).
+ */
+import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
+import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
+import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
+import type { BranchUpdater } from '../../git/index.ts';
+import { messageOf, type SweepLog } from '../types.ts';
+import { bucketsAt } from './head-statuses.ts';
+
+export type TrainOutcome = 'waiting' | 'updated' | 'merged' | 'dropped' | 'removed' | 'error';
+
+export interface TrainStep {
+  entry: QueueEntry;
+  outcome: TrainOutcome;
+  detail: string;
+  statuses?: Record<string, StatusBucket>;
+}
+
+/** What the serial queue lends the train: its reads, and its ways of taking a merge request out. */
+export interface TrainDeps {
+  client: {
+    mergeRequests: Pick<Client['mergeRequests'], 'get'>;
+    branches: Pick<Client['branches'], 'get'>;
+    statuses: Pick<Client['statuses'], 'list'>;
+  };
+  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue'>;
+  updater: BranchUpdater;
+  processItem?: ItemProcessorFn;
+  now: () => number;
+  log: SweepLog;
+  cloneUrl(projectId: number): Promise<string>;
+  /** Out with one comment, remembered at `at` (merge-queue.ts). */
+  remove(entry: QueueEntry, mr: MergeRequest, why: string, at: string): Promise<{ detail: string }>;
+  /** Out at once, without comment. */
+  drop(entry: QueueEntry, why: string): Promise<{ detail: string }>;
+  /** Out at once after a push by someone else, then evaluated again. */
+  pushedOut(entry: QueueEntry, why: string): Promise<{ detail: string }>;
+}
+
+const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
+const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
+
+interface Car {
+  car: TrainCar;
+  entries: QueueEntry[];
+}
+
+/** The train branch of a car led by `iid`: unambiguous per project, target branch and queue. */
+export function trainBranch(targetBranch: string, queue: string, iid: number): string {
+  return `hookbot/train/${targetBranch}/${queue}/${iid}`;
+}
+
+/** Drives one train's queue once (`entries` in queue order, the head's depth or batch above 1). */
+export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promise<TrainStep[]> {
+  const { client, store, updater, log } = deps;
+  const head = initial[0]!;
+  const depth = head.depth ?? 1;
+  const batch = head.batch ?? 1;
+  const steps: TrainStep[] = [];
+  const say = (
+    entry: QueueEntry,
+    outcome: TrainOutcome,
+    detail: string,
+    statuses?: Record<string, StatusBucket>,
+  ) => steps.push({ entry, outcome, detail, ...(statuses ? { statuses } : {}) });
+  const targetUrl = await deps.cloneUrl(head.projectId);
+  /** Branches of cars that were given up (deleted at the end unless a new car holds them). */
+  const stale = new Map<string, string | undefined>();
+  /** Cars built in this run, pushed together at its end. */
+  const toPush: Car[] = [];
+
+  /** The queue as the store holds it now, in the order of `initial` then new arrivals. */
+  const queueNow = (): QueueEntry[] => {
+    const live = new Map(
+      store
+        .queued()
+        .filter(
+          (e) =>
+            !e.left &&
+            e.project === head.project &&
+            e.targetBranch === head.targetBranch &&
+            e.queue === head.queue,
+        )
+        .map((e) => [e.itemKey, e]),
+    );
+    const order = initial.map((e) => e.itemKey).filter((k) => live.has(k));
+    for (const k of live.keys()) if (!order.includes(k)) order.push(k);
+    return order.map((k) => live.get(k)!);
+  };
+
+  /** Writes train fields onto the entry as the store holds it now (an evaluation may have updated it). */
+  async function patch(itemKey: string, change: (e: QueueEntry) => QueueEntry): Promise<void> {
+    const now = store.queued().find((e) => e.itemKey === itemKey && !e.left);
+    if (now) await store.enqueue(change(now));
+  }
+  const withoutCar = ({ car: _car, ...rest }: QueueEntry): QueueEntry => rest;
+
+  /** Gives cars up: their members ride again in cars built anew. */
+  async function cut(cars: Car[]): Promise<void> {
+    for (const { car, entries } of cars) {
+      stale.set(car.branch, car.sha);
+      for (const entry of entries) await patch(entry.itemKey, withoutCar);
+    }
+  }
+
+  function carsOf(queue: QueueEntry[], target: string): { cars: Car[]; broken: Car[] } {
+    const cars: Car[] = [];
+    const broken: Car[] = [];
+    let i = 0;
+    let below = target;
+    while (i < queue.length) {
+      const car = queue[i]!.car;
+      if (!car) break;
+      const entries = queue.slice(i, i + car.members.length);
+      const whole =
+        entries.length === car.members.length &&
+        entries.every((e, j) => e.car?.id === car.id && e.itemKey === car.members[j]);
+      if (!whole || car.base !== below || car.sha === undefined) break;
+      cars.push({ car, entries });
+      below = car.sha;
+      i += car.members.length;
+    }
+    // Everything behind the first car that does not chain is built anew.
+    const seen = new Set(cars.map((c) => c.car.id));
+    for (const entry of queue.slice(i))
+      if (entry.car && !seen.has(entry.car.id)) {
+        seen.add(entry.car.id);
+        broken.push({ car: entry.car, entries: queue.slice(i).filter((e) => e.car?.id === entry.car!.id) });
+      }
+    return { cars, broken };
+  }
+
+  async function readMr(entry: QueueEntry): Promise<MergeRequest | undefined> {
+    try {
+      return await client.mergeRequests.get(entry.projectId, entry.mrId);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** A member that may not ride any more: taken out (said in the steps); true when it is still fine. */
+  async function stillRides(
+    entry: QueueEntry,
+    mr: MergeRequest | undefined,
+    headWanted?: string,
+  ): Promise<boolean> {
+    if (!mr)
+      return (
+        say(entry, 'dropped', (await deps.drop(entry, 'the merge request is gone (404)')).detail),
+        false
+      );
+    if (!isOpen(mr.state))
+      return (
+        say(entry, 'dropped', (await deps.drop(entry, `the merge request is ${mr.state}`)).detail),
+        false
+      );
+    if (mr.target_branch !== entry.targetBranch)
+      return (
+        say(
+          entry,
+          'dropped',
+          (await deps.drop(entry, `its target branch is ${mr.target_branch} now`)).detail,
+        ),
+        false
+      );
+    if (!mr.sha)
+      return (say(entry, 'dropped', (await deps.drop(entry, 'its source branch is gone')).detail), false);
+    if (headWanted !== undefined && mr.sha !== headWanted) {
+      const out = await deps.pushedOut(
+        entry,
+        `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr.sha)}`,
+      );
+      return (say(entry, 'dropped', out.detail), false);
+    }
+    return true;
+  }
+
+  async function landed(front: Car, target: string): Promise<void> {
+    for (const entry of front.entries) {
+      const mr = await readMr(entry);
+      await store.dequeue(entry.itemKey);
+      if (mr?.state === 'merged')
+        say(
+          entry,
+          'merged',
+          `landed: ${entry.targetBranch} fast-forwarded to ${short(front.car.sha)} (car ${front.car.position}), the server marked it merged`,
+        );
+      else {
+        log.warn(
+          { sweep: 'merge_queue', itemKey: entry.itemKey, sha: front.car.sha },
+          'merge train: the target holds the car, but the server left the merge request open',
+        );
+        say(
+          entry,
+          'merged',
+          `landed at ${short(target)}, but the server left the merge request ${mr?.state ?? 'unread'}: it does not mark merge requests merged by a push`,
+        );
+      }
+    }
+    stale.set(front.car.branch, front.car.sha);
+  }
+
+  /** A front car that failed (statuses or timeout): one alone leaves with a comment, more are split. */
+  async function failed(front: Car, why: (entry: QueueEntry) => string): Promise<void> {
+    stale.set(front.car.branch, front.car.sha);
+    if (front.entries.length === 1) {
+      const entry = front.entries[0]!;
+      const mr = await readMr(entry);
+      if (mr) say(entry, 'removed', (await deps.remove(entry, mr, why(entry), front.car.heads[0]!)).detail);
+      else say(entry, 'dropped', (await deps.drop(entry, 'the merge request is gone (404)')).detail);
+      return;
+    }
+    const half = Math.ceil(front.entries.length / 2);
+    for (const [i, entry] of front.entries.entries()) {
+      const cap = i < half ? half : front.entries.length - half;
+      await patch(entry.itemKey, (e) => ({ ...withoutCar(e), carCap: cap }));
+      say(
+        entry,
+        'waiting',
+        `the car of ${front.entries.length} failed (${why(entry)}): split in cars of ${half} and ${front.entries.length - half}`,
+      );
+    }
+  }
+
+  let target = (await client.branches.get(head.projectId, head.targetBranch)).commit.id;
+  // The front car landed already: the target is at its commit, or (its landing recorded) the server
+  // marked its merge requests merged and someone pushed on top since. Never landed twice.
+  for (;;) {
+    const queue = queueNow();
+    const car = queue[0]?.car;
+    if (car?.sha === undefined) break;
+    const members = queue.filter((e) => e.car?.id === car.id);
+    if (car.sha !== target) {
+      if (car.landing === undefined) break;
+      const reads = await Promise.all(members.map(readMr));
+      if (!reads.every((mr) => mr?.state === 'merged')) break;
+    }
+    await landed({ car, entries: members }, target);
+  }
+  const chained = carsOf(queueNow(), target);
+  let cars = chained.cars;
+  await cut(chained.broken);
+
+  // 2. The front car, then the next, while they land.
+  while (cars.length > 0) {
+    const front = cars[0]!;
+    if (front.car.pushedAt === undefined) break;
+    let fine = true;
+    for (const [i, entry] of front.entries.entries())
+      if (!(await stillRides(entry, await readMr(entry), front.car.heads[i]))) fine = false;
+    if (!fine) {
+      stale.set(front.car.branch, front.car.sha);
+      await cut(cars);
+      cars = [];
+      break;
+    }
+    const statuses = await bucketsAt(client, head.projectId, front.car.sha!, head.required);
+    const red = Object.entries(statuses)
+      .filter(([, b]) => b === 'failed')
+      .map(([n]) => n);
+    const pending = Object.entries(statuses).filter(([, b]) => b !== 'passed');
+    const onTop = (entry: QueueEntry) =>
+      `the train's car ${short(front.car.sha)} (${entry.targetBranch} at ${short(front.car.base)} with ${front.car.iids.map((n) => `!${n}`).join(', ')})`;
+    if (red.length > 0) {
+      await failed(front, (e) => `${red.join(', ')} failed on ${onTop(e)}`);
+      await cut(cars.slice(1));
+      cars = [];
+      break;
+    }
+    if (pending.length > 0) {
+      const waited = deps.now() - front.car.pushedAt;
+      if (waited >= head.statusTimeoutMs) {
+        await failed(
+          front,
+          (e) =>
+            `${pending.map(([n, b]) => `${n} (${b})`).join(', ')} did not succeed on ${onTop(e)} within ${Math.round(head.statusTimeoutMs / 1000)} s`,
+        );
+        await cut(cars.slice(1));
+        cars = [];
+        break;
+      }
+      for (const entry of front.entries)
+        say(
+          entry,
+          'waiting',
+          `car 1: waiting for ${pending.map(([n, b]) => `${n} ${b}`).join(', ')} on ${short(front.car.sha)}`,
+          statuses,
+        );
+      break;
+    }
+    // Green: the rule must still hold for each (the serial queue's fresh check before a merge).
+    if (deps.processItem) {
+      const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
+      for (const entry of front.entries)
+        await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
+          trigger,
+        ]);
+    }
+    const held = front.entries.map((e) => store.queued().find((q) => q.itemKey === e.itemKey && !q.left));
+    if (held.some((e) => e?.car?.id !== front.car.id)) {
+      for (const [i, entry] of front.entries.entries())
+        if (held[i]?.car?.id !== front.car.id)
+          say(entry, 'dropped', 'its rule no longer holds at the landing (evaluated again)');
+      stale.set(front.car.branch, front.car.sha);
+      await cut(cars);
+      cars = [];
+      break;
+    }
+    // What a build took, as seen here (from the push to green): the status page's estimates.
+    const ciMs = Math.max(0, deps.now() - front.car.pushedAt);
+    for (const entry of queueNow())
+      if (!front.car.members.includes(entry.itemKey))
+        await patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
+    const landing = { ...front.car, landing: deps.now() };
+    for (const entry of front.entries) await patch(entry.itemKey, (e) => ({ ...e, car: landing }));
+    const pushed = await updater.train.land({
+      targetUrl,
+      targetBranch: head.targetBranch,
+      sha: front.car.sha!,
+    });
+    if (pushed.kind === 'pushed') {
+      target = front.car.sha!;
+      await landed(front, target);
+      cars.shift();
+      continue;
+    }
+    const { landing: _l, ...notLanding } = landing;
+    for (const entry of front.entries) await patch(entry.itemKey, (e) => ({ ...e, car: notLanding }));
+    if (pushed.kind === 'refused') {
+      log.error(
+        { sweep: 'merge_queue', itemKey: head.itemKey, err: pushed.message },
+        'merge train: git refused the landing',
+      );
+      for (const entry of front.entries)
+        say(entry, 'error', `the bot could not push ${head.targetBranch}: ${pushed.message}`);
+      return steps;
+    }
+    // The target moved meanwhile: every car is built again on it.
+    target = (await client.branches.get(head.projectId, head.targetBranch)).commit.id;
+    await cut(cars);
+    cars = [];
+    break;
+  }
+
+  // 3. Cars up to `depth`: the recorded ones not pushed yet (a crash between record and push) again,
+  // from their record (same sha), then new ones behind.
+  let below = cars.at(-1)?.car.sha ?? target;
+  let belowBranch = cars.at(-1)?.car.branch ?? head.targetBranch;
+  for (const [i, one] of cars.entries())
+    if (one.car.pushedAt === undefined) {
+      const again = await build(
+        one.car,
+        one.entries,
+        undefined,
+        cars[i - 1]?.car.branch ?? head.targetBranch,
+      );
+      if (!again) {
+        await cut(cars.slice(i));
+        cars = cars.slice(0, i);
+        break;
+      }
+      one.car = again;
+    }
+  for (let guard = 0; cars.length < depth && guard < 4 * depth * batch + 8; guard++) {
+    const riding = new Set(cars.flatMap((c) => c.car.members));
+    const rest = queueNow().filter((e) => !riding.has(e.itemKey));
+    if (rest.length === 0) break;
+    const cap = Math.min(batch, rest[0]!.carCap ?? batch);
+    const members = rest.slice(0, cap);
+    const mrs = await Promise.all(members.map(readMr));
+    let fine = true;
+    for (const [i, entry] of members.entries()) if (!(await stillRides(entry, mrs[i]))) fine = false;
+    if (!fine) continue;
+    const iids = members.map((e) => e.iid);
+    const car: TrainCar = {
+      id: `${iids[0]}-${short(below)}-${cars.length + 1}`,
+      position: cars.length + 1,
+      base: below,
+      members: members.map((e) => e.itemKey),
+      iids,
+      heads: mrs.map((mr) => mr!.sha!),
+      branch: trainBranch(head.targetBranch, head.queue, iids[0]!),
+      date: Math.floor(deps.now() / 1000),
+      identity: { ...updater.train.identity },
+    };
+    // Recorded before anything is pushed: a rebuild from this record makes the same commit.
+    for (const entry of members) await patch(entry.itemKey, (e) => ({ ...e, car }));
+    const built = await build(car, members, mrs as MergeRequest[], belowBranch);
+    if (built === undefined) break;
+    if (!built) continue;
+    cars.push({ car: built, entries: members });
+    below = built.sha!;
+    belowBranch = built.branch;
+  }
+  await pushAll();
+  return finish();
+
+  async function finish(): Promise<TrainStep[]> {
+    const holding = new Set(queueNow().flatMap((e) => (e.car ? [e.car.branch] : [])));
+    // A car given up whose members all left (a removed label, a push): its branch is found by name.
+    if (stale.size > 0 || steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed')) {
+      // `<prefix><iid>` only: a target branch named like `<this target>/<this queue>/...` has its own.
+      const prefix = trainBranch(head.targetBranch, head.queue, 0).slice(0, -1);
+      const listed = await updater.train.listCars({ targetUrl, prefix });
+      for (const [branch, sha] of listed)
+        if (/^\d+$/.test(branch.slice(prefix.length)) && !stale.has(branch)) stale.set(branch, sha);
+    }
+    const going = [...stale].filter(([branch]) => !holding.has(branch));
+    await updater.train
+      .deleteCars({ targetUrl, cars: going.map(([branch, sha]) => ({ branch, ...(sha ? { sha } : {}) })) })
+      .catch((error: unknown) =>
+        log.warn(
+          { sweep: 'merge_queue', err: messageOf(error) },
+          'merge train: could not delete train branches',
+        ),
+      );
+    return steps;
+  }
+
+  /**
+   * Builds a recorded car (pushed with the others at the end of the run): the car with its sha,
+   * false when a member left (the car is formed again), undefined when the run must stop (git
+   * refused, the base is gone).
+   */
+  async function build(
+    car: TrainCar,
+    members: QueueEntry[],
+    mrs?: MergeRequest[],
+    baseBranch = belowBranch,
+  ): Promise<TrainCar | false | undefined> {
+    const outcome = await updater.train.buildCar({
+      targetUrl,
+      base: car.base,
+      baseBranch,
+      members: members.map((e, i) => ({
+        iid: e.iid,
+        head: car.heads[i]!,
+        message: `Merge branch of !${e.iid} into ${e.targetBranch} (merge train ${e.queue}, car ${car.position})\n`,
+      })),
+      date: car.date,
+      identity: car.identity,
+    });
+    if (outcome.kind === 'conflict' || outcome.kind === 'moved') {
+      const entry = members[outcome.index]!;
+      for (const m of members) await patch(m.itemKey, withoutCar);
+      if (outcome.kind === 'moved')
+        say(
+          entry,
+          'dropped',
+          (
+            await deps.pushedOut(
+              entry,
+              `pushed by someone else: the train read ${short(car.heads[outcome.index])}${outcome.sha ? `, its ref is at ${short(outcome.sha)}` : ''}`,
+            )
+          ).detail,
+        );
+      else {
+        const mr = mrs?.[outcome.index] ?? (await readMr(entry));
+        const why = `${mr?.source_branch ?? `!${entry.iid}`} conflicts with ${entry.targetBranch} at ${short(car.base)}${car.position > 1 ? ' (with the cars ahead of it in the merge train)' : ''} in ${outcome.files.map((f) => `\`${f}\``).join(', ')}`;
+        if (mr) say(entry, 'removed', (await deps.remove(entry, mr, why, car.heads[outcome.index]!)).detail);
+      }
+      return false;
+    }
+    if (outcome.kind !== 'built') {
+      const why =
+        outcome.kind === 'refused'
+          ? `git refused the bot: ${outcome.message}`
+          : `the commit below car ${car.position} (${short(car.base)}) could not be fetched`;
+      for (const m of members) await patch(m.itemKey, withoutCar);
+      for (const m of members) say(m, 'error', why);
+      return undefined;
+    }
+    if (car.sha !== undefined && car.sha !== outcome.sha)
+      log.error(
+        { sweep: 'merge_queue', car: car.id, recorded: car.sha, built: outcome.sha },
+        'merge train: a car rebuilt from its record made another commit',
+      );
+    const withSha: TrainCar = { ...car, sha: outcome.sha };
+    for (const m of members) await patch(m.itemKey, (e) => ({ ...e, car: withSha }));
+    toPush.push({ car: withSha, entries: members });
+    return withSha;
+  }
+
+  /** Pushes the cars built in this run, in one push; true when done. */
+  async function pushAll(): Promise<boolean> {
+    if (toPush.length === 0) return true;
+    const pushed = await updater.train.pushCars({
+      targetUrl,
+      cars: toPush.map(({ car }) => ({ branch: car.branch, sha: car.sha! })),
+    });
+    if (pushed.kind !== 'pushed') {
+      for (const { car, entries } of toPush)
+        for (const m of entries)
+          say(
+            m,
+            'error',
+            pushed.kind === 'refused'
+              ? `git refused the train branch's push: ${pushed.message}`
+              : `the train branch ${car.branch} moved under the push; tried again next run`,
+          );
+      return false;
+    }
+    const at = deps.now();
+    for (const { car, entries } of toPush) {
+      const done: TrainCar = { ...car, pushedAt: at };
+      for (const m of entries) await patch(m.itemKey, (e) => ({ ...e, car: done }));
+      stale.delete(car.branch);
+      for (const m of entries)
+        say(
+          m,
+          'updated',
+          `car ${car.position}: pushed ${short(car.sha)} to ${car.branch} (${car.iids.map((n) => `!${n}`).join(', ')} on ${short(car.base)}); waiting for ${m.required.join(', ')}`,
+        );
+    }
+    return true;
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The merge train driver (src/scheduler/sweeps/merge-train.ts) against the sandbox over HTTP, with
+ * real git and the simulated CI (test/helpers/queue-world.ts): every wait is on a condition.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import type { QueueEntry } from '../../src/state/store.ts';
+import {
+  commitFile,
+  makeQueueWorld,
+  masterLine,
+  openMergeRequest,
+  type QueueWorld,
+} from '../helpers/queue-world.ts';
+
+const rules = (options: string) => `
+rules:
+  - name: queue automerge
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [automerge] } } ]
+    do:
+      - queue: { statuses: [ci/test], status_timeout: 10m, ${options} }
+`;
+
+describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
+  let sb: Sandbox;
+  let dir = '';
+  const cleanups: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    sb = await startSandbox({ adminToken: 'mt-root-token', hookTimeoutMs: 2_000 });
+    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-mt-'));
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  afterAll(async () => {
+    await sb?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  let n = 0;
+  async function world(options: string, extra: Partial<Parameters<typeof makeQueueWorld>[1]> = {}) {
+    n += 1;
+    const w = await makeQueueWorld(sb, { prefix: `mt${n}`, rules: rules(options), workDir: dir, ...extra });
+    cleanups.push(() => w.close());
+    return w;
+  }
+
+  const state = async (w: QueueWorld, id: number) =>
+    (await w.admin.mergeRequests.get(w.project.id, id)).state;
+  const cars = (w: QueueWorld) =>
+    w.store
+      .queued()
+      .filter((e: QueueEntry) => !e.left && e.car)
+      .map((e) => e.car!);
+  async function trainBranches(w: QueueWorld): Promise<string[]> {
+    const names: string[] = [];
+    for await (const b of w.admin.branches.list(w.project.id))
+      if (b.name.startsWith('hookbot/train/')) names.push(b.name);
+    return names;
+  }
+  async function botNotes(w: QueueWorld, mrId: number): Promise<string[]> {
+    const bodies: string[] = [];
+    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
+      if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
+    return bodies;
+  }
+  async function queueAll(w: QueueWorld, ids: number[]) {
+    await w.ci.idle();
+    for (const id of ids) await w.processItem(id);
+  }
+
+  it('depth 3: three merge requests tested at once, landed in order; master is exactly the tested car commits', async () => {
+    const w = await world('depth: 3');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id, c.id]);
+    const before = (await masterLine(w)).map((x) => x.sha);
+    // One run builds the three cars at once, each on the one ahead.
+    const first = await w.sweeps.run('merge_queue');
+    expect((first as { counts: Record<string, number> }).counts.updated).toBe(3);
+    const built = cars(w);
+    expect(built.map((car) => car.position)).toEqual([1, 2, 3]);
+    expect(built[1]!.base).toBe(built[0]!.sha);
+    expect(built[2]!.base).toBe(built[1]!.sha);
+    const tested = built.map((car) => car.sha!);
+    expect(await trainBranches(w)).toHaveLength(3);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    const line = await masterLine(w);
+    expect(line.map((x) => x.sha)).toEqual([...before, ...tested]);
+    expect(line.every((x) => x.passes)).toBe(true);
+    // Three builds for three merge requests: landing builds nothing again.
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('a failing car leaves with one comment; only the cars behind it are rebuilt', async () => {
+    const w = await world('depth: 3');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const bad = await openMergeRequest(w, 'bad', { 'bad.txt': 'calls: nowhere\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, bad.id, c.id]);
+    await w.sweeps.run('merge_queue');
+    const [carA, , carC] = cars(w);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    expect(await state(w, a.id)).toBe('merged');
+    expect(await state(w, bad.id)).toBe('opened');
+    expect(await state(w, c.id)).toBe('merged');
+    const notes = await botNotes(w, bad.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('Removed from the default merge queue for `master`: ci/test failed on');
+    expect(w.store.queued().find((e) => e.mrId === bad.id)?.left).toBeDefined();
+    const line = (await masterLine(w)).map((x) => x.sha);
+    // Car 1 landed as built; c's car was rebuilt on car 1 (not the car that failed).
+    expect(line).toContain(carA!.sha);
+    expect(line).not.toContain(carC!.sha);
+    const last = await w.admin.commits.get(w.project.id, line.at(-1)!);
+    expect(last.parent_ids[0]).toBe(carA!.sha);
+    expect((await masterLine(w)).every((x) => x.passes)).toBe(true);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('the target pushed by someone else: every car is built again on it', async () => {
+    const w = await world('depth: 2');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    const first = cars(w).map((car) => car.sha!);
+    expect(first).toHaveLength(2);
+    const res = await commitFile(w, 'master', 'other.txt', 'calls: foo\n', { message: 'someone else' });
+    expect(res.ok).toBe(true);
+    const pushed = (await w.admin.branches.get(w.project.id, 'master')).commit.id;
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    const line = (await masterLine(w)).map((x) => x.sha);
+    expect(line).toContain(pushed);
+    for (const sha of first) expect(line).not.toContain(sha);
+    expect(line.slice(line.indexOf(pushed) + 1)).toHaveLength(2);
+    expect((await masterLine(w)).every((x) => x.passes)).toBe(true);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it("a car's source pushed by someone else: it leaves without a comment, comes back at the end; cars behind are rebuilt, those ahead are not", async () => {
+    const w = await world('depth: 3');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id, c.id]);
+    await w.sweeps.run('merge_queue');
+    const [carA, carB, carC] = cars(w);
+    expect((await commitFile(w, 'b', 'b2.txt', 'calls: foo\n', { message: 'more' })).ok).toBe(true);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    expect(await botNotes(w, b.id)).toEqual([]);
+    const line = (await masterLine(w)).map((x) => x.sha);
+    expect(line).toContain(carA!.sha);
+    expect(line).not.toContain(carB!.sha);
+    expect(line).not.toContain(carC!.sha);
+    expect((await masterLine(w)).every((x) => x.passes)).toBe(true);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('a removed label takes the car out without a comment; the cars behind it are rebuilt', async () => {
+    const w = await world('depth: 3');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id, c.id]);
+    await w.sweeps.run('merge_queue');
+    const [carA, , carC] = cars(w);
+    await w.admin.mergeRequests.update(w.project.id, b.id, { labels: '' });
+    await w.processItem(b.id);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    expect(await state(w, a.id)).toBe('merged');
+    expect(await state(w, b.id)).toBe('opened');
+    expect(await state(w, c.id)).toBe('merged');
+    expect(await botNotes(w, b.id)).toEqual([]);
+    const line = (await masterLine(w)).map((x) => x.sha);
+    expect(line).toContain(carA!.sha);
+    expect(line).not.toContain(carC!.sha);
+    expect((await masterLine(w)).every((x) => x.passes)).toBe(true);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('a batch of 4 with one culprit is bisected: the culprit leaves with one comment, the 3 good ones land', async () => {
+    const w = await world('batch: 4');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    const bad = await openMergeRequest(w, 'bad', { 'bad.txt': 'calls: nowhere\n' });
+    const d = await openMergeRequest(w, 'd', { 'd.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id, bad.id, d.id]);
+    const runs = w.ci.runs;
+    await w.sweeps.run('merge_queue');
+    const first = cars(w);
+    expect(first).toHaveLength(4);
+    expect(new Set(first.map((car) => car.id)).size).toBe(1);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id, d.id]) expect(await state(w, id)).toBe('merged');
+    expect(await state(w, bad.id)).toBe('opened');
+    const notes = await botNotes(w, bad.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('ci/test failed on');
+    for (const id of [a.id, b.id, d.id]) expect(await botNotes(w, id)).toEqual([]);
+    // 4 together, then 2 + 2, then the culprit alone and the one after it: 5 builds.
+    expect(w.ci.runs - runs).toBe(5);
+    const line = await masterLine(w);
+    expect(line.every((x) => x.passes)).toBe(true);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('a crash between recording a car and pushing it: the car is rebuilt from its record to the same sha', async () => {
+    let crash = true;
+    const w = await world('depth: 2', {
+      trainGit: (base) => ({
+        ...base,
+        identity: base.identity,
+        async pushCars(request) {
+          if (crash) {
+            crash = false;
+            throw new Error('killed before the push');
+          }
+          return base.pushCars(request);
+        },
+      }),
+    });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id]);
+    const failed = (await w.sweeps.run('merge_queue')) as { counts: Record<string, number> };
+    expect(failed.counts.error).toBe(1);
+    const [recorded] = cars(w);
+    expect(recorded?.sha).toMatch(/^[0-9a-f]{40}$/);
+    expect(recorded?.pushedAt).toBeUndefined();
+    expect(await trainBranches(w)).toEqual([]);
+    // Later (another date on the clock): the same commit all the same.
+    w.clock.offset += 3_600_000;
+    await w.sweeps.run('merge_queue');
+    const [pushed] = cars(w);
+    expect(pushed?.sha).toBe(recorded!.sha);
+    expect(pushed?.pushedAt).toBeDefined();
+    const branch = await w.admin.branches.get(w.project.id, recorded!.branch);
+    expect(branch.commit.id).toBe(recorded!.sha);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    expect((await w.admin.branches.get(w.project.id, 'master')).commit.id).toBe(recorded!.sha);
+  });
+});
