@@ -259,7 +259,12 @@ describe('a merge train driven by hook deliveries to a running bot (over HTTP, t
       expect(await stateOf(p.id, a)).toBe('merged');
       expect(await stateOf(p.id, c)).toBe('merged');
       expect(await stateOf(p.id, bad)).toBe('opened');
-      const notes = await botNotes(p.id, bad);
+      // The comment is the executor's call, made as the car leaves: it may come after the train is
+      // seen empty.
+      const notes = await until(async () => {
+        const found = await botNotes(p.id, bad);
+        return found.length > 0 ? found : undefined;
+      }, 'the removal comment');
       expect(notes).toHaveLength(1);
       expect(notes[0]).toMatch(/^Removed from the default merge queue for `master`: ci\/test failed on/);
       // Master: the commits before, then exactly two car commits (a's as first built, c's rebuilt on it).
