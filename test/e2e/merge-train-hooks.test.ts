@@ -274,8 +274,11 @@ describe('a merge train driven by hook deliveries to a running bot (over HTTP, t
       expect(added).toHaveLength(2);
       expect(added[0]!.id).toBe(built.find((car) => car.position === 1)!.sha);
       for (const commit of line) expect(await ci.passes(p.id, commit.id)).toBe(true);
-      // Builds: three cars, then c's car again on a's.
-      expect(ci.runs - runs).toBe(4);
+      // Builds: three cars, then c's car again on a's; never a's again (it landed as first built,
+      // asserted above). Seen 3 on a loaded machine as well as 4: whether c's first car is still
+      // pushed once bad's failure is known depends on when the driver's run reads the statuses.
+      expect(ci.runs - runs).toBeGreaterThanOrEqual(3);
+      expect(ci.runs - runs).toBeLessThanOrEqual(4);
       // The last landing's run deletes its branch right after the merge requests leave the queue.
       await until(async () => {
         const branches = [];
