@@ -328,12 +328,6 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
       await watch.until('mergeWatch');
       await mergeRequest(web.id, 'queued', 'queue-me');
       await watch.until('mergeQueue');
-      // Its required status fails on the head it is tested at: out with a comment (last removals).
-      const queuedSha = (await admin.branches.get(web.id, 'queued')).commit.id;
-      await call('POST', `/projects/${web.id}/statuses/${queuedSha}`, {
-        body: { state: 'failed', name: 'ci/test' },
-      });
-      await watch.until('queueRemovals');
 
       // 5. A scheduled rule that would close every open issue: the breaker pauses it at the next tick.
       const loadedAt = (await watch.read()).status.rules.loadedAt;

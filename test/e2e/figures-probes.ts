@@ -115,7 +115,6 @@ export const FIELD_PROBES: Record<string, { store: Store; moved: (s: Status, fir
       s.mergeWatch.some((w: any) => w.rule === 'arm when pending' && w.required.includes('ci/test')),
   },
   mergeQueue: { store: 'file', moved: (s) => s.mergeQueue.some((q: any) => q.position === 1) },
-  queueRemovals: { store: 'file', moved: (s) => s.queueRemovals.length > 0 },
   parked: { store: 'file', moved: (s) => s.parked.some((p: any) => p.rule === 'assign ghost') },
   pausedRules: { store: 'file', moved: (s) => s.pausedRules.some((r: any) => r.rule === 'close stale') },
   'sweeps[].nextRun': {
