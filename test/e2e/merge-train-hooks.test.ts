@@ -231,7 +231,7 @@ describe('a merge train driven by hook deliveries to a running bot (over HTTP, t
     runtime.store.queued().filter((entry) => entry.projectId === projectId && !entry.left);
 
   it(
-    'three merge requests labelled at once are tested at once as a train; the broken one leaves with one comment, the others land as tested; master is never broken; no train branch is left',
+    'three merge requests labelled in a row are tested at once as a train; the broken one leaves with one comment, the others land as tested; master is never broken; no train branch is left',
     async () => {
       const bot = await startQueueBot('train', '10m', '1h');
       const p = await project('train', bot);
@@ -242,7 +242,16 @@ describe('a merge train driven by hook deliveries to a running bot (over HTTP, t
       await ci.idle();
       const before = (await masterLine(p.id)).map((commit) => commit.id);
       const runs = ci.runs;
-      for (const mr of all) await label(p.id, mr, ['automerge']);
+      // Labelled one right after the other, each once the one before is queued: the hooks of three
+      // merge requests are handled concurrently, and the queue's order is the order they were
+      // queued in, which the assertions below (a ahead of bad ahead of c) rely on.
+      for (const mr of all) {
+        await label(p.id, mr, ['automerge']);
+        await until(
+          () => (active(bot, p.id).some((entry) => entry.mrId === mr.id) ? true : undefined),
+          `!${mr.iid} queued`,
+        );
+      }
       // Cars are seen being built: three at once, each on the one ahead.
       const built = await until(() => {
         const cars = active(bot, p.id).flatMap((e) => (e.car?.pushedAt ? [e.car] : []));

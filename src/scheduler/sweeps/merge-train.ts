@@ -245,14 +245,18 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
   }
 
   let target = (await client.branches.get(head.projectId, head.targetBranch)).commit.id;
-  // The front car landed already: the target is at its commit, or (its landing recorded) the server
-  // marked its merge requests merged and someone pushed on top since. Never landed twice.
+  // The front car landed already: the target is at its commit, or its landing was recorded and the
+  // target is at the commit of a car behind it recorded in the same landing (one push lands several),
+  // or the server marked its merge requests merged and someone pushed on top since. Never landed twice.
   for (;;) {
     const queue = queueNow();
     const car = queue[0]?.car;
     if (car?.sha === undefined) break;
     const members = queue.filter((e) => e.car?.id === car.id);
-    if (car.sha !== target) {
+    const withOneBehind =
+      car.landing !== undefined &&
+      queue.some((e) => e.car !== undefined && e.car.landing === car.landing && e.car.sha === target);
+    if (car.sha !== target && !withOneBehind) {
       if (car.landing === undefined) break;
       const reads = await Promise.all(members.map(readMr));
       if (!reads.every((mr) => mr?.state === 'merged')) break;
@@ -263,34 +267,121 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
   let cars = chained.cars;
   await cut(chained.broken);
 
-  // 2. The front car, then the next, while they land.
-  while (cars.length > 0) {
-    const front = cars[0]!;
-    if (front.car.pushedAt === undefined) break;
+  // 2. The front cars: every consecutive green one at the front lands, all in one fast-forward push
+  // to the last one's commit (each car's commit holds every car ahead of it); then the first car that
+  // is not green is judged as the front.
+  type Verdict =
+    | { kind: 'green' }
+    | { kind: 'unbuilt' }
+    | { kind: 'left' }
+    | { kind: 'red'; red: string[] }
+    | { kind: 'pending'; pending: [string, StatusBucket][]; statuses: Record<string, StatusBucket> };
+  async function judge(one: Car): Promise<Verdict> {
+    if (one.car.pushedAt === undefined) return { kind: 'unbuilt' };
     let fine = true;
-    for (const [i, entry] of front.entries.entries())
-      if (!(await stillRides(entry, await readMr(entry), front.car.heads[i]))) fine = false;
-    if (!fine) {
+    for (const [i, entry] of one.entries.entries())
+      if (!(await stillRides(entry, await readMr(entry), one.car.heads[i]))) fine = false;
+    if (!fine) return { kind: 'left' };
+    const statuses = await bucketsAt(client, head.projectId, one.car.sha!, head.required);
+    const red = Object.entries(statuses)
+      .filter(([, b]) => b === 'failed')
+      .map(([n]) => n);
+    if (red.length > 0) return { kind: 'red', red };
+    const pending = Object.entries(statuses).filter(([, b]) => b !== 'passed');
+    return pending.length > 0 ? { kind: 'pending', pending, statuses } : { kind: 'green' };
+  }
+  while (cars.length > 0) {
+    let green = 0;
+    let stop: Verdict = { kind: 'green' };
+    for (; green < cars.length; green++) {
+      stop = await judge(cars[green]!);
+      if (stop.kind !== 'green') break;
+    }
+    // Green: the rule must still hold for each (the serial queue's fresh check before a merge). A car
+    // with a member it no longer holds for ends the landing before it; it and those behind are cut.
+    let landing = green;
+    if (deps.processItem && green > 0) {
+      const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
+      for (const one of cars.slice(0, green))
+        for (const entry of one.entries)
+          await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
+            trigger,
+          ]);
+      const riding = new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));
+      landing = cars.findIndex(
+        (one, i) => i < green && one.entries.some((e) => riding.get(e.itemKey) !== one.car.id),
+      );
+      if (landing === -1) landing = green;
+    }
+    if (landing > 0) {
+      const going = cars.slice(0, landing);
+      const last = going.at(-1)!.car;
+      // What a build took, as seen here (from the push to green): the status page's estimates.
+      const ciMs = Math.max(0, deps.now() - last.pushedAt!);
+      const carried = new Set(going.flatMap((one) => one.car.members));
+      for (const entry of queueNow())
+        if (!carried.has(entry.itemKey)) await patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
+      const at = deps.now();
+      for (const one of going)
+        for (const entry of one.entries)
+          await patch(entry.itemKey, (e) => ({ ...e, car: { ...one.car, landing: at } }));
+      const pushed = await updater.train.land({ targetUrl, targetBranch: head.targetBranch, sha: last.sha! });
+      if (pushed.kind === 'pushed') {
+        target = last.sha!;
+        for (const one of going) await landed(one, target);
+        cars = cars.slice(landing);
+      } else {
+        for (const one of going)
+          for (const entry of one.entries) await patch(entry.itemKey, (e) => ({ ...e, car: one.car }));
+        if (pushed.kind === 'refused') {
+          log.error(
+            { sweep: 'merge_queue', itemKey: head.itemKey, err: pushed.message },
+            'merge train: git refused the landing',
+          );
+          for (const one of going)
+            for (const entry of one.entries)
+              say(entry, 'error', `the bot could not push ${head.targetBranch}: ${pushed.message}`);
+          return steps;
+        }
+        // The target moved meanwhile: every car is built again on it.
+        target = (await client.branches.get(head.projectId, head.targetBranch)).commit.id;
+        await cut(cars);
+        cars = [];
+        break;
+      }
+    }
+    if (landing < green) {
+      const front = cars[0]!;
+      const held = new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));
+      for (const entry of front.entries)
+        if (held.get(entry.itemKey) !== front.car.id)
+          say(entry, 'dropped', 'its rule no longer holds at the landing (evaluated again)');
       stale.set(front.car.branch, front.car.sha);
       await cut(cars);
       cars = [];
       break;
     }
-    const statuses = await bucketsAt(client, head.projectId, front.car.sha!, head.required);
-    const red = Object.entries(statuses)
-      .filter(([, b]) => b === 'failed')
-      .map(([n]) => n);
-    const pending = Object.entries(statuses).filter(([, b]) => b !== 'passed');
+    if (cars.length === 0 || stop.kind === 'unbuilt') break;
+    // The first car that is not green is the front now.
+    const front = cars[0]!;
     const onTop = (entry: QueueEntry) =>
       `the train's car ${short(front.car.sha)} (${entry.targetBranch} at ${short(front.car.base)} with ${front.car.iids.map((n) => `!${n}`).join(', ')})`;
-    if (red.length > 0) {
+    if (stop.kind === 'left') {
+      stale.set(front.car.branch, front.car.sha);
+      await cut(cars);
+      cars = [];
+      break;
+    }
+    if (stop.kind === 'red') {
+      const { red } = stop;
       await failed(front, (e) => `${red.join(', ')} failed on ${onTop(e)}`);
       await cut(cars.slice(1));
       cars = [];
       break;
     }
-    if (pending.length > 0) {
-      const waited = deps.now() - front.car.pushedAt;
+    if (stop.kind === 'pending') {
+      const { pending, statuses } = stop;
+      const waited = deps.now() - front.car.pushedAt!;
       if (waited >= head.statusTimeoutMs) {
         await failed(
           front,
@@ -308,59 +399,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
           `car 1: waiting for ${pending.map(([n, b]) => `${n} ${b}`).join(', ')} on ${short(front.car.sha)}`,
           statuses,
         );
-      break;
     }
-    // Green: the rule must still hold for each (the serial queue's fresh check before a merge).
-    if (deps.processItem) {
-      const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
-      for (const entry of front.entries)
-        await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
-          trigger,
-        ]);
-    }
-    const held = front.entries.map((e) => store.queued().find((q) => q.itemKey === e.itemKey && !q.left));
-    if (held.some((e) => e?.car?.id !== front.car.id)) {
-      for (const [i, entry] of front.entries.entries())
-        if (held[i]?.car?.id !== front.car.id)
-          say(entry, 'dropped', 'its rule no longer holds at the landing (evaluated again)');
-      stale.set(front.car.branch, front.car.sha);
-      await cut(cars);
-      cars = [];
-      break;
-    }
-    // What a build took, as seen here (from the push to green): the status page's estimates.
-    const ciMs = Math.max(0, deps.now() - front.car.pushedAt);
-    for (const entry of queueNow())
-      if (!front.car.members.includes(entry.itemKey))
-        await patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
-    const landing = { ...front.car, landing: deps.now() };
-    for (const entry of front.entries) await patch(entry.itemKey, (e) => ({ ...e, car: landing }));
-    const pushed = await updater.train.land({
-      targetUrl,
-      targetBranch: head.targetBranch,
-      sha: front.car.sha!,
-    });
-    if (pushed.kind === 'pushed') {
-      target = front.car.sha!;
-      await landed(front, target);
-      cars.shift();
-      continue;
-    }
-    const { landing: _l, ...notLanding } = landing;
-    for (const entry of front.entries) await patch(entry.itemKey, (e) => ({ ...e, car: notLanding }));
-    if (pushed.kind === 'refused') {
-      log.error(
-        { sweep: 'merge_queue', itemKey: head.itemKey, err: pushed.message },
-        'merge train: git refused the landing',
-      );
-      for (const entry of front.entries)
-        say(entry, 'error', `the bot could not push ${head.targetBranch}: ${pushed.message}`);
-      return steps;
-    }
-    // The target moved meanwhile: every car is built again on it.
-    target = (await client.branches.get(head.projectId, head.targetBranch)).commit.id;
-    await cut(cars);
-    cars = [];
     break;
   }
 
