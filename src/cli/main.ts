@@ -69,7 +69,7 @@ export async function main(
 ): Promise<number> {
   await warnUnknownVariables(env, io);
   let exitCode = 0;
-  const program = buildProgram(io, (code) => (exitCode = code), await loadCommands());
+  const program = buildProgram(io, (code) => (exitCode = code), await loadCommands(argv));
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
@@ -84,33 +84,28 @@ export async function main(
 }
 
 /**
- * The subcommands, one file each. All of them are imported on every run (before the command line is
- * parsed); the imports sit here rather than at the top so that tests can build a program with
+ * The subcommands, one file each, by name. Only the named command's file is imported when the command
+ * line starts with a known command's name (`hookbot sandbox` loads neither the bot nor the rules'
+ * engine: its start-up is the sandbox's); every one otherwise (`--help`, a misspelt name and its
+ * suggestion). The imports sit here rather than at the top so that tests can build a program with
  * commands of their own (`buildProgram`) without loading the real ones.
  */
-async function loadCommands(): Promise<RegisterCommand[]> {
-  const { registerStartCommand } = await import('./start.ts');
-  const { registerServeCommand } = await import('./serve.ts');
-  const { registerSandboxCommand } = await import('./sandbox.ts');
-  const { registerSweepCommand } = await import('./sweep.ts');
-  const { registerDemoCommand } = await import('./demo.ts');
-  const { registerCheckCommand } = await import('./check.ts');
-  const { registerSimulateCommand } = await import('./simulate.ts');
-  const { registerPlanCommand } = await import('./plan.ts');
-  const { registerSchemaCommand } = await import('./schema.ts');
-  const { registerExplainCommand } = await import('./explain.ts');
-  const { registerStateCommand } = await import('./state.ts');
-  return [
-    registerStartCommand,
-    registerServeCommand,
-    registerSandboxCommand,
-    registerSweepCommand,
-    registerDemoCommand,
-    registerCheckCommand,
-    registerSimulateCommand,
-    registerPlanCommand,
-    registerSchemaCommand,
-    registerExplainCommand,
-    registerStateCommand,
-  ];
+const COMMANDS: Record<string, () => Promise<RegisterCommand>> = {
+  start: async () => (await import('./start.ts')).registerStartCommand,
+  serve: async () => (await import('./serve.ts')).registerServeCommand,
+  sandbox: async () => (await import('./sandbox.ts')).registerSandboxCommand,
+  sweep: async () => (await import('./sweep.ts')).registerSweepCommand,
+  demo: async () => (await import('./demo.ts')).registerDemoCommand,
+  check: async () => (await import('./check.ts')).registerCheckCommand,
+  simulate: async () => (await import('./simulate.ts')).registerSimulateCommand,
+  plan: async () => (await import('./plan.ts')).registerPlanCommand,
+  schema: async () => (await import('./schema.ts')).registerSchemaCommand,
+  explain: async () => (await import('./explain.ts')).registerExplainCommand,
+  state: async () => (await import('./state.ts')).registerStateCommand,
+};
+
+async function loadCommands(argv: string[]): Promise<RegisterCommand[]> {
+  const named = argv[0];
+  if (named !== undefined && Object.hasOwn(COMMANDS, named)) return [await COMMANDS[named]!()];
+  return Promise.all(Object.values(COMMANDS).map((load) => load()));
 }
