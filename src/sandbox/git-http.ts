@@ -1,7 +1,8 @@
 /**
  * Git over HTTP ("smart HTTP") at `/<namespace>/<project>.git`, the `http_url_to_repo` every project
- * answers: clone, fetch and push, served by running `git http-backend` as a CGI program over the
- * project's bare repository (the same repository the API reads and writes, see git.ts).
+ * answers: clone, fetch and push, served by running git's own service (`upload-pack`, `receive-pack`)
+ * in its stateless mode over the project's bare repository, as `git http-backend` does (the same
+ * repository the API reads and writes, see git.ts).
  *
  * Authentication is HTTP Basic, as on the real servers of the v3 era: a username with the account's
  * password or one of its personal access tokens may fetch and push; `oauth2` (any username, in fact)
@@ -12,6 +13,8 @@
  * are shared with git over SSH: git-access.ts.
  */
 import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { createGunzip } from 'node:zlib';
 import type { Request, Response, Router } from 'express';
 import type { SandboxContext } from './context.ts';
 import type { UserRec } from './db.ts';
@@ -91,78 +94,70 @@ export function registerGitHttp(app: Router, ctx: SandboxContext, options: GitHt
         if (decision.why === 'anonymous') return deny(res, 401, 'HTTP Basic: Access denied');
         return deny(res, decision.why === 'not-found' ? 404 : 403, decision.message);
       }
-      await runBackend(
-        req,
-        res,
-        { ...decision, user },
-        pathname.slice(`/${namespace}/${name}.git`.length),
-        query,
-      );
+      await runBackend(req, res, { ...decision, user }, `/${rest}`, service);
     } catch (error) {
       next(error);
     }
   });
 
+  /**
+   * Runs the service itself, as `git http-backend` would run it for this request (http-backend.c:
+   * `get_info_refs` and `service_rpc`), without http-backend in between: one process per request
+   * instead of three (git, http-backend, the service), each a fork of the sandbox's large process.
+   * `info/refs`: `# service=git-<name>` and a flush (not under protocol v2), then the service's
+   * `--advertise-refs` output; the POST: the request body (gunzipped when the client sent it gzipped)
+   * into `--stateless-rpc`, its output back.
+   */
   async function runBackend(
     req: Request,
     res: Response,
     access: Parameters<typeof gitServiceRun>[2],
     rest: string,
-    query: string,
+    service: GitService,
   ): Promise<void> {
-    const run = gitServiceRun(ctx, options, access, [['http.receivepack', 'true']]);
+    const run = gitServiceRun(ctx, options, access, []);
+    const name = service.slice('git-'.length);
+    const advertise = rest === '/info/refs';
+    if (!advertise && req.method !== 'POST')
+      return void res.status(405).type('text/plain').send('Method Not Allowed\n');
+    if (!advertise && req.get('content-type') !== `application/x-git-${name}-request`)
+      return void res.status(415).type('text/plain').send('Unsupported Media Type\n');
     const env: Record<string, string> = {
       ...run.env,
-      GIT_PROJECT_ROOT: options.reposDir,
-      GIT_HTTP_EXPORT_ALL: '1',
-      PATH_INFO: `/${access.project.id}.git${rest}`,
-      QUERY_STRING: query,
-      REQUEST_METHOD: req.method,
-      CONTENT_TYPE: req.get('content-type') ?? '',
       REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
       REMOTE_USER: access.user?.username ?? '',
     };
-    const encoding = req.get('content-encoding');
-    if (encoding) env.HTTP_CONTENT_ENCODING = encoding;
     const protocol = req.get('git-protocol');
     if (protocol) env.GIT_PROTOCOL = protocol;
-    if (req.get('content-length')) env.CONTENT_LENGTH = req.get('content-length')!;
-
+    const repo = path.join(options.reposDir, `${access.project.id}.git`);
+    const args = advertise
+      ? [name, '--stateless-rpc', '--advertise-refs', repo]
+      : [name, '--stateless-rpc', repo];
+    res.setHeader('Expires', 'Fri, 01 Jan 1980 00:00:00 GMT');
+    res.setHeader('Pragma', 'no-cache');
+    res.setHeader('Cache-Control', 'no-cache, max-age=0, must-revalidate');
+    res.setHeader('Content-Type', `application/x-git-${name}-${advertise ? 'advertisement' : 'result'}`);
     try {
       await new Promise<void>((resolve, reject) => {
-        const child = spawn(gitBinary(), ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-        let head = Buffer.alloc(0);
-        let headersDone = false;
+        const child = spawn(gitBinary(), args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
         child.on('error', reject);
         child.stderr.on('data', () => undefined);
-        child.stdout.on('data', (chunk: Buffer) => {
-          if (headersDone) {
-            res.write(chunk);
-            return;
-          }
-          head = Buffer.concat([head, chunk]);
-          const crlf = head.indexOf('\r\n\r\n');
-          const lf = head.indexOf('\n\n');
-          const end = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : -1;
-          if (end < 0) return;
-          headersDone = true;
-          for (const line of head.subarray(0, end).toString('latin1').split(/\r?\n/)) {
-            const colon = line.indexOf(':');
-            if (colon <= 0) continue;
-            const key = line.slice(0, colon).trim();
-            const value = line.slice(colon + 1).trim();
-            if (key.toLowerCase() === 'status') res.status(Number(value.split(' ')[0]) || 200);
-            else res.setHeader(key, value);
-          }
-          res.write(head.subarray(end));
-        });
+        if (advertise && !/version=2/.test(protocol ?? '')) {
+          const line = `# service=${service}\n`;
+          res.write(`${(line.length + 4).toString(16).padStart(4, '0')}${line}0000`);
+        }
+        child.stdout.pipe(res, { end: false });
         child.on('close', (code) => {
-          if (!headersDone && !res.headersSent)
-            res.status(500).type('text/plain').send(`git http-backend failed (${code})\n`);
+          if (code !== 0 && !res.headersSent) res.status(500);
           resolve();
         });
         child.stdin.on('error', () => undefined);
-        req.pipe(child.stdin);
+        if (advertise) child.stdin.end();
+        else if (req.get('content-encoding') === 'gzip') {
+          const gunzip = createGunzip();
+          gunzip.on('error', () => child.stdin.destroy());
+          req.pipe(gunzip).pipe(child.stdin);
+        } else req.pipe(child.stdin);
       });
     } finally {
       // The push's consequences land before the answer ends, as a file commit's do before its answer.

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PushEvent } from '../../src/sandbox/context.ts';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
@@ -304,5 +305,47 @@ describe('sandbox git over HTTP', () => {
     const rewritten = await commit(dev, 'dev.txt', 'again\n');
     expect((await git(dev, ['push', '--quiet', '--force', 'origin', 'HEAD:refs/heads/work'])).code).toBe(0);
     await waitFor(async () => (await sb().ctx.git.branch(w.project.id, 'work'))?.id === rewritten);
+  });
+
+  it('speaks the smart protocol as git http-backend does: the advertisement, a gzipped request, a wrong content type', async () => {
+    const w = await world();
+    const auth = `Basic ${Buffer.from(`${w.developer.username}:gdev-password-${n}`).toString('base64')}`;
+    const base = `${sb().sb.url}/${w.owner.username}/${w.project.path}.git`;
+    const refs = await fetch(`${base}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: auth },
+    });
+    expect(refs.status).toBe(200);
+    expect(refs.headers.get('content-type')).toBe('application/x-git-upload-pack-advertisement');
+    expect(refs.headers.get('cache-control')).toContain('no-cache');
+    const advertisement = await refs.text();
+    expect(advertisement.startsWith('001e# service=git-upload-pack\n0000')).toBe(true);
+    const master = (await sb().ctx.git.branch(w.project.id, 'master'))!.id;
+    expect(advertisement).toContain(`${master} refs/heads/master`);
+    // Protocol v2: no service line, the capabilities only (http-backend.c's get_info_refs).
+    const v2 = await fetch(`${base}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: auth, 'git-protocol': 'version=2' },
+    });
+    const v2Text = await v2.text();
+    expect(v2Text.startsWith('000eversion 2\n')).toBe(true);
+    // One want, done: the same answer whether the client gzipped its request or not.
+    const want = `want ${master} no-progress\n`;
+    const request = Buffer.from(`${(want.length + 4).toString(16).padStart(4, '0')}${want}00000009done\n`);
+    const post = (body: Buffer, headers: Record<string, string>) =>
+      fetch(`${base}/git-upload-pack`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/x-git-upload-pack-request', ...headers },
+        body,
+      });
+    const plain = await post(request, {});
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('content-type')).toBe('application/x-git-upload-pack-result');
+    const plainBody = Buffer.from(await plain.arrayBuffer());
+    expect(plainBody.subarray(0, 8).toString()).toBe('0008NAK\n');
+    expect(plainBody.includes(Buffer.from('PACK'))).toBe(true);
+    const gzipped = await post(gzipSync(request), { 'content-encoding': 'gzip' });
+    expect(gzipped.status).toBe(200);
+    expect(Buffer.from(await gzipped.arrayBuffer()).equals(plainBody)).toBe(true);
+    const wrongType = await post(request, { 'content-type': 'text/plain' });
+    expect(wrongType.status).toBe(415);
   });
 });
