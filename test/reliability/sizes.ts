@@ -43,7 +43,7 @@ export function readSizes(): Sizes {
     replicaDeliveries: int('RELIABILITY_REPLICA_DELIVERIES', small ? 300 : 5_000),
     replicaKills: int('RELIABILITY_REPLICA_KILLS', small ? 2 : 5),
     trainMergeRequests: int('RELIABILITY_TRAIN_MERGE_REQUESTS', small ? 8 : 16),
-    trainKills: int('RELIABILITY_TRAIN_KILLS', small ? 6 : 12),
+    trainKills: int('RELIABILITY_TRAIN_KILLS', small ? 8 : 16),
     outageDeliveries: int('RELIABILITY_OUTAGE_DELIVERIES', small ? 150 : 1_000),
     outageMs: int('RELIABILITY_OUTAGE_MS', small ? 6_000 : 20_000),
     badDeliveries: int('RELIABILITY_BAD_DELIVERIES', small ? 1_000 : 10_000),

@@ -10,9 +10,10 @@
  * another replica once its leases (3 s) run out.
  *
  * The kills, in turn: right after a car was pushed to its train branch, while a driver run holds the
- * train (its item lease `item:merge-train:...` in the database), right after a landing push of master.
- * The victim is the replica holding the train's lease then (else the merge_queue sweep's). Between two
- * kills the train must have pushed something again.
+ * train (its item lease `item:merge-train:...` in the database), shortly after a car's build failed
+ * (in the run that removes a merge request, its comment going through the outbox), right after a
+ * landing push of master. The victim is the replica holding the train's lease then (else the
+ * merge_queue sweep's). Between two kills the train must have pushed something again.
  *
  * Checked at the end, from the sandbox (its data, its git repository, the pushes it told listeners of):
  * every merge request merged or removed with exactly one removal comment, as an ideal queue would do
@@ -48,8 +49,13 @@ rules:
     do:
       - queue: { statuses: [ci/test], status_timeout: 1m, depth: ${DEPTH} }
 `;
-type Moment = 'after a car push' | 'while driving' | 'after a landing push';
-const MOMENTS: Moment[] = ['after a car push', 'while driving', 'after a landing push'];
+type Moment = 'after a car push' | 'while driving' | 'after a failed build' | 'after a landing push';
+const MOMENTS: Moment[] = [
+  'after a car push',
+  'while driving',
+  'after a failed build',
+  'after a landing push',
+];
 
 interface QueueRow {
   mrId: number;
@@ -191,6 +197,7 @@ export async function trainReplicasScenario(sizes: Sizes): Promise<ScenarioResul
     const killed: Record<Moment, number> = {
       'after a car push': 0,
       'while driving': 0,
+      'after a failed build': 0,
       'after a landing push': 0,
     };
     let killsDriving = 0;
@@ -200,13 +207,27 @@ export async function trainReplicasScenario(sizes: Sizes): Promise<ScenarioResul
       if (!firstCar) return;
       for (let k = 0; k < sizes.trainKills && !stop.aborted; k++) {
         const moment = MOMENTS[k % MOMENTS.length]!;
-        const within = AbortSignal.any([stop, AbortSignal.timeout(20_000)]);
+        const within = AbortSignal.any([stop, AbortSignal.timeout(10_000)]);
         const mark = w.pushes.length;
         let victim: { index: number; driving: boolean } | undefined;
-        if (moment === 'while driving') {
-          while (!within.aborted && victim === undefined) {
-            victim = await driver(true);
-            if (victim === undefined) await sleep(10);
+        const untilDriving = async (ms: number) => {
+          const until = Date.now() + ms;
+          for (;;) {
+            const found = await driver(true);
+            if (found !== undefined || within.aborted || Date.now() > until) return found;
+            await sleep(5);
+          }
+        };
+        if (moment === 'while driving') victim = await untilDriving(10_000);
+        else if (moment === 'after a failed build') {
+          // The run that reads the failure removes a merge request (its comment goes through the
+          // outbox) or splits the train: the kill falls somewhere in that run.
+          if (await w.nextFailedBuild(w.failedBuilds.length, within)) {
+            const found = await untilDriving(3_000);
+            if (found !== undefined) {
+              await sleep(Math.random() * 150);
+              victim = (await driver(true)) ?? { index: found.index, driving: false };
+            }
           }
         } else {
           const wanted = (ref: string) =>
@@ -400,6 +421,7 @@ export async function trainReplicasScenario(sizes: Sizes): Promise<ScenarioResul
         kills_driving: killsDriving,
         kills_after_car_push: killed['after a car push'],
         kills_while_driving: killed['while driving'],
+        kills_after_failed_build: killed['after a failed build'],
         kills_after_landing_push: killed['after a landing push'],
         events: kills.join('; ') || 'none',
         landed: landed.length,

@@ -70,6 +70,13 @@ export interface RecordedPush {
   byBot: boolean;
 }
 
+/** A build of a train branch's commit that failed (the CI's status, as the sandbox told its listeners). */
+export interface FailedBuild {
+  seq: number;
+  sha: string;
+  ref: string;
+}
+
 export interface Balancer {
   /** `http://127.0.0.1:PORT/hooks`. */
   url: string;
@@ -93,12 +100,16 @@ export interface TrainWorld {
   mergeRequests: OpenedMergeRequest[];
   /** Every push to the project since the merge requests were opened. */
   pushes: RecordedPush[];
+  /** Failed builds of train branches' commits since the merge requests were opened. */
+  failedBuilds: FailedBuild[];
   /** Resolves with the first push after `seq` that `match` accepts (or `undefined` at `signal`). */
   nextPush(
     after: number,
     match: (push: RecordedPush) => boolean,
     signal: AbortSignal,
   ): Promise<RecordedPush | undefined>;
+  /** Resolves with the first failed build after `seq` (or `undefined` at `signal`). */
+  nextFailedBuild(after: number, signal: AbortSignal): Promise<FailedBuild | undefined>;
   /** Runs git in the project's bare repository in the sandbox; the exit code and stdout. */
   git(args: string[]): Promise<{ code: number; stdout: string }>;
   /** A load balancer in front of `ports` (round robin; a replica that cannot take a delivery: the next). */
@@ -189,7 +200,34 @@ export async function createTrainWorld(options: { mergeRequests: number }): Prom
   await ci.idle();
 
   const pushes: RecordedPush[] = [];
+  const failedBuilds: FailedBuild[] = [];
   const listeners = new Set<() => void>();
+  sandbox.ctx.on.status.push((event) => {
+    if (event.project.id !== project.id || !event.ref?.startsWith('hookbot/train/')) return;
+    const latest = db.data.statuses.findLast((st) => st.project_id === project.id && st.sha === event.sha);
+    if (latest?.status !== 'failed') return;
+    failedBuilds.push({ seq: failedBuilds.length + 1, sha: event.sha, ref: event.ref });
+    for (const listener of listeners) listener();
+  });
+  /** The first of `list` after `after` that `match` accepts, once it is there (undefined at `signal`). */
+  const next = <T extends { seq: number }>(
+    list: T[],
+    after: number,
+    match: (one: T) => boolean,
+    signal: AbortSignal,
+  ) =>
+    new Promise<T | undefined>((resolve) => {
+      const check = () => {
+        const found = list.find((one) => one.seq > after && match(one));
+        if (!found && !signal.aborted) return;
+        listeners.delete(check);
+        signal.removeEventListener('abort', check);
+        resolve(found);
+      };
+      listeners.add(check);
+      signal.addEventListener('abort', check);
+      check();
+    });
   sandbox.ctx.on.push.push((event) => {
     if (event.project.id !== project.id) return;
     pushes.push({
@@ -216,20 +254,9 @@ export async function createTrainWorld(options: { mergeRequests: number }): Prom
     ideal: idealOutcome(workload, INITIAL_FILES),
     mergeRequests,
     pushes,
-    nextPush(after, match, signal) {
-      return new Promise((resolve) => {
-        const check = () => {
-          const found = pushes.find((p) => p.seq > after && match(p));
-          if (!found && !signal.aborted) return;
-          listeners.delete(check);
-          signal.removeEventListener('abort', check);
-          resolve(found);
-        };
-        listeners.add(check);
-        signal.addEventListener('abort', check);
-        check();
-      });
-    },
+    failedBuilds,
+    nextPush: (after, match, signal) => next(pushes, after, match, signal),
+    nextFailedBuild: (after, signal) => next(failedBuilds, after, () => true, signal),
     git,
     async startBalancer(ports) {
       const server = await balancer(ports);
