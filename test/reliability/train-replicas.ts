@@ -292,7 +292,7 @@ export async function trainReplicasScenario(sizes: Sizes): Promise<ScenarioResul
         if ((await queueRows()).some((row) => row.left === undefined)) return undefined;
         return (await count(`SELECT count(*) AS n FROM ${table('hookbot_outbox')}`)) === 0 ? true : undefined;
       },
-      Math.min(sizes.settleTimeoutMs, 100_000),
+      sizes.settleTimeoutMs,
       100,
     ).catch((error: unknown) => {
       finished = false;
