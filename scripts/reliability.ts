@@ -23,10 +23,12 @@ import { replicasScenario } from '../test/reliability/replicas.ts';
 import { addTotals, zeroTotals, type ScenarioResult } from '../test/reliability/report.ts';
 import { secretsScenario } from '../test/reliability/secrets.ts';
 import { readSizes, type Sizes } from '../test/reliability/sizes.ts';
+import { trainReplicasScenario } from '../test/reliability/train-replicas.ts';
 
 const scenarios: Record<string, (sizes: Sizes) => Promise<ScenarioResult>> = {
   crash: crashScenario,
   replicas: replicasScenario,
+  'train-replicas': trainReplicasScenario,
   outage: outageScenario,
   'bad-input': badInputScenario,
   'bad-files': badFilesScenario,

@@ -13,7 +13,11 @@
  * - **Push a car**: to `refs/heads/hookbot/train/...` only (any other name is refused here), with a
  *   lease on what the branch held when it was read just before.
  * - **Land**: a plain push of the target branch to the car's commit, never forced: the server refuses
- *   when the target moved (it is then not a fast-forward), and the driver rebuilds.
+ *   when the target moved (it is then not a fast-forward), and the driver rebuilds. The car may have
+ *   been built by another replica (another cache): its commit is fetched from its branch first. Before
+ *   that fetch, a push of a commit the cache lacked failed as `[remote rejected] (unpacker error)`,
+ *   which read as the target having moved: the driver rebuilt every car with a new date, so each car
+ *   was pushed again with another commit (the train-replicas reliability scenario found it).
  * - **Delete a car's branch**: with a lease on the car's commit, and only a `hookbot/train/` branch.
  */
 import { randomBytes } from 'node:crypto';
@@ -54,6 +58,9 @@ export type BuildCarOutcome =
 
 export type PushOutcome = { kind: 'pushed' } | { kind: 'moved' } | { kind: 'refused'; message: string };
 
+/** A landing's outcome: `missing` when the car's commit is neither in the cache nor on its branch. */
+export type LandOutcome = PushOutcome | { kind: 'missing' };
+
 export interface TrainGit {
   /** The identity the updater commits as (a car records it before its push). */
   readonly identity: GitIdentity;
@@ -63,8 +70,16 @@ export interface TrainGit {
    * what the branch held when read just before (one `ls-remote` for all).
    */
   pushCars(request: { targetUrl: string; cars: { branch: string; sha: string }[] }): Promise<PushOutcome>;
-  /** Fast-forwards `targetBranch` to `sha` (a plain push: refused, `moved`, when it is not a fast-forward). */
-  land(request: { targetUrl: string; targetBranch: string; sha: string }): Promise<PushOutcome>;
+  /**
+   * Fast-forwards `targetBranch` to `sha` (a plain push: refused, `moved`, when it is not a fast-forward);
+   * `sha` is fetched from `carBranch` (its train branch) when the cache does not have it.
+   */
+  land(request: {
+    targetUrl: string;
+    targetBranch: string;
+    sha: string;
+    carBranch: string;
+  }): Promise<LandOutcome>;
   /** The branches under `prefix` (a `hookbot/train/` folder) and their commits. */
   listCars(request: { targetUrl: string; prefix: string }): Promise<Map<string, string>>;
   /** Deletes `hookbot/train/` branches that still hold their `sha` (nothing else is ever deleted), in one push. */
@@ -235,18 +250,44 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
         );
       });
     },
-    land: (request) =>
-      deps.withRepository(request.targetUrl, async (repo) =>
-        pushOutcome(
-          await git(repo, [
-            'push',
-            '--porcelain',
-            '--',
-            request.targetUrl,
-            `${request.sha}:refs/heads/${request.targetBranch}`,
-          ]),
-        ),
-      ),
+    land: (request) => {
+      ownedBranch(request.carBranch);
+      return deps.withRepository(request.targetUrl, async (repo): Promise<LandOutcome> => {
+        const local = `refs/hookbot/${randomBytes(4).toString('hex')}/car`;
+        let fetched = false;
+        try {
+          if (!(await has(repo, request.sha))) {
+            fetched = true;
+            const r = await git(repo, [
+              'fetch',
+              '--quiet',
+              '--no-tags',
+              '--no-write-fetch-head',
+              '--',
+              request.targetUrl,
+              `+refs/heads/${request.carBranch}:${local}`,
+            ]);
+            if (r.code !== 0 && !/couldn't find remote ref/i.test(r.stderr)) {
+              const refused = refusal(r.stderr);
+              if (refused) return { kind: 'refused', message: refused };
+              fail('fetch', r);
+            }
+            if (!(await has(repo, request.sha))) return { kind: 'missing' };
+          }
+          return pushOutcome(
+            await git(repo, [
+              'push',
+              '--porcelain',
+              '--',
+              request.targetUrl,
+              `${request.sha}:refs/heads/${request.targetBranch}`,
+            ]),
+          );
+        } finally {
+          if (fetched) await git(repo, ['update-ref', '-d', local]);
+        }
+      });
+    },
     listCars: (request) => {
       ownedBranch(request.prefix);
       return deps.withRepository(request.targetUrl, async (repo) => {

@@ -67,8 +67,11 @@ export interface QueueWorldOptions {
   ssh?: { keyFile: string; publicKey: string; knownHostsFile: string };
   /** No branch updater (no git credentials configured): the queue cannot update branches. */
   withoutGit?: boolean;
-  /** Wraps the merge trains' git (to fail a push once, as a crash would). */
-  trainGit?: (base: TrainGit) => TrainGit;
+  /**
+   * Wraps the merge trains' git (to fail a push once, as a crash would); `another()` makes the train
+   * git of another replica: the same credentials, a git cache of its own.
+   */
+  trainGit?: (base: TrainGit, another: () => TrainGit) => TrainGit;
   /** Runs when the queue calls the branch updater, before the updater starts (to change the world in between). */
   beforeUpdate?: (request: UpdateRequest) => Promise<void>;
 }
@@ -140,16 +143,20 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     });
     if (added.status !== 201) throw new Error(`could not register the bot's key: ${added.status}`);
   }
-  const base = createBranchUpdater({
-    cacheDir: path.join(options.workDir, `${prefix}-git`),
-    credentials: options.ssh
-      ? { kind: 'ssh', keyFile: options.ssh.keyFile, knownHostsFile: options.ssh.knownHostsFile }
-      : { kind: 'https', username: bot.username, password },
-    identity: { name: 'hookbot', email: 'hookbot@example.com' },
-  });
+  let replicas = 0;
+  const updaterIn = (cacheDir: string) =>
+    createBranchUpdater({
+      cacheDir,
+      credentials: options.ssh
+        ? { kind: 'ssh', keyFile: options.ssh.keyFile, knownHostsFile: options.ssh.knownHostsFile }
+        : { kind: 'https', username: bot.username, password },
+      identity: { name: 'hookbot', email: 'hookbot@example.com' },
+    });
+  const base = updaterIn(path.join(options.workDir, `${prefix}-git`));
+  const another = () => updaterIn(path.join(options.workDir, `${prefix}-git-replica-${++replicas}`)).train;
   const updater = {
     idle: () => base.idle(),
-    train: options.trainGit ? options.trainGit(base.train) : base.train,
+    train: options.trainGit ? options.trainGit(base.train, another) : base.train,
     async update(request: UpdateRequest) {
       gitUrls.push(request.targetUrl);
       await options.beforeUpdate?.(request);

@@ -24,6 +24,8 @@ export interface SimulatedCiOptions {
   git: { username: string; password: string };
   /** How long a build takes, in ms. Default 20. */
   buildMs?: number;
+  /** Each build takes up to this much longer again, at random (ms). Default 0. */
+  buildJitterMs?: number;
   /** Builds at once. Default 64: the tests' CI never makes a build wait for a runner. */
   parallel?: number;
   /** Per branch: how its builds behave (default `normal`). */
@@ -48,7 +50,11 @@ export function startSimulatedCi(sb: Sandbox, options: SimulatedCiOptions): Simu
   const { modeOf } = options;
   const ci = startSandboxCi(sb.ctx, {
     name: options.name ?? 'ci/test',
-    check: (files) => semanticCheck(files),
+    check: async (files) => {
+      const extra = Math.random() * (options.buildJitterMs ?? 0);
+      if (extra > 0) await new Promise((resolve) => setTimeout(resolve, extra));
+      return semanticCheck(files);
+    },
     durationMs: options.buildMs ?? 20,
     parallel: options.parallel ?? 64,
     as: { token: options.token, git: options.git },

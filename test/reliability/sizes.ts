@@ -11,6 +11,9 @@ export interface Sizes {
   /** Replicas: distinct deliveries spread over three replicas, and kill -9s of random replicas. */
   replicaDeliveries: number;
   replicaKills: number;
+  /** Train replicas: merge requests queued on a merge train (`depth: 3`), and the most kill -9s made. */
+  trainMergeRequests: number;
+  trainKills: number;
   /** Outage: deliveries, and how long the sandbox answers 503. */
   outageDeliveries: number;
   outageMs: number;
@@ -39,6 +42,8 @@ export function readSizes(): Sizes {
     crashKills: int('RELIABILITY_CRASH_KILLS', small ? 2 : 5),
     replicaDeliveries: int('RELIABILITY_REPLICA_DELIVERIES', small ? 300 : 5_000),
     replicaKills: int('RELIABILITY_REPLICA_KILLS', small ? 2 : 5),
+    trainMergeRequests: int('RELIABILITY_TRAIN_MERGE_REQUESTS', small ? 8 : 16),
+    trainKills: int('RELIABILITY_TRAIN_KILLS', small ? 8 : 16),
     outageDeliveries: int('RELIABILITY_OUTAGE_DELIVERIES', small ? 150 : 1_000),
     outageMs: int('RELIABILITY_OUTAGE_MS', small ? 6_000 : 20_000),
     badDeliveries: int('RELIABILITY_BAD_DELIVERIES', small ? 1_000 : 10_000),

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import type { TrainGit } from '../../src/git/train-git.ts';
 import type { QueueEntry } from '../../src/state/store.ts';
 import {
   commitFile,
@@ -163,6 +164,39 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(w.active()).toBe(0);
     for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
     expect((await masterLine(w)).map((x) => x.sha).slice(-2)).toEqual(tested);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('another replica lands cars it did not build: their commits are fetched from their branches, nothing is built again', async () => {
+    const lands: string[] = [];
+    let other: TrainGit | undefined;
+    const w = await world('depth: 2', {
+      // Builds and car pushes in this replica's cache, landings from another's (a replica killed
+      // between the runs, as in the train-replicas reliability scenario).
+      trainGit: (base, another) => ({
+        ...base,
+        identity: base.identity,
+        land(request) {
+          lands.push(request.sha);
+          other ??= another();
+          return other.land(request);
+        },
+      }),
+    });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    const tested = cars(w).map((car) => car.sha!);
+    expect(tested).toHaveLength(2);
+    const runs = w.ci.runs;
+    await w.ci.idle();
+    await w.sweeps.run('merge_queue');
+    expect(lands).toEqual([tested[1]]);
+    expect(w.active()).toBe(0);
+    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    expect((await masterLine(w)).map((x) => x.sha).slice(-2)).toEqual(tested);
+    expect(w.ci.runs).toBe(runs);
     expect(await trainBranches(w)).toEqual([]);
   });
 

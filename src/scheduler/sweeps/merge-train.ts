@@ -325,11 +325,30 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       for (const one of going)
         for (const entry of one.entries)
           await patch(entry.itemKey, (e) => ({ ...e, car: { ...one.car, landing: at } }));
-      const pushed = await updater.train.land({ targetUrl, targetBranch: head.targetBranch, sha: last.sha! });
+      const pushed = await updater.train.land({
+        targetUrl,
+        targetBranch: head.targetBranch,
+        sha: last.sha!,
+        carBranch: last.branch,
+      });
       if (pushed.kind === 'pushed') {
         target = last.sha!;
         for (const one of going) await landed(one, target);
         cars = cars.slice(landing);
+      } else if (pushed.kind === 'missing') {
+        // The last car's commit is neither in this cache nor on its branch (a replica's push of it
+        // was lost): the cars going are built again from their records (the same commits) and
+        // pushed below; they land at a later run.
+        log.warn(
+          { sweep: 'merge_queue', car: last.id, sha: last.sha },
+          "merge train: the car's commit is not on its branch; built again from its record",
+        );
+        for (const one of going) {
+          const { pushedAt: _pushed, landing: _landing, ...record } = one.car;
+          one.car = record;
+          for (const entry of one.entries) await patch(entry.itemKey, (e) => ({ ...e, car: record }));
+        }
+        break;
       } else {
         for (const one of going)
           for (const entry of one.entries) await patch(entry.itemKey, (e) => ({ ...e, car: one.car }));
