@@ -9,8 +9,8 @@ export default defineConfig({
     // Files at once: one more than the cores. Most of a file's time is spent waiting on other
     // processes (the sandbox's git, PostgreSQL, the bot under test, a simulated CI's build), so
     // vitest's default (cores - 1, one file at a time on 2 cores) left the machine idle. Measured on
-    // the 2-core machine, idle, the whole suite: 6 min 56 s one at a time, 3 min 44 s three at a time,
-    // 3 min 57 s four at a time (docs/benchmarks.md, "npm test"). Every test waits for conditions, so
+    // the 2-core machine, the whole suite: 6 min 56 s one at a time, 3 min 44 s three at a time,
+    // 3 min 57 s four at a time (docs/benchmarks.md, "npm test's time"). Every test waits for conditions, so
     // the extra load changes durations, not outcomes. `--maxWorkers=N` overrides it.
     maxWorkers: availableParallelism() + 1,
     testTimeout: 20_000,

@@ -9,8 +9,10 @@
  * And the one question about history the merge requests' refresh asks (refresh-merge-requests.ts):
  * which commits a push brought (8.x `commits_between(oldrev, newrev)`).
  *
- * Both run the git CLI on the bare repositories (`<reposDir>/<id>.git`) with the environment git.ts
- * uses: no system or user configuration, no background gc, `LC_ALL=C`.
+ * Refs and history are read through the repositories' own readers (`ctx.git`: in-process, no
+ * process per read); a fork's fetch and the ref's update run the git CLI on the bare repositories
+ * (`<reposDir>/<id>.git`) with the environment git.ts uses: no system or user configuration, no
+ * background gc, `LC_ALL=C`.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -100,34 +102,19 @@ export function keepMergeRequestRef(ctx: SandboxContext, mr: MergeRequestRec): P
         `+refs/heads/${mr.source_branch}:${ref}`,
       ]);
       if (fetched.code !== 0) return undefined;
-      return readRef(reposDir, target, ref);
+      return ctx.git.resolve(mr.target_project_id, ref);
     }
-    const head = await readRef(reposDir, target, `refs/heads/${mr.source_branch}`);
+    const head = await ctx.git.resolve(mr.target_project_id, `refs/heads/${mr.source_branch}`);
     if (!head) return undefined;
     const moved = await git(reposDir, ['-C', target, 'update-ref', ref, head]);
     return moved.code === 0 ? head : undefined;
   });
 }
 
-async function readRef(reposDir: string, repo: string, ref: string): Promise<string | undefined> {
-  const r = await git(reposDir, [
-    '-C',
-    repo,
-    'rev-parse',
-    '--verify',
-    '--quiet',
-    '--end-of-options',
-    `${ref}^{commit}`,
-  ]);
-  const sha = r.stdout.trim();
-  return r.code === 0 && FULL_SHA.test(sha) ? sha : undefined;
-}
-
 /** Where `refs/merge-requests/<iid>/head` points, or undefined. */
 export function mergeRequestRefHead(ctx: SandboxContext, mr: MergeRequestRec): Promise<string | undefined> {
-  const reposDir = ctx.reposDir;
-  if (!reposDir) return Promise.resolve(undefined);
-  return readRef(reposDir, path.join(reposDir, `${mr.target_project_id}.git`), mergeRequestRef(mr));
+  if (!ctx.reposDir) return Promise.resolve(undefined);
+  return ctx.git.resolve(mr.target_project_id, mergeRequestRef(mr));
 }
 
 /**
@@ -141,22 +128,17 @@ export async function commitsBetween(
   before: string,
   after: string,
 ): Promise<Set<string>> {
-  const reposDir = ctx.reposDir;
   if (
-    !reposDir ||
+    !ctx.reposDir ||
     !FULL_SHA.test(before) ||
     !FULL_SHA.test(after) ||
     before === NULL_SHA ||
     after === NULL_SHA
   )
     return new Set();
-  const r = await git(reposDir, [
-    '-C',
-    path.join(reposDir, `${projectId}.git`),
-    'rev-list',
-    `${before}..${after}`,
-  ]);
-  return new Set(r.code === 0 ? r.stdout.split('\n').filter((line) => FULL_SHA.test(line)) : []);
+  // The repositories' own history reader (in-process for a line of commits, git otherwise).
+  const { commits } = await ctx.git.compare(projectId, before, projectId, after, { diffs: false });
+  return new Set(commits.map((commit) => commit.id));
 }
 
 /**

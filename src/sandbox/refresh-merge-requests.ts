@@ -34,13 +34,15 @@ async function closeMergedByPush(ctx: SandboxContext, push: PushEvent, branch: s
   if (into.length === 0) return;
   const pushed = await commitsBetween(ctx, push.project.id, push.before, push.after);
   if (pushed.size === 0) return;
-  // The source heads, one read of the branches per source project (not one per merge request).
-  const heads = new Map<number, Promise<Map<string, GitCommit>>>();
-  const headsOf = (projectId: number) => {
-    let read = heads.get(projectId);
+  // The source heads: one ref read per source branch (not a read of every branch of the project,
+  // which cost a merge into a project of some hundred branches a few hundred milliseconds).
+  const heads = new Map<string, Promise<GitCommit | undefined>>();
+  const headOf = (projectId: number, branch: string) => {
+    const key = `${projectId}\0${branch}`;
+    let read = heads.get(key);
     if (!read) {
-      read = ctx.git.branches(projectId).then((list) => new Map(list.map((b) => [b.name, b.commit])));
-      heads.set(projectId, read);
+      read = ctx.git.branch(projectId, branch);
+      heads.set(key, read);
     }
     return read;
   };
@@ -49,7 +51,7 @@ async function closeMergedByPush(ctx: SandboxContext, push: PushEvent, branch: s
     if (!db.data.projects.some((p) => p.id === mr.source_project_id)) continue;
     // The head 8.x compares is the one of the merge request's last diff: the source branch's head, or
     // where its ref was left when the branch is gone.
-    const head = (await headsOf(mr.source_project_id)).get(mr.source_branch);
+    const head = await headOf(mr.source_project_id, mr.source_branch);
     const sha = head?.id ?? (await mergeRequestRefHead(ctx, mr));
     if (!sha || !pushed.has(sha)) continue;
     const commit = head ?? (await ctx.git.commit(mr.target_project_id, sha));
