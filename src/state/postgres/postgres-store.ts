@@ -97,6 +97,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #chain: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
   #refreshing: Promise<void> | undefined;
+  /** The reload that follows the one under way, shared by the callers that arrived during it. */
+  #nextRefresh: Promise<void> | undefined;
   /** Keys written while a reload reads: they keep this replica's value (`collection\0key`). */
   #touched: Set<string> | undefined;
   /** About how many de-dup keys the table holds (pruned past maxDedupKeys). */
@@ -421,8 +423,30 @@ class PostgresStore extends HeldStateStore implements Fleet {
     }
   }
 
+  /**
+   * Reloads from the database, by a reload that starts after this call: a caller that just took a
+   * lease (a sweep, a merge train's driver) must see what the previous holder wrote before it let
+   * go, which a reload already under way may have read too early. Callers that arrive during a
+   * reload share the one that follows it.
+   */
   refresh(): Promise<void> {
     this.assertOpen();
+    if (this.#refreshing === undefined) return this.#refreshNow();
+    this.#nextRefresh ??= this.#refreshing
+      .catch(() => undefined)
+      .then(() => {
+        this.#nextRefresh = undefined;
+        return this.isOpen ? this.#refreshNow() : undefined;
+      });
+    return this.#nextRefresh;
+  }
+
+  /** The timer's reload: one under way will do. */
+  #refreshJoin(): Promise<void> {
+    return this.#refreshing ?? this.#refreshNow();
+  }
+
+  #refreshNow(): Promise<void> {
     this.#refreshing ??= (async () => {
       try {
         await this.#heartbeat();
@@ -1002,7 +1026,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   async #refreshQuietly(): Promise<void> {
     if (!this.isOpen) return;
     try {
-      await this.refresh();
+      await this.#refreshJoin();
       if (this.#refreshFailures > 0)
         this.options.log?.info({ failures: this.#refreshFailures }, 'the state database answers again');
       this.#refreshFailures = 0;

@@ -3,6 +3,7 @@
  * against it too): several replicas on one database, leases that expire, the schema's versions,
  * and a database that goes away and comes back. Real PostgreSQL, a schema per test.
  */
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createPostgresStore,
@@ -54,6 +55,37 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, several replicas', () => 
       expect(ra.id).toBe(rb.id);
     }
     expect(await a.fleetInbox()).toBe(20);
+  });
+
+  it('a refresh asked for while one is under way reads the database again after it: what another replica wrote meanwhile is seen', async () => {
+    const shared = schema();
+    const a = await replica('a', shared);
+    const b = await replica('b', shared);
+    // The reload under way is held after it has read the next runs, before its parked deliveries: a
+    // lock on that table, taken by a connection of the test's own.
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await admin.connect();
+    try {
+      await admin.query('BEGIN');
+      await admin.query(`LOCK TABLE "${shared}".hookbot_parked_deliveries IN ACCESS EXCLUSIVE MODE`);
+      const first = a.refresh();
+      await until(async () => {
+        const waiting = await adminQuery(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%hookbot_parked_deliveries%'`,
+        );
+        return waiting.rowCount! > 0;
+      }, 'the first refresh waits on the lock, its next runs read');
+      await b.setNextRun('merge_queue', undefined, 4242);
+      // Asked now (a replica that just took a lease): it must see b's write.
+      const second = a.refresh();
+      await admin.query('COMMIT');
+      await first;
+      await second;
+      expect(a.nextRun('merge_queue')).toBe(4242);
+    } finally {
+      await admin.query('ROLLBACK').catch(() => undefined);
+      await admin.end();
+    }
   });
 
   it('an action planned on two replicas at once is created by one of them only', async () => {
