@@ -197,6 +197,39 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     expect(await botNotes(w, second.id)).toHaveLength(1);
   });
 
+  it('killed right after a merge request was marked as left: its removal comment is still posted, once', async () => {
+    const w = await world();
+    const first = await mergeRequest(w, 'k-one', { 'shared.txt': 'one\nTWO by first\nthree\n' });
+    const second = await mergeRequest(w, 'k-two', { 'shared.txt': 'one\nTWO by second\nthree\n' });
+    await w.ci.idle();
+    await w.processItem(first.id);
+    await w.processItem(second.id);
+    // The process "dies" right after the store took the entry's `left` mark (the write is done, the
+    // steps after it never run): the same store object is shared by every part of the world.
+    const enqueue = w.store.enqueue.bind(w.store);
+    let killed = false;
+    w.store.enqueue = async (entry) => {
+      await enqueue(entry);
+      if (entry.left && entry.mrId === second.id && !killed) {
+        killed = true;
+        throw new Error('killed right after the left mark');
+      }
+    };
+    await w.drive(() => w.active() === 0, 'the queue to empty');
+    expect(killed).toBe(true);
+    expect((await w.admin.mergeRequests.get(w.project.id, first.id)).state).toBe('merged');
+    expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('opened');
+    // What the dead process did not do, the retry sweep does once its lease on the call is over.
+    w.clock.offset += 2 * 60_000;
+    await w.sweeps.run('retries');
+    const notes = await botNotes(w, second.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/k-two conflicts with master at [0-9a-f]{7} in `shared\.txt`/);
+    await w.sweeps.run('retries');
+    await w.sweeps.run('merge_queue');
+    expect(await botNotes(w, second.id)).toHaveLength(1);
+  });
+
   it('a status that never reports holds the queue only until the timeout; then the next one goes', async () => {
     // The stuck head is tested and waits.
     const {

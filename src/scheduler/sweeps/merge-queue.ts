@@ -362,7 +362,6 @@ export async function runMergeQueue(
       carCap: _cap,
       ...kept
     } = entry;
-    await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });
     const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\`: ${why}. ${REENTER}`;
     const planned: PlannedCall = {
       action: 'comment',
@@ -373,7 +372,12 @@ export async function runMergeQueue(
         args: { project: mr.project_id, merge_request_id: mr.id, body },
       },
     };
-    const call = await viaExecutor(entry, planned, { origin: 'merge_queue' });
+    // The comment is in the outbox before the entry is marked as left: a process killed between the
+    // two writes leaves a comment the retry sweep sends and an entry the next run removes again (the
+    // same comment then, which the executor finds posted and skips); the other order lost the comment.
+    const id = await toOutbox(entry, planned, { origin: 'merge_queue' });
+    await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });
+    const call = await runOutbox(id);
     return {
       ...base(entry),
       outcome: 'removed',
@@ -389,6 +393,15 @@ export async function runMergeQueue(
     planned: PlannedCall,
     extra: Partial<StoredCall>,
   ): Promise<CallReport> {
+    return runOutbox(await toOutbox(entry, planned, extra));
+  }
+
+  /** Puts a planned call in the outbox under its id (the retry sweep sends it if this process cannot). */
+  async function toOutbox(
+    entry: QueueEntry,
+    planned: PlannedCall,
+    extra: Partial<StoredCall>,
+  ): Promise<string> {
     const id = actionIdOf(entry.itemKey, entry.rule, planned.call);
     const stored: StoredCall = {
       v: 1,
@@ -404,6 +417,10 @@ export async function runMergeQueue(
       call: stored,
       nextTryAt: deps.now() + LEASE_MS,
     });
+    return id;
+  }
+
+  async function runOutbox(id: string): Promise<CallReport> {
     const action = store.getAction(id);
     if (!action) throw new Error(`outbox lost action ${id}`);
     return executor.retryAction(action);
