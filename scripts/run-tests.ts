@@ -1,7 +1,7 @@
 /**
  * `npm test` (`node --import tsx scripts/run-tests.ts [vitest arguments]`): the tools the tests
  * drive, installed when missing; the type check; lint; vitest once (its JSON reporter gives exact
- * counts); the reliability suite's small configuration (about 2 minutes, docs/reliability.md, each
+ * counts); the reliability suite's small configuration (about 2.5 minutes, docs/reliability.md, each
  * scenario counted as one test). Every stage runs whatever the others did, and the run ends with
  * each stage's outcome and the plain line CI reads, `N passed, N failed` (scripts/test-stages.ts).
  */
