@@ -200,6 +200,39 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(await trainBranches(w)).toEqual([]);
   });
 
+  it('a server that marks landed merge requests merged in the background: read again until it shows, said when it never does', async () => {
+    const w = await world('depth: 2');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    await w.ci.idle();
+    // From the landing on, the bot reads a as open twice before it shows merged (8.x merges it in a
+    // background job after the push), and b as open always (a server that never does).
+    const get = w.client.mergeRequests.get.bind(w.client.mergeRequests);
+    let staleReadsOfA = 2;
+    w.client.mergeRequests.get = async (projectId, id) => {
+      const mr = await get(projectId, id);
+      if (mr.state !== 'merged') return mr;
+      if (id === a.id && staleReadsOfA > 0) {
+        staleReadsOfA--;
+        return { ...mr, state: 'opened' };
+      }
+      return id === b.id ? { ...mr, state: 'opened' } : mr;
+    };
+    const report = (await w.sweeps.run('merge_queue')) as {
+      items: { itemKey: string; outcome: string; detail: string }[];
+    };
+    const of = (id: number) =>
+      report.items.find((item) => item.itemKey.endsWith(`:${id}`) && item.outcome === 'merged');
+    expect(staleReadsOfA).toBe(0);
+    expect(of(a.id)?.detail).toContain('the server marked it merged');
+    expect(of(b.id)?.detail).toMatch(
+      /the server had not marked it merged 1\.6 s after the push \(it was opened\)/,
+    );
+    expect(w.active()).toBe(0);
+  });
+
   it('a failing car leaves with one comment; only the cars behind it are rebuilt', async () => {
     const w = await world('depth: 3');
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
