@@ -195,3 +195,31 @@ export function gitServiceRun(
     },
   };
 }
+
+/**
+ * A push's consequences, after its answer, as 8.x runs them (gitlab-shell's post-receive queues
+ * `PostReceive`, a background job): in push order per project; `pushWorkIdle` waits for all of them.
+ */
+const pushWork = new WeakMap<
+  SandboxContext,
+  { chains: Map<number, Promise<void>>; pending: Set<Promise<void>> }
+>();
+
+export function afterPush(ctx: SandboxContext, projectId: number, work: () => Promise<void>): void {
+  let state = pushWork.get(ctx);
+  if (!state) pushWork.set(ctx, (state = { chains: new Map(), pending: new Set() }));
+  const { chains, pending } = state;
+  const done = (chains.get(projectId) ?? Promise.resolve()).then(work).catch(() => undefined);
+  chains.set(projectId, done);
+  pending.add(done);
+  void done.then(() => {
+    pending.delete(done);
+    if (chains.get(projectId) === done) chains.delete(projectId);
+  });
+}
+
+/** Resolves once no push's consequences are left to run. */
+export async function pushWorkIdle(ctx: SandboxContext): Promise<void> {
+  const pending = pushWork.get(ctx)?.pending;
+  while (pending && pending.size > 0) await Promise.allSettled([...pending]);
+}

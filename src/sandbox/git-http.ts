@@ -19,7 +19,7 @@ import type { Request, Response, Router } from 'express';
 import type { SandboxContext } from './context.ts';
 import type { UserRec } from './db.ts';
 import { gitBinary } from './git/binary.ts';
-import { decideGitAccess, type GitService, gitServiceRun, projectByPath } from './git-access.ts';
+import { afterPush, decideGitAccess, type GitService, gitServiceRun, projectByPath } from './git-access.ts';
 
 /** Who is asking, and what they may do. `undefined` user: anonymous. */
 interface GitCaller {
@@ -160,8 +160,9 @@ export function registerGitHttp(app: Router, ctx: SandboxContext, options: GitHt
         } else req.pipe(child.stdin);
       });
     } finally {
-      // The push's consequences land before the answer ends, as a file commit's do before its answer.
-      await run.finish();
+      // The push's consequences (events, hooks, merge requests refreshed) after the answer, in push
+      // order per project, as 8.x's background job runs them (git-access.ts, afterPush).
+      afterPush(ctx, access.project.id, () => run.finish());
     }
     if (!res.writableEnded) res.end();
   }

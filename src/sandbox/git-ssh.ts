@@ -21,7 +21,7 @@ import ssh2 from 'ssh2';
 import type { AuthContext, ServerChannel } from 'ssh2';
 import type { SandboxContext } from './context.ts';
 import type { UserRec } from './db.ts';
-import { decideGitAccess, type GitService, gitServiceRun, projectByPath } from './git-access.ts';
+import { afterPush, decideGitAccess, type GitService, gitServiceRun, projectByPath } from './git-access.ts';
 
 const { Server, utils } = ssh2;
 
@@ -156,8 +156,8 @@ export async function startGitSsh(ctx: SandboxContext, options: GitSshOptions): 
         child.stderr.pipe(channel.stderr, { end: false });
       });
     } finally {
-      // The push's consequences land before the client is told the command ended, as over HTTP.
-      await run.finish();
+      // The push's consequences after the command ended, as over HTTP (git-access.ts, afterPush).
+      afterPush(ctx, decision.project.id, () => run.finish());
     }
     if (!channel.writable) return;
     channel.exit(code);

@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { authenticate } from './auth.ts';
 import { type SimulatedCi, type SimulatedCiOptions, startSimulatedCi } from './ci/simulated-ci.ts';
-import type { SandboxContext } from './context.ts';
+import type { HookDispatcher, SandboxContext } from './context.ts';
 import { dataFile, prepareDataFolder, reposFolderOf } from './data-file.ts';
 import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './db.ts';
 import { createGitRepos } from './git.ts';
-import { installPushHooks } from './git-access.ts';
+import { installPushHooks, pushWorkIdle } from './git-access.ts';
 import { ensureMergeRequestRefs } from './merge-request-refs.ts';
 import { registerGitHttp } from './git-http.ts';
 import { type GitSshServer, startGitSsh } from './git-ssh.ts';
@@ -198,7 +198,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const ctx: SandboxContext = {
     db,
     git: createGitRepos(reposDir),
-    hooks: createHookDispatcher(db, { timeoutMs: options.hookTimeoutMs ?? 10_000 }),
+    hooks: afterPushes(createHookDispatcher(db, { timeoutMs: options.hookTimeoutMs ?? 10_000 }), () => ctx),
     on: { push: [], status: [] },
     baseUrl: () => baseUrl,
     sshBase: () => sshBase,
@@ -269,11 +269,26 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         server.closeAllConnections();
       });
       await ssh?.close();
+      await pushWorkIdle(ctx);
       await ctx.hooks.close();
       ctx.git.close?.();
       await writing;
       if (tempRepos) await rm(tempRepos, { recursive: true, force: true });
       await rm(gitWork, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The dispatcher, whose `idle()` also waits for the consequences of pushes still to run (they emit
+ * hooks of their own, after the push's answer: git-access.ts, afterPush).
+ */
+function afterPushes(hooks: HookDispatcher, ctx: () => SandboxContext): HookDispatcher {
+  return {
+    ...hooks,
+    async idle() {
+      await pushWorkIdle(ctx());
+      await hooks.idle();
     },
   };
 }

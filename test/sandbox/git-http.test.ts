@@ -175,6 +175,10 @@ describe('sandbox git over HTTP', () => {
     const sha = await commit(dir, 'feature.txt', 'feature\n');
     const push = await git(dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/feature']);
     expect(push.code).toBe(0);
+    // The branch is there at once; the push's consequences come after its answer, as 8.x's
+    // background job (PostReceive) runs them: they are waited for.
+    expect((await sb().ctx.git.branch(w.project.id, 'feature'))?.id).toBe(sha);
+    await sb().ctx.hooks.idle();
     expect(pushes.filter((p) => p.project.id === w.project.id)).toEqual([
       expect.objectContaining({
         ref: 'refs/heads/feature',
@@ -193,6 +197,7 @@ describe('sandbox git over HTTP', () => {
     // A second push to master is a fast-forward from `before`.
     const second = await commit(dir, 'more.txt', 'more\n');
     expect((await git(dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/master'])).code).toBe(0);
+    await sb().ctx.hooks.idle();
     expect(pushes.at(-1)).toMatchObject({ ref: 'refs/heads/master', before, after: second });
   });
 
@@ -256,6 +261,7 @@ describe('sandbox git over HTTP', () => {
 
     const next = await commit(dir, 'topic.txt', 'two\n');
     expect((await git(dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/topic'])).code).toBe(0);
+    await sb().ctx.hooks.idle(); // the push's consequences, after its answer
     const after = await call('GET', `/projects/${w.project.id}/merge_requests/${mr.body.id}`);
     expect(after.body).toMatchObject({ sha: next, merge_when_build_succeeds: false, state: 'opened' });
     // The old head's success merges nothing: the automatic merge is gone.

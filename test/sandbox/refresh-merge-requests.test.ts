@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
+import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { mergeRequestRefHead } from '../../src/sandbox/merge-request-refs.ts';
 import { DEVELOPER, MASTER, REPORTER } from '../../src/sandbox/permissions.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
@@ -62,8 +63,19 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
       body: { url: 'http://127.0.0.1:9/hook', push_events: true, merge_requests_events: true },
     });
     const url = `${sb().sb.url}/${owner.username}/${project.path}.git`;
-    const as = (who: { user: { username: string }; password: string }) =>
-      gitUser(home, { username: who.user.username, password: who.password }, url);
+    // A push's consequences (this refresh among them) run after its answer, as 8.x's background job
+    // runs them: each push here waits for them before the test reads what they did.
+    const as = async (who: { user: { username: string }; password: string }): Promise<GitUser> => {
+      const g = await gitUser(home, { username: who.user.username, password: who.password }, url);
+      return {
+        ...g,
+        async git(...args: string[]) {
+          const out = await g.git(...args);
+          if (args[0] === 'push') await pushWorkIdle(sb().ctx);
+          return out;
+        },
+      };
+    };
     const mrPath = `/projects/${project.id}/merge_requests`;
     const open = async (source: string, title: string, extra: Record<string, unknown> = {}) => {
       const res = await call('POST', mrPath, {
@@ -217,6 +229,7 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
         );
       await run(['clone', '--quiet', sshUrl, '.']);
       await run(['push', '--quiet', 'origin', 'origin/ssh-topic:refs/heads/master']);
+      await pushWorkIdle(sb().ctx);
       expect(await w.mr(opened.id)).toMatchObject({ state: 'merged', sha: head });
     });
 

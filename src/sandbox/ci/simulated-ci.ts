@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PushEvent, SandboxContext } from '../context.ts';
 import type { ProjectRec } from '../db.ts';
+import { pushWorkIdle } from '../git-access.ts';
 import { accessLevel, DEVELOPER, pathWithNamespace } from '../permissions.ts';
 import { ciUser, type CiCredentials } from './ci-user.ts';
 import { runScript, type ScriptResult } from './script.ts';
@@ -271,6 +272,8 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
       return result.ok;
     },
     async idle() {
+      // Pushes tell the CI after their answer (git-access.ts, afterPush): those still to come first.
+      await pushWorkIdle(ctx);
       while (active.size > 0) await Promise.all([...active]);
     },
     async stop() {
