@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRec, UserRec } from '../../src/sandbox/db.ts';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
+import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { DEVELOPER, GUEST, MASTER, REPORTER } from '../../src/sandbox/permissions.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import { gitSshCommand, knownHostsFile, sshKeyPair, type KeyPair } from '../helpers/ssh-keys.ts';
@@ -357,7 +358,7 @@ describe('who may push what (8.x rules), over HTTP and SSH', { timeout: 120_000 
   ] as const)(
     'default_branch_protection %i: the first push of the default branch protects it as the setting says',
     async (level, isProtected, developersCanPush, fastForward, force) => {
-      const { call, db } = sb();
+      const { call, ctx, db } = sb();
       expect(
         (await call('PUT', '/application/settings', { body: { default_branch_protection: level } })).status,
       ).toBe(200);
@@ -380,6 +381,9 @@ describe('who may push what (8.x rules), over HTTP and SSH', { timeout: 120_000 
           run.code === 0 ? 'allowed' : (/^remote: (GitLab: .*?)\s*$/m.exec(run.stderr)?.[1] ?? run.stderr);
 
         expect(shown(await as('developer', `${commits.base}:refs/heads/master`))).toBe('allowed');
+        // The protection comes with the push's consequences, after its answer (8.x's GitPushService,
+        // in the PostReceive background job).
+        await pushWorkIdle(ctx);
         const branch = (await call('GET', `/projects/${project.id}/repository/branches/master`)).body;
         expect(branch).toMatchObject({
           protected: isProtected,

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PushEvent } from '../../src/sandbox/context.ts';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
+import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { parseGitCommand } from '../../src/sandbox/git-ssh.ts';
 import { DEVELOPER, MASTER, REPORTER } from '../../src/sandbox/permissions.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
@@ -150,6 +151,7 @@ describe('sandbox git over SSH', { timeout: 60_000 }, () => {
     const push = await git(keys.developer!, dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/feature']);
     expect(push.stderr).toBe('');
     expect(push.code).toBe(0);
+    await pushWorkIdle(sb().ctx); // a push's consequences come after its answer, as on 8.x
     expect(pushes.filter((p) => p.project.id === w.project.id)).toEqual([
       expect.objectContaining({
         ref: 'refs/heads/feature',
@@ -214,7 +216,8 @@ describe('sandbox git over SSH', { timeout: 60_000 }, () => {
     expect((await git(keys.master!, dir, ['push', '--quiet', 'origin', 'HEAD:refs/heads/topic'])).code).toBe(
       0,
     );
-    // Told before the push command ended, as over HTTP.
+    // The push's consequences come after the command ended, as over HTTP (and on 8.x).
+    await pushWorkIdle(ctx);
     const after = await call('GET', `/projects/${w.project.id}/merge_requests/${mr.body.id}`);
     expect(after.body).toMatchObject({ sha: next, merge_when_build_succeeds: false, state: 'opened' });
     await ctx.hooks.idle();

@@ -65,17 +65,8 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
     const url = `${sb().sb.url}/${owner.username}/${project.path}.git`;
     // A push's consequences (this refresh among them) run after its answer, as 8.x's background job
     // runs them: each push here waits for them before the test reads what they did.
-    const as = async (who: { user: { username: string }; password: string }): Promise<GitUser> => {
-      const g = await gitUser(home, { username: who.user.username, password: who.password }, url);
-      return {
-        ...g,
-        async git(...args: string[]) {
-          const out = await g.git(...args);
-          if (args[0] === 'push') await pushWorkIdle(sb().ctx);
-          return out;
-        },
-      };
-    };
+    const as = async (who: { user: { username: string }; password: string }): Promise<GitUser> =>
+      settled(await gitUser(home, { username: who.user.username, password: who.password }, url));
     const mrPath = `/projects/${project.id}/merge_requests`;
     const open = async (source: string, title: string, extra: Record<string, unknown> = {}) => {
       const res = await call('POST', mrPath, {
@@ -86,6 +77,18 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
     };
     const mr = async (id: number) => (await call('GET', `${mrPath}/${id}`)).body;
     return { project, owner, master, developer, reporter, url, as, open, mr, mrPath };
+  }
+
+  /** `g`, whose pushes wait for the push's consequences (they run after its answer, as on 8.x). */
+  function settled(g: GitUser): GitUser {
+    return {
+      ...g,
+      async git(...args: string[]) {
+        const out = await g.git(...args);
+        if (args[0] === 'push') await pushWorkIdle(sb().ctx);
+        return out;
+      },
+    };
   }
 
   /** A branch pushed by `who` from master with one commit; its head. */
@@ -259,10 +262,8 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
       const fork = await call('POST', `/projects/fork/${w.project.id}`, { token: forker.user.private_token });
       expect(fork.status).toBe(201);
       const forkUrl = `${sb().sb.url}/${forker.user.username}/${fork.body.path}.git`;
-      const inFork = await gitUser(
-        home,
-        { username: forker.user.username, password: forker.password },
-        forkUrl,
+      const inFork = settled(
+        await gitUser(home, { username: forker.user.username, password: forker.password }, forkUrl),
       );
       const head = await pushBranch(inFork, 'from-fork', 'fork.txt');
       const opened = await call('POST', `/projects/${fork.body.id}/merge_requests`, {
@@ -344,10 +345,8 @@ describe('sandbox: a push refreshes the merge requests around it', { timeout: 60
       const fork = await call('POST', `/projects/fork/${w.project.id}`, { token: forker.user.private_token });
       expect(fork.status).toBe(201);
       const forkUrl = `${sb().sb.url}/${forker.user.username}/${fork.body.path}.git`;
-      const inFork = await gitUser(
-        home,
-        { username: forker.user.username, password: forker.password },
-        forkUrl,
+      const inFork = settled(
+        await gitUser(home, { username: forker.user.username, password: forker.password }, forkUrl),
       );
       const first = await pushBranch(inFork, 'fork-work', 'f1.txt');
       const opened = await call('POST', `/projects/${fork.body.id}/merge_requests`, {
