@@ -111,6 +111,30 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     return (await git(repo, ['cat-file', '-e', '--end-of-options', `${sha}^{commit}`])).code === 0;
   }
 
+  /**
+   * Fetches `refspecs` from `url` into the cache; a ref the remote lacks is no error (the caller
+   * checks what it needed with `has`). The server's refusal (credentials, permission) is answered.
+   */
+  async function fetchInto(
+    repo: string,
+    url: string,
+    refspecs: string[],
+  ): Promise<{ refused: string } | undefined> {
+    const r = await git(repo, [
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--no-write-fetch-head',
+      '--',
+      url,
+      ...refspecs,
+    ]);
+    if (r.code === 0 || /couldn't find remote ref/i.test(r.stderr)) return undefined;
+    const refused = refusal(r.stderr);
+    if (refused) return { refused };
+    return fail('fetch', r);
+  }
+
   function pushOutcome(run: { code: number; stdout: string; stderr: string }): PushOutcome {
     if (run.code === 0) return { kind: 'pushed' };
     const output = `${run.stdout}\n${run.stderr}`;
@@ -138,20 +162,10 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
       if (!(await has(repo, request.base))) {
         const local = `refs/hookbot/${id}/base`;
         temp.push(local);
-        const r = await git(repo, [
-          'fetch',
-          '--quiet',
-          '--no-tags',
-          '--no-write-fetch-head',
-          '--',
-          request.targetUrl,
+        const fetched = await fetchInto(repo, request.targetUrl, [
           `+refs/heads/${request.baseBranch}:${local}`,
         ]);
-        if (r.code !== 0 && !/couldn't find remote ref/i.test(r.stderr)) {
-          const refused = refusal(r.stderr);
-          if (refused) return { kind: 'refused', message: refused };
-          fail('fetch', r);
-        }
+        if (fetched) return { kind: 'refused', message: fetched.refused };
         if (!(await has(repo, request.base))) return { kind: 'missing-base' };
       }
       // The heads the cache does not have yet, in one fetch from the target project's refs.
@@ -162,22 +176,8 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
           temp.push(local);
           wanted.push(`+refs/merge-requests/${member.iid}/head:${local}`);
         }
-      if (wanted.length > 0) {
-        const r = await git(repo, [
-          'fetch',
-          '--quiet',
-          '--no-tags',
-          '--no-write-fetch-head',
-          '--',
-          request.targetUrl,
-          ...wanted,
-        ]);
-        if (r.code !== 0 && !/couldn't find remote ref/i.test(r.stderr)) {
-          const refused = refusal(r.stderr);
-          if (refused) return { kind: 'refused', message: refused };
-          fail('fetch', r);
-        }
-      }
+      const heads = wanted.length > 0 ? await fetchInto(repo, request.targetUrl, wanted) : undefined;
+      if (heads) return { kind: 'refused', message: heads.refused };
       const env = {
         GIT_AUTHOR_NAME: request.identity.name,
         GIT_AUTHOR_EMAIL: request.identity.email,
@@ -258,20 +258,10 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
         try {
           if (!(await has(repo, request.sha))) {
             fetched = true;
-            const r = await git(repo, [
-              'fetch',
-              '--quiet',
-              '--no-tags',
-              '--no-write-fetch-head',
-              '--',
-              request.targetUrl,
+            const car = await fetchInto(repo, request.targetUrl, [
               `+refs/heads/${request.carBranch}:${local}`,
             ]);
-            if (r.code !== 0 && !/couldn't find remote ref/i.test(r.stderr)) {
-              const refused = refusal(r.stderr);
-              if (refused) return { kind: 'refused', message: refused };
-              fail('fetch', r);
-            }
+            if (car) return { kind: 'refused', message: car.refused };
             if (!(await has(repo, request.sha))) return { kind: 'missing' };
           }
           return pushOutcome(

@@ -209,7 +209,11 @@ export function afterPush(ctx: SandboxContext, projectId: number, work: () => Pr
   let state = pushWork.get(ctx);
   if (!state) pushWork.set(ctx, (state = { chains: new Map(), pending: new Set() }));
   const { chains, pending } = state;
-  const done = (chains.get(projectId) ?? Promise.resolve()).then(work).catch(() => undefined);
+  // A failure is said where the sandbox's other background failures are (its own output); the
+  // next push's consequences still run.
+  const done = (chains.get(projectId) ?? Promise.resolve())
+    .then(work)
+    .catch((error: unknown) => console.error("sandbox: a push's consequences failed", error));
   chains.set(projectId, done);
   pending.add(done);
   void done.then(() => {

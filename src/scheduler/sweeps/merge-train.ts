@@ -306,7 +306,11 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
     const pending = Object.entries(statuses).filter(([, b]) => b !== 'passed');
     return pending.length > 0 ? { kind: 'pending', pending, statuses } : { kind: 'green' };
   }
-  while (cars.length > 0) {
+  /** The car each merge request still in a queue rides in now (after an evaluation may have moved it). */
+  const carIds = () => new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));
+  /** Step 2, once per run: 'stop' when the run must end here (git refused the landing). */
+  async function landFront(): Promise<'on' | 'stop'> {
+    if (cars.length === 0) return 'on';
     let green = 0;
     let stop: Verdict = { kind: 'green' };
     for (; green < cars.length; green++) {
@@ -323,7 +327,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
           await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
             trigger,
           ]);
-      const riding = new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));
+      const riding = carIds();
       landing = cars.findIndex(
         (one, i) => i < green && one.entries.some((e) => riding.get(e.itemKey) !== one.car.id),
       );
@@ -364,7 +368,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
           one.car = record;
           for (const entry of one.entries) await patch(entry.itemKey, (e) => ({ ...e, car: record }));
         }
-        break;
+        return 'on';
       } else {
         for (const one of going)
           for (const entry of one.entries) await patch(entry.itemKey, (e) => ({ ...e, car: one.car }));
@@ -376,43 +380,41 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
           for (const one of going)
             for (const entry of one.entries)
               say(entry, 'error', `the bot could not push ${head.targetBranch}: ${pushed.message}`);
-          return steps;
+          return 'stop';
         }
         // The target moved meanwhile: every car is built again on it.
         target = (await client.branches.get(head.projectId, head.targetBranch)).commit.id;
         await cut(cars);
         cars = [];
-        break;
+        return 'on';
       }
     }
     if (landing < green) {
       const front = cars[0]!;
-      const held = new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));
+      const held = carIds();
       for (const entry of front.entries)
         if (held.get(entry.itemKey) !== front.car.id)
           say(entry, 'dropped', 'its rule no longer holds at the landing (evaluated again)');
-      stale.set(front.car.branch, front.car.sha);
       await cut(cars);
       cars = [];
-      break;
+      return 'on';
     }
-    if (cars.length === 0 || stop.kind === 'unbuilt') break;
+    if (cars.length === 0 || stop.kind === 'unbuilt') return 'on';
     // The first car that is not green is the front now.
     const front = cars[0]!;
     const onTop = (entry: QueueEntry) =>
       `the train's car ${short(front.car.sha)} (${entry.targetBranch} at ${short(front.car.base)} with ${front.car.iids.map((n) => `!${n}`).join(', ')})`;
     if (stop.kind === 'left') {
-      stale.set(front.car.branch, front.car.sha);
       await cut(cars);
       cars = [];
-      break;
+      return 'on';
     }
     if (stop.kind === 'red') {
       const { red } = stop;
       await failed(front, (e) => `${red.join(', ')} failed on ${onTop(e)}`);
       await cut(cars.slice(1));
       cars = [];
-      break;
+      return 'on';
     }
     if (stop.kind === 'pending') {
       const { pending, statuses } = stop;
@@ -425,7 +427,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
         );
         await cut(cars.slice(1));
         cars = [];
-        break;
+        return 'on';
       }
       for (const entry of front.entries)
         say(
@@ -435,8 +437,9 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
           statuses,
         );
     }
-    break;
+    return 'on';
   }
+  if ((await landFront()) === 'stop') return steps;
 
   // 3. Cars up to `depth`: the recorded ones not pushed yet (a crash between record and push) again,
   // from their record (same sha), then new ones behind.
