@@ -87,8 +87,20 @@ function refuse(channel: ServerChannel, message: string): void {
   channel.end();
 }
 
+/**
+ * A host key pair ssh2 can read back. Its ed25519 generator writes a private key its own parser
+ * refuses about once in 200 ("Malformed OpenSSH private key", seen as a sandbox that failed to start):
+ * such a key is made again.
+ */
+export function hostKeyPair(): { private: string; public: string } {
+  for (let tries = 0; ; tries++) {
+    const keys = utils.generateKeyPairSync('ed25519');
+    if (!(utils.parseKey(keys.private) instanceof Error) || tries >= 20) return keys;
+  }
+}
+
 export async function startGitSsh(ctx: SandboxContext, options: GitSshOptions): Promise<GitSshServer> {
-  const keys = utils.generateKeyPairSync('ed25519');
+  const keys = hostKeyPair();
   const hostKey = keys.public.split(/\s+/).slice(0, 2).join(' ');
   const children = new Set<ChildProcess>();
 
