@@ -217,7 +217,7 @@ export async function startRuntime(
       api: apiOptions,
       // A build or status on a merge train's car names no merge request's head: it wakes the queue.
       onAcceptedBody: (_kind, body) => {
-        if (onTrainBranch(body)) wakeQueue?.();
+        if (onTrainBranch(body, config.git.train_branch_prefix)) wakeQueue?.();
       },
       identity: config.api.bot_username ? { username: config.api.bot_username } : undefined,
       webhook: {
@@ -466,9 +466,9 @@ function trustOf(
 }
 
 /** A delivery about a commit on a merge train's branch (`ref` of a Build Hook, or a pipeline's). */
-function onTrainBranch(body: unknown): boolean {
+function onTrainBranch(body: unknown, prefix: string): boolean {
   if (typeof body !== 'object' || body === null) return false;
   const record = body as { ref?: unknown; object_attributes?: { ref?: unknown } };
   const ref = typeof record.ref === 'string' ? record.ref : record.object_attributes?.ref;
-  return typeof ref === 'string' && ref.replace(/^refs\/heads\//, '').startsWith('hookbot/train/');
+  return typeof ref === 'string' && ref.replace(/^refs\/heads\//, '').startsWith(prefix);
 }

@@ -77,6 +77,31 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/**
+ * A folder of branch names, ending with `/` (`hookbot/train/`): each part a name git accepts (no
+ * `..`, none of `~^:?*[\`, whitespace or control characters, no part starting with `.` or ending in
+ * `.lock`, no `@{`), since branches are made inside it.
+ */
+export function branchFolder() {
+  return nonEmptyText().refine(
+    (value) =>
+      value.endsWith('/') &&
+      value
+        .slice(0, -1)
+        .split('/')
+        .every(
+          (part) =>
+            part !== '' &&
+            // eslint-disable-next-line no-control-regex
+            !/[\x00-\x20\x7f:~^?*[\\]|\.\.|@\{|^[.-]|\.lock$|\.$/.test(part),
+        ),
+    {
+      error:
+        'must be a folder of branch names ending with "/", e.g. hookbot/train/ (parts made of letters, digits, "-", "_" and "."; no "..", no part starting with "." or "-")',
+    },
+  );
+}
+
 /** A URL path such as `/hooks`. */
 export function urlPath() {
   return text().regex(/^\/[^\s?#]*$/, { error: 'must be a path starting with /, e.g. /hooks' });

@@ -7,7 +7,9 @@
  * (`defaultNote`). Keys are snake_case, as written in YAML.
  */
 import type { z } from 'zod';
+import { DEFAULT_TRAIN_PREFIX } from '../git/index.ts';
 import {
+  branchFolder,
   cronLine,
   duration,
   flag,
@@ -189,6 +191,12 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
           'A cache repository is pruned (git gc, objects no ref has held for an hour dropped) after this many updates, between two updates.',
         ),
       timeout_ms: integer(1).default(120_000).describe('How long one git command may take.'),
+      train_branch_prefix: branchFolder()
+        .default(DEFAULT_TRAIN_PREFIX)
+        .describe(
+          "The folder of the merge trains' branches (docs/merge-queue.md#the-trains-branches): each car is pushed to `<prefix><target>/<queue>/<iid>`, and the bot deletes no branch outside it. Keep it a folder nobody else pushes to: a branch named like the folder itself (`hookbot/train`) stops every train of the project, said as the queue's trouble.",
+        )
+        .meta(meta({ env: 'HOOKBOT_GIT_TRAIN_BRANCH_PREFIX' })),
     }).describe(
       "Git access for the merge queue (docs/merge-queue.md), which brings a source branch up to its target's head with a push.",
     ),

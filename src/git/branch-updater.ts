@@ -70,6 +70,8 @@ export interface BranchUpdaterOptions {
   pruneAfterMs?: number;
   /** Told each git command (redacted) and its result. */
   log?: (line: string) => void;
+  /** The folder of the merge trains' branches (`git.train_branch_prefix`; default `hookbot/train/`). */
+  trainPrefix?: string;
 }
 
 export interface UpdateRequest {
@@ -288,6 +290,8 @@ export function createBranchUpdater(options: BranchUpdaterOptions): BranchUpdate
       },
       refusal,
       fail,
+      redact,
+      ...(options.trainPrefix !== undefined ? { prefix: options.trainPrefix } : {}),
     }),
     idle: () => cache.idle(),
   };

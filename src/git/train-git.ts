@@ -10,21 +10,31 @@
  *   read. The commits' dates and identity are the ones given (recorded by the driver before any
  *   push), so the same record always makes the same sha: a replica that rebuilds a car after a crash
  *   pushes the very same commit, never different contents under the same name.
- * - **Push a car**: to `refs/heads/hookbot/train/...` only (any other name is refused here), with a
- *   lease on what the branch held when it was read just before.
+ * - **Push a car**: to `refs/heads/<prefix>...` only (`git.train_branch_prefix`, `hookbot/train/` by
+ *   default; any other name is refused here), with a lease on what the branch held when it was read
+ *   just before. A push that fails is told apart afterwards: a branch that blocks the name (git
+ *   cannot create `hookbot/train/master/...` while a branch `hookbot/train` exists, nor a branch
+ *   where one is a folder) is `blocked`, naming it; a lease someone moved is `moved`; anything else
+ *   (the server or a hook refused) is `refused`. Before, every failure read as `moved`, and the
+ *   driver rebuilt for ever (issue 36).
  * - **Land**: a plain push of the target branch to the car's commit, never forced: the server refuses
- *   when the target moved (it is then not a fast-forward), and the driver rebuilds. The car may have
+ *   when the target moved (it is then not a fast-forward), and the driver rebuilds. A landing that
+ *   fails while the target is still where the driver left it is a refusal (no right to push the
+ *   protected branch, a push rule), never a move: the driver stops and says it. The car may have
  *   been built by another replica (another cache): its commit is fetched from its branch first. Before
  *   that fetch, a push of a commit the cache lacked failed as `[remote rejected] (unpacker error)`,
  *   which read as the target having moved: the driver rebuilt every car with a new date, so each car
  *   was pushed again with another commit (the train-replicas reliability scenario found it).
- * - **Delete a car's branch**: with a lease on the car's commit, and only a `hookbot/train/` branch.
+ * - **Delete a car's branch**: only a train branch, and only while it holds the car's own commit: the
+ *   commit the driver recorded for it, or, for a branch found by listing whose record is gone, a
+ *   commit the train made (its identity, two parents, a car's message). A branch someone moved is
+ *   left where it is, and said.
  */
 import { randomBytes } from 'node:crypto';
 import type { GitIdentity, RunGit } from './git-process.ts';
 
-/** Every branch a train pushes starts with this: the bot owns them, and deletes nothing else. */
-export const TRAIN_PREFIX = 'hookbot/train/';
+/** Every branch a train pushes starts with this by default (`git.train_branch_prefix`). */
+export const DEFAULT_TRAIN_PREFIX = 'hookbot/train/';
 
 export interface CarMemberInput {
   iid: number;
@@ -56,14 +66,36 @@ export type BuildCarOutcome =
   | { kind: 'missing-base' }
   | { kind: 'refused'; message: string };
 
-export type PushOutcome = { kind: 'pushed' } | { kind: 'moved' } | { kind: 'refused'; message: string };
+export type PushOutcome =
+  | { kind: 'pushed' }
+  /** A branch's lease failed: someone moved it meanwhile. */
+  | { kind: 'moved' }
+  | { kind: 'refused'; message: string }
+  /** `ref` (a branch) stands where git would need a folder, or the reverse: no car branch can be made. */
+  | { kind: 'blocked'; ref: string; sha: string; branch: string };
 
-/** A landing's outcome: `missing` when the car's commit is neither in the cache nor on its branch. */
-export type LandOutcome = PushOutcome | { kind: 'missing' };
+/**
+ * A landing's outcome: `missing` when the car's commit is neither in the cache nor on its branch;
+ * `moved` only when the target is no longer at `base`, `refused` when it is (it did not move: the
+ * server refused the push).
+ */
+export type LandOutcome =
+  | { kind: 'pushed' }
+  | { kind: 'moved'; sha?: string }
+  | { kind: 'refused'; message: string }
+  | { kind: 'missing' };
+
+/** Car branches deleted, and those left because they hold something else than the car's commit. */
+export interface DeleteOutcome {
+  deleted: string[];
+  left: { branch: string; sha: string; why: string }[];
+}
 
 export interface TrainGit {
   /** The identity the updater commits as (a car records it before its push). */
   readonly identity: GitIdentity;
+  /** The folder of every branch the train pushes (`hookbot/train/` by default); ends with `/`. */
+  readonly prefix: string;
   buildCar(request: BuildCarRequest): Promise<BuildCarOutcome>;
   /**
    * Points each `branch` (a `hookbot/train/` branch) at its `sha`, in one push, each with a lease on
@@ -71,41 +103,73 @@ export interface TrainGit {
    */
   pushCars(request: { targetUrl: string; cars: { branch: string; sha: string }[] }): Promise<PushOutcome>;
   /**
-   * Fast-forwards `targetBranch` to `sha` (a plain push: refused, `moved`, when it is not a fast-forward);
-   * `sha` is fetched from `carBranch` (its train branch) when the cache does not have it.
+   * Fast-forwards `targetBranch` from `base` to `sha` (a plain push: refused by the server when it
+   * is not a fast-forward); `sha` is fetched from `carBranch` (its train branch) when the cache does
+   * not have it. A failed push reads the target again to tell a move from a refusal.
    */
   land(request: {
     targetUrl: string;
     targetBranch: string;
+    base: string;
     sha: string;
     carBranch: string;
   }): Promise<LandOutcome>;
-  /** The branches under `prefix` (a `hookbot/train/` folder) and their commits. */
+  /** A branch of the remote that makes one of `branches` impossible to create, if any (one ls-remote each). */
+  findBlocker(request: {
+    targetUrl: string;
+    branches: string[];
+  }): Promise<{ ref: string; sha: string; branch: string } | undefined>;
+  /** The branches under `prefix` (a train folder) and their commits. */
   listCars(request: { targetUrl: string; prefix: string }): Promise<Map<string, string>>;
-  /** Deletes `hookbot/train/` branches that still hold their `sha` (nothing else is ever deleted), in one push. */
-  deleteCars(request: { targetUrl: string; cars: { branch: string; sha?: string }[] }): Promise<void>;
+  /**
+   * Deletes train branches, in one push, each only while it holds the car's own commit: `sha` when
+   * the driver recorded it; without one (a branch found by listing), a commit the train made. Nothing
+   * else is ever deleted.
+   */
+  deleteCars(request: {
+    targetUrl: string;
+    cars: { branch: string; sha?: string }[];
+  }): Promise<DeleteOutcome>;
 }
 
 export interface TrainGitDeps {
   git: RunGit;
   identity: GitIdentity;
+  /** `git.train_branch_prefix` (checked by the configuration); default `hookbot/train/`. */
+  prefix?: string;
   /** Runs `fn` in the cache repository of `url` (one at a time per repository). */
   withRepository<T>(url: string, fn: (repo: string) => Promise<T>): Promise<T>;
+  /** Credentials out of a text (git's output) before it is said anywhere. */
+  redact(text: string): string;
   /** Authentication, permission, a hook's refusal in git's output (redacted), if that is what it is. */
   refusal(output: string): string | undefined;
   /** Throws the redacted GitCommandError of a command that failed otherwise. */
   fail(what: string, run: { code: number; stdout: string; stderr: string }): never;
 }
 
-const LEASE_FAILED = /stale info|fetch first|non-fast-forward|cannot lock ref|failed to update ref|rejected/i;
+/** The message of a car's merge commits (merge-train.ts makes them); how a listed branch is known for a car. */
+const CAR_MESSAGE = /^Merge branch of !\d+ into .+ \(merge train [\w.-]+, car \d+\)\n?$/;
 
-function ownedBranch(branch: string): void {
-  if (!branch.startsWith(TRAIN_PREFIX) || branch.includes('..') || /[\s:~^?*[\\]/.test(branch))
-    throw new Error(`not a train branch of the bot's: ${JSON.stringify(branch)}`);
+/**
+ * The branches git would have to hold as folders (`a`, `a/b` for `a/b/c`) or that live inside
+ * `branch` as a folder: either one makes `refs/heads/<branch>` impossible to create.
+ */
+function blockingCandidates(branch: string): string[] {
+  const parts = branch.split('/');
+  return [
+    ...parts.slice(0, -1).map((_, i) => `refs/heads/${parts.slice(0, i + 1).join('/')}`),
+    `refs/heads/${branch}/*`,
+  ];
 }
 
 export function createTrainGit(deps: TrainGitDeps): TrainGit {
   const { git, fail, refusal } = deps;
+  const prefix = deps.prefix ?? DEFAULT_TRAIN_PREFIX;
+
+  function ownedBranch(branch: string): void {
+    if (!branch.startsWith(prefix) || branch.includes('..') || /[\s:~^?*[\\]/.test(branch))
+      throw new Error(`not a train branch of the bot's: ${JSON.stringify(branch)}`);
+  }
 
   async function has(repo: string, sha: string): Promise<boolean> {
     return (await git(repo, ['cat-file', '-e', '--end-of-options', `${sha}^{commit}`])).code === 0;
@@ -135,13 +199,35 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     return fail('fetch', r);
   }
 
-  function pushOutcome(run: { code: number; stdout: string; stderr: string }): PushOutcome {
-    if (run.code === 0) return { kind: 'pushed' };
-    const output = `${run.stdout}\n${run.stderr}`;
-    const refused = refusal(output);
-    if (refused && !LEASE_FAILED.test(output)) return { kind: 'refused', message: refused };
-    if (LEASE_FAILED.test(output)) return { kind: 'moved' };
-    return fail('push', run);
+  /** What git said of a push it refused, in one line (the server's or a hook's words first). */
+  function refusedLine(output: string): string {
+    const said = refusal(output);
+    if (said) return said;
+    const line = output
+      .split('\n')
+      .map((l) => l.replace(/^remote:\s*/, '').trim())
+      .find((l) => /rejected|error|denied|refused/i.test(l));
+    return deps.redact(line ?? 'the push failed');
+  }
+
+  /** Branches of the remote that make one of `branches` impossible to create (a folder clash). */
+  async function blockers(
+    repo: string,
+    url: string,
+    branches: string[],
+  ): Promise<Extract<PushOutcome, { kind: 'blocked' }> | undefined> {
+    for (const branch of branches) {
+      const r = await git(repo, ['ls-remote', '--heads', '--', url, ...blockingCandidates(branch)]);
+      if (r.code !== 0) fail('ls-remote', r);
+      for (const line of r.stdout.split('\n')) {
+        const [sha, ref] = line.split('\t');
+        if (!sha || !ref?.startsWith('refs/heads/')) continue;
+        const name = ref.slice('refs/heads/'.length);
+        if (branch.startsWith(`${name}/`) || name.startsWith(`${branch}/`))
+          return { kind: 'blocked', ref: name, sha, branch };
+      }
+    }
+    return undefined;
   }
 
   async function remoteHeads(repo: string, url: string, branches: string[]): Promise<Map<string, string>> {
@@ -224,8 +310,42 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     }
   }
 
+  /**
+   * Whether `sha` (on `branch`) is a commit a train made: the train's identity as author and committer,
+   * two parents, and a car's message. Fetched from the branch when the cache does not have it. A
+   * commit written to look exactly like one (identity and message are free text) passes: deleting it
+   * costs its maker a push, nothing of anyone else's.
+   */
+  async function madeByTrain(repo: string, url: string, branch: string, sha: string): Promise<boolean> {
+    const local = `refs/hookbot/${randomBytes(4).toString('hex')}/listed`;
+    let fetched = false;
+    try {
+      if (!(await has(repo, sha))) {
+        fetched = true;
+        if (await fetchInto(repo, url, [`+refs/heads/${branch}:${local}`])) return false;
+        if (!(await has(repo, sha))) return false;
+      }
+      const r = await git(repo, ['cat-file', 'commit', sha]);
+      if (r.code !== 0) return false;
+      const [head = '', ...body] = r.stdout.split('\n\n');
+      const lines = head.split('\n');
+      const who = `${deps.identity.name} <${deps.identity.email}>`;
+      const person = (kind: string) =>
+        lines.find((l) => l.startsWith(`${kind} `))?.replace(/ \d+ [+-]\d{4}$/, '');
+      return (
+        lines.filter((l) => l.startsWith('parent ')).length === 2 &&
+        person('author') === `author ${who}` &&
+        person('committer') === `committer ${who}` &&
+        CAR_MESSAGE.test(body.join('\n\n'))
+      );
+    } finally {
+      if (fetched) await git(repo, ['update-ref', '-d', local]);
+    }
+  }
+
   return {
     identity: deps.identity,
+    prefix,
     buildCar: (request) => deps.withRepository(request.targetUrl, (repo) => buildCar(repo, request)),
     pushCars: (request) => {
       for (const car of request.cars) ownedBranch(car.branch);
@@ -238,16 +358,34 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
         );
         const moving = request.cars.filter((c) => now.get(c.branch) !== c.sha);
         if (moving.length === 0) return { kind: 'pushed' as const };
-        return pushOutcome(
-          await git(repo, [
-            'push',
-            '--porcelain',
-            ...moving.map((c) => `--force-with-lease=refs/heads/${c.branch}:${now.get(c.branch) ?? ''}`),
-            '--',
-            request.targetUrl,
-            ...moving.map((c) => `${c.sha}:refs/heads/${c.branch}`),
-          ]),
+        const run = await git(repo, [
+          'push',
+          '--porcelain',
+          ...moving.map((c) => `--force-with-lease=refs/heads/${c.branch}:${now.get(c.branch) ?? ''}`),
+          '--',
+          request.targetUrl,
+          ...moving.map((c) => `${c.sha}:refs/heads/${c.branch}`),
+        ]);
+        if (run.code === 0) return { kind: 'pushed' as const };
+        // Told apart by what the remote holds now, not by git's words (a folder clash, a lease and a
+        // hook's refusal all read "rejected").
+        const blocked = await blockers(
+          repo,
+          request.targetUrl,
+          moving.map((c) => c.branch),
         );
+        if (blocked) return blocked;
+        const after = await remoteHeads(
+          repo,
+          request.targetUrl,
+          moving.map((c) => c.branch),
+        );
+        const moved = moving.some((c) => {
+          const at = after.get(c.branch);
+          return at !== now.get(c.branch) && at !== c.sha;
+        });
+        if (moved) return { kind: 'moved' as const };
+        return { kind: 'refused' as const, message: refusedLine(`${run.stdout}\n${run.stderr}`) };
       });
     },
     land: (request) => {
@@ -264,19 +402,32 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
             if (car) return { kind: 'refused', message: car.refused };
             if (!(await has(repo, request.sha))) return { kind: 'missing' };
           }
-          return pushOutcome(
-            await git(repo, [
-              'push',
-              '--porcelain',
-              '--',
-              request.targetUrl,
-              `${request.sha}:refs/heads/${request.targetBranch}`,
-            ]),
+          const run = await git(repo, [
+            'push',
+            '--porcelain',
+            '--',
+            request.targetUrl,
+            `${request.sha}:refs/heads/${request.targetBranch}`,
+          ]);
+          if (run.code === 0) return { kind: 'pushed' };
+          // Moved, or refused? The target as the remote holds it now says (git's words do not: both
+          // read "rejected").
+          const at = (await remoteHeads(repo, request.targetUrl, [request.targetBranch])).get(
+            request.targetBranch,
           );
+          if (at === request.sha) return { kind: 'pushed' };
+          if (at !== request.base) return { kind: 'moved', ...(at ? { sha: at } : {}) };
+          return { kind: 'refused', message: refusedLine(`${run.stdout}\n${run.stderr}`) };
         } finally {
           if (fetched) await git(repo, ['update-ref', '-d', local]);
         }
       });
+    },
+    findBlocker: (request) => {
+      for (const branch of request.branches) ownedBranch(branch);
+      return deps.withRepository(request.targetUrl, (repo) =>
+        blockers(repo, request.targetUrl, request.branches),
+      );
     },
     listCars: (request) => {
       ownedBranch(request.prefix);
@@ -300,19 +451,32 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     },
     deleteCars: async (request) => {
       for (const car of request.cars) ownedBranch(car.branch);
-      if (request.cars.length === 0) return;
-      await deps.withRepository(request.targetUrl, async (repo) => {
+      const outcome: DeleteOutcome = { deleted: [], left: [] };
+      if (request.cars.length === 0) return outcome;
+      return deps.withRepository(request.targetUrl, async (repo) => {
         const now = await remoteHeads(
           repo,
           request.targetUrl,
           request.cars.map((c) => c.branch),
         );
-        const going = request.cars.flatMap((c) => {
+        const going: { branch: string; at: string }[] = [];
+        for (const c of request.cars) {
           const at = now.get(c.branch);
-          return at !== undefined && (c.sha === undefined || c.sha === at) ? [{ branch: c.branch, at }] : [];
-        });
-        if (going.length === 0) return;
-        await git(repo, [
+          if (at === undefined) continue;
+          if (c.sha !== undefined ? c.sha === at : await madeByTrain(repo, request.targetUrl, c.branch, at))
+            going.push({ branch: c.branch, at });
+          else
+            outcome.left.push({
+              branch: c.branch,
+              sha: at,
+              why:
+                c.sha !== undefined
+                  ? `it holds ${at.slice(0, 7)}, not the car's commit ${c.sha.slice(0, 7)}: someone pushed there`
+                  : `it holds ${at.slice(0, 7)}, which the train did not make: someone pushed there`,
+            });
+        }
+        if (going.length === 0) return outcome;
+        const run = await git(repo, [
           'push',
           '--porcelain',
           ...going.map((c) => `--force-with-lease=refs/heads/${c.branch}:${c.at}`),
@@ -320,6 +484,24 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
           request.targetUrl,
           ...going.map((c) => `:refs/heads/${c.branch}`),
         ]);
+        // A lease that failed leaves that branch (someone pushed in between); the others went.
+        const after =
+          run.code === 0
+            ? new Map<string, string>()
+            : await remoteHeads(
+                repo,
+                request.targetUrl,
+                going.map((c) => c.branch),
+              );
+        for (const c of going)
+          if (!after.has(c.branch)) outcome.deleted.push(c.branch);
+          else if (after.get(c.branch) !== c.at)
+            outcome.left.push({
+              branch: c.branch,
+              sha: after.get(c.branch)!,
+              why: 'someone pushed there meanwhile',
+            });
+        return outcome;
       });
     },
   };

@@ -101,6 +101,7 @@ export function gitAccessOf(
       credentials,
       identity: { name: username, email: `${username}@hookbot.invalid` },
       timeoutMs: git.timeout_ms,
+      trainPrefix: git.train_branch_prefix,
       ...(log ? { log } : {}),
     }),
   };

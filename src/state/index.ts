@@ -8,4 +8,4 @@ export { createPostgresStore, describeDatabase, type PostgresStateStore } from '
 export { readDecisions } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
 export { holdsAnything, transferClock, transferState } from './transfer.ts';
-export { queuePosition, queuesOf, trainEstimates } from './queue-order.ts';
+export { queuePosition, queueShape, queuesOf, trainEstimates } from './queue-order.ts';

@@ -13,6 +13,24 @@ function queueOrder(entries: readonly QueueEntry[]): QueueEntry[] {
   );
 }
 
+/**
+ * A queue's shape (docs/merge-queue.md#rules-that-feed-one-queue): `depth` and `batch` belong to the
+ * queue, not to one merge request, so when its entries disagree (rules feeding one queue with other
+ * values, a rule changed while merge requests wait) the queue runs with the smallest of each: nobody's
+ * merge request is tested in a bigger train than its own rule allows, and one serial entry makes the
+ * queue serial. `hookbot check` reports the rules that disagree. Every other option is each entry's.
+ */
+export function queueShape(entries: readonly QueueEntry[]): { depth: number; batch: number; train: boolean } {
+  let depth = Infinity;
+  let batch = Infinity;
+  for (const entry of entries) {
+    depth = Math.min(depth, entry.depth ?? 1);
+    batch = Math.min(batch, entry.batch ?? 1);
+  }
+  if (entries.length === 0) depth = batch = 1;
+  return { depth, batch, train: depth > 1 || batch > 1 };
+}
+
 /** The queues of the store, each in order, keyed `project|target|name`. */
 export function queuesOf(entries: readonly QueueEntry[]): Map<string, QueueEntry[]> {
   const groups = new Map<string, QueueEntry[]>();
@@ -40,12 +58,10 @@ export function queuePosition(
     if (index < 0) continue;
     const entry = group[index]!;
     const where = `position ${index + 1} of ${group.length} in the ${entry.queue} queue for ${entry.targetBranch}`;
-    if ((entry.depth ?? 1) > 1 || (entry.batch ?? 1) > 1 || entry.car)
-      return trainPosition(where, entry, now);
+    if (queueShape(group).train || entry.car) return trainPosition(where, entry, now);
     if (index > 0) return `${where}; waiting for ${group[0]!.project}!${group[0]!.iid} ahead`;
     // The queue is stuck on it: said first, it is what a reader must act on.
-    if (entry.trouble)
-      return `${where}; the queue cannot move: ${entry.trouble.count} step${entry.trouble.count === 1 ? '' : 's'} failed in a row for ${Math.round((now - entry.trouble.since) / 1000)} s, the last with: ${entry.trouble.error}`;
+    if (entry.trouble) return `${where}; ${troubleText(entry.trouble, now)}`;
     if (entry.pinnedSha === undefined)
       return `${where}; its branch is being brought up to ${entry.targetBranch}`;
     const left = Math.max(0, entry.statusTimeoutMs - (now - (entry.testingSince ?? now)));
@@ -54,8 +70,14 @@ export function queuePosition(
   return undefined;
 }
 
+function troubleText(trouble: NonNullable<QueueEntry['trouble']>, now: number): string {
+  return `the queue cannot move: ${trouble.count} step${trouble.count === 1 ? '' : 's'} failed in a row for ${Math.round((now - trouble.since) / 1000)} s, the last with: ${trouble.error}`;
+}
+
 /** A merge train's entry, in words: its car, what the car waits for and since when. */
 function trainPosition(where: string, entry: QueueEntry, now: number): string {
+  // The train is stuck (a branch blocking its names, a refused landing...): said first, as for the serial queue.
+  if (entry.trouble) return `${where}; ${troubleText(entry.trouble, now)}`;
   const car = entry.car;
   if (!car) return `${where}; waiting for a car of the merge train`;
   const riders = car.iids.map((iid) => `!${iid}`).join(', ');
@@ -72,10 +94,10 @@ function trainPosition(where: string, entry: QueueEntry, now: number): string {
  */
 export function trainEstimates(group: readonly QueueEntry[], now: number): Map<string, number> {
   const estimates = new Map<string, number>();
-  const head = group[0];
+  const shape = queueShape(group);
   const ciMs = group.find((e) => e.trainCiMs !== undefined)?.trainCiMs;
-  if (!head || ciMs === undefined || ((head.depth ?? 1) <= 1 && (head.batch ?? 1) <= 1)) return estimates;
-  const perRound = (head.depth ?? 1) * (head.batch ?? 1);
+  if (group.length === 0 || ciMs === undefined || !shape.train) return estimates;
+  const perRound = shape.depth * shape.batch;
   let at = now;
   let waiting = 0;
   for (const entry of group) {

@@ -277,7 +277,8 @@ function queueViews(entries: ReturnType<StateStore['queued']>, now: number): Que
           iids: [...car.iids],
           branch: car.branch,
           ...(car.sha ? { sha: car.sha } : {}),
-          waitingFor: [...entry.required],
+          // A car waits for what every merge request it carries requires (docs/merge-queue.md#merge-trains).
+          waitingFor: [...new Set(group.filter((e) => e.car?.id === car.id).flatMap((e) => e.required))],
           ...(car.pushedAt !== undefined ? { since: car.pushedAt } : {}),
           ...(car.landing !== undefined ? { landing: car.landing } : {}),
         };

@@ -68,6 +68,13 @@ describe('loadConfig: problems, each as `key: problem` with its place', () => {
       yaml: 'log:\n  level: verbose\n',
       problems: ['config.yml:2:10: log.level: must be one of fatal, error, warn, info, debug, trace, silent'],
     },
+    ...['hookbot/train', '../x/', 'a/.hidden/', '-x/', 'a b/'].map((prefix) => ({
+      name: `a train branch folder git cannot hold: ${prefix}`,
+      yaml: `git:\n  train_branch_prefix: '${prefix}'\n`,
+      problems: [
+        'config.yml:2:24: git.train_branch_prefix: must be a folder of branch names ending with "/", e.g. hookbot/train/ (parts made of letters, digits, "-", "_" and "."; no "..", no part starting with "." or "-")',
+      ],
+    })),
     {
       name: 'a section that is not a mapping',
       yaml: 'server: 5\n',

@@ -16,6 +16,7 @@ import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
 import { loadRules } from '../../src/rules/grammar/load.ts';
 import { formatProblem } from '../../src/rules/grammar/problem.ts';
 import { createSweepSet, type SweepSet } from '../../src/scheduler/sweep-set.ts';
+import type { SweepLog } from '../../src/scheduler/types.ts';
 import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import type { ProjectRec } from '../../src/sandbox/db.ts';
@@ -74,6 +75,10 @@ export interface QueueWorldOptions {
   trainGit?: (base: TrainGit, another: () => TrainGit) => TrainGit;
   /** Runs when the queue calls the branch updater, before the updater starts (to change the world in between). */
   beforeUpdate?: (request: UpdateRequest) => Promise<void>;
+  /** `git.train_branch_prefix` (the default, `hookbot/train/`, unless a test needs another). */
+  trainPrefix?: string;
+  /** The sweeps' log (warnings a test reads); quiet otherwise. */
+  log?: SweepLog;
 }
 
 /** Files every project starts with: a definition the CI's check knows, and a file to conflict on. */
@@ -151,6 +156,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
         ? { kind: 'ssh', keyFile: options.ssh.keyFile, knownHostsFile: options.ssh.knownHostsFile }
         : { kind: 'https', username: bot.username, password },
       identity: { name: 'hookbot', email: 'hookbot@example.com' },
+      ...(options.trainPrefix ? { trainPrefix: options.trainPrefix } : {}),
     });
   const base = updaterIn(path.join(options.workDir, `${prefix}-git`));
   const another = () => updaterIn(path.join(options.workDir, `${prefix}-git-replica-${++replicas}`)).train;
@@ -177,6 +183,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
       ...(options.withoutGit ? {} : { updater }),
       processItem: processor,
       gitSsh: options.ssh !== undefined,
+      ...(options.log ? { log: options.log } : {}),
     },
     {
       projects: [projectPath],

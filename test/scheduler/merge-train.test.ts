@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import type { TrainGit } from '../../src/git/train-git.ts';
 import type { QueueEntry } from '../../src/state/store.ts';
+import { queuePosition } from '../../src/state/queue-order.ts';
 import {
   commitFile,
   makeQueueWorld,
@@ -321,6 +322,196 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(line).not.toContain(carC!.sha);
     expect((await masterLine(w)).every((x) => x.passes)).toBe(true);
     expect(await trainBranches(w)).toEqual([]);
+  });
+
+  // Issue 36, finding 1: the train judged every car with the head's required statuses, so a merge
+  // request whose own rule needs `review/approved` landed behind a docs one that needs only ci/test.
+  const twoRules = (shape: string) => `
+rules:
+  - name: queue docs
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [docs] } } ]
+    do:
+      - queue: { statuses: [ci/test], status_timeout: 10m, ${shape} }
+  - name: queue code
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [code] } } ]
+    do:
+      - queue: { statuses: [ci/test, review/approved], status_timeout: 10m, ${shape} }
+`;
+  for (const shape of ['depth: 2', 'batch: 2'])
+    it(`two rules feed one queue (${shape}): each car lands only with every requirement of each merge request it carries`, async () => {
+      n += 1;
+      const w = await makeQueueWorld(sb, { prefix: `mt${n}`, rules: twoRules(shape), workDir: dir });
+      cleanups.push(() => w.close());
+      const docs = await openMergeRequest(w, 'docs', { 'docs.txt': 'calls: foo\n' }, ['docs']);
+      const code = await openMergeRequest(w, 'code', { 'code.txt': 'calls: foo\n' }, ['code']);
+      await queueAll(w, [docs.id, code.id]);
+      await w.sweeps.run('merge_queue');
+      const batched = shape === 'batch: 2';
+      expect(new Set(cars(w).map((car) => car.id)).size).toBe(batched ? 1 : 2);
+      // ci/test passes on every car; nothing ever posts review/approved.
+      if (!batched) {
+        // Car 1 (docs) lands on its own requirements; car 2 (code) waits for review/approved.
+        await w.drive(() => w.active() <= 1, 'docs lands');
+        expect(await state(w, docs.id)).toBe('merged');
+      } else {
+        // One car carries both: it waits for everything either needs, docs' rule included.
+        await w.ci.idle();
+        await w.sweeps.run('merge_queue');
+        expect(await state(w, docs.id)).toBe('opened');
+      }
+      expect(await state(w, code.id)).toBe('opened');
+      // Past code's own timeout the car fails: a car of one leaves with one comment naming its own
+      // requirement; the car of two is split, docs lands alone, code leaves alone.
+      for (let i = 0; i < 6 && w.active() > 0; i++) {
+        w.clock.offset += 11 * 60_000;
+        await w.drive(() => true, 'a run');
+      }
+      expect(w.active()).toBe(0);
+      expect(await state(w, docs.id)).toBe('merged');
+      expect(await state(w, code.id)).toBe('opened');
+      const notes = await botNotes(w, code.id);
+      expect(notes).toHaveLength(1);
+      expect(notes[0]).toContain('review/approved (missing) did not succeed');
+      const log = await w.sb.ctx.git.log(w.project.id, 'master', { limit: 50 });
+      expect(log.some((c) => c.title === 'code: code.txt')).toBe(false);
+      expect(log.some((c) => c.title === 'docs: docs.txt')).toBe(true);
+      expect(await trainBranches(w)).toEqual([]);
+    });
+
+  // Issue 36, finding 4: git cannot make `hookbot/train/master/...` while a branch `hookbot/train`
+  // exists; the driver read the failed push as "moved" and built again for ever, the page saying
+  // "being built".
+  it("a branch blocking the train's names is the queue's trouble, named; nothing is built again until it goes", async () => {
+    const pushes: string[][] = [];
+    const w = await world('depth: 2', {
+      trainGit: (base) => ({
+        ...base,
+        identity: base.identity,
+        prefix: base.prefix,
+        pushCars(request) {
+          pushes.push(request.cars.map((car) => car.branch));
+          return base.pushCars(request);
+        },
+      }),
+    });
+    await w.admin.branches.create(w.project.id, { branch_name: 'hookbot/train', ref: 'master' });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    const first = (await w.sweeps.run('merge_queue')) as { items: { outcome: string; detail: string }[] };
+    expect(first.items.map((i) => i.outcome)).toEqual(['error', 'error']);
+    expect(first.items[0]!.detail).toContain('the branch `hookbot/train`');
+    expect(pushes).toHaveLength(1);
+    // The next runs look for the blocking branch and stop there: no build, no push.
+    for (let i = 0; i < 2; i++) {
+      const again = (await w.sweeps.run('merge_queue')) as { items: { outcome: string; detail: string }[] };
+      expect(again.items[0]!.outcome).toBe('error');
+      expect(again.items[0]!.detail).toContain('blocks the merge train');
+    }
+    expect(pushes).toHaveLength(1);
+    // Where people look: the queue's trouble, on the head (status page, JSON and explain read it).
+    const head = w.store.queued().find((e) => e.mrId === a.id)!;
+    expect(queuePosition(w.store.queued(), head.itemKey, Date.now())).toContain(
+      'the queue cannot move: 3 steps failed in a row',
+    );
+    expect(queuePosition(w.store.queued(), head.itemKey, Date.now())).toContain('`hookbot/train`');
+    // Gone: the train goes on with the cars it recorded.
+    await fetch(`${w.sb.apiUrl}/projects/${w.project.id}/repository/branches/hookbot%2Ftrain`, {
+      method: 'DELETE',
+      headers: { 'private-token': w.sb.adminToken },
+    });
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it('the train branches go in git.train_branch_prefix', async () => {
+    const w = await world('depth: 2', { trainPrefix: 'ci/trains/' });
+    await w.admin.branches.create(w.project.id, { branch_name: 'hookbot/train', ref: 'master' });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    expect(cars(w).map((car) => car.branch)).toEqual([
+      `ci/trains/master/default/${a.iid}`,
+      `ci/trains/master/default/${b.iid}`,
+    ]);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    const left: string[] = [];
+    for await (const branch of w.admin.branches.list(w.project.id)) left.push(branch.name);
+    expect(left.filter((name) => name.startsWith('ci/'))).toEqual([]);
+    expect(left).toContain('hookbot/train');
+  });
+
+  // Issue 36, finding 5: a landing the server refuses (the bot may not push the protected target)
+  // read as a moved target: every car was built again, with a new date, each run, for ever.
+  it('a landing the server refuses is said as a refusal; the cars are not built again', async () => {
+    const w = await world('depth: 2');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    const built = cars(w).map((car) => `${car.id}@${car.sha}`);
+    await w.ci.idle();
+    // The bot is a developer now; master is protected: developers may not push it.
+    sb.ctx.db.data.groupMembers.find(
+      (m) => m.group_id === w.groupId && m.user_id === w.bot.id,
+    )!.access_level = 30;
+    sb.ctx.db.changed();
+    await w.admin.branches.protect(w.project.id, 'master');
+    const runs = w.ci.runs;
+    for (let i = 0; i < 3; i++) {
+      const report = (await w.sweeps.run('merge_queue')) as { items: { outcome: string; detail: string }[] };
+      expect(report.items[0]!.outcome).toBe('error');
+      expect(report.items[0]!.detail).toContain('the server refused the landing push of master');
+      expect(report.items[0]!.detail).toContain('master did not move');
+      await w.ci.idle();
+    }
+    expect(cars(w).map((car) => `${car.id}@${car.sha}`)).toEqual(built);
+    expect(w.ci.runs).toBe(runs);
+    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('opened');
+    // Allowed again: the same cars land.
+    sb.ctx.db.data.groupMembers.find(
+      (m) => m.group_id === w.groupId && m.user_id === w.bot.id,
+    )!.access_level = 40;
+    sb.ctx.db.changed();
+    await w.drive(() => w.active() === 0, 'the train empties');
+    const line = (await masterLine(w)).map((x) => x.sha);
+    for (const car of built) expect(line).toContain(car.split('@')[1]);
+  });
+
+  // Issue 36, finding 8: a car branch was deleted with whatever it held when listed: a developer's
+  // commit pushed there went with it.
+  it("a car branch someone pushed to is left where it is, and said; the train's own go", async () => {
+    const warnings: string[] = [];
+    const w = await world('depth: 2', {
+      log: {
+        info: () => undefined,
+        error: () => undefined,
+        warn: (_o: unknown, msg?: string) => void warnings.push(msg ?? ''),
+      },
+    });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    const [, carB] = cars(w);
+    // A developer commits on b's car branch, then b's label goes: the car's record goes with its entry.
+    const response = await commitFile(w, carB!.branch, 'mine.txt', 'mine\n', { message: 'my work' });
+    expect(response.ok).toBe(true);
+    await w.admin.mergeRequests.update(w.project.id, b.id, { labels: '' });
+    await w.processItem(b.id);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    expect(await state(w, a.id)).toBe('merged');
+    expect(await trainBranches(w)).toEqual([carB!.branch]);
+    const kept = await w.admin.branches.get(w.project.id, carB!.branch);
+    expect((await w.admin.commits.get(w.project.id, kept.commit.id)).title).toBe('my work');
+    expect(warnings.some((line) => line.includes(`left the branch ${carB!.branch} where it is`))).toBe(true);
   });
 
   it('a batch of 4 with one culprit is bisected: the culprit leaves with one comment, the 3 good ones land', async () => {

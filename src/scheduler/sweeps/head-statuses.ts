@@ -5,7 +5,7 @@
 import { ApiError, type Client, latestByName, type MergeRequest } from '../../api/index.ts';
 import { classifyStatus, type StatusBucket } from '../../rules/index.ts';
 
-interface HeadClient {
+export interface HeadClient {
   branches: Pick<Client['branches'], 'get'>;
   statuses: Pick<Client['statuses'], 'list'>;
 }

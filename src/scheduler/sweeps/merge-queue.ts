@@ -28,7 +28,7 @@
  * every push to the source branch.
  */
 import type { QueueEntry, StateStore } from '../../state/index.ts';
-import { queuesOf } from '../../state/index.ts';
+import { queueShape, queuesOf } from '../../state/index.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import { counted } from '../../text/index.ts';
 import {
@@ -153,12 +153,14 @@ export async function runMergeQueue(
     // it walks the queue as it was. At most two steps per entry: a queue changing under the sweep
     // cannot hold it.
     // A merge train (depth or batch above 1, as the head asks): its own driver (merge-train.ts).
-    if ((initial[0]!.depth ?? 1) > 1 || (initial[0]!.batch ?? 1) > 1) {
+    // The queue's shape is the smallest depth and batch its entries ask (state/queue-order.ts).
+    const shape = queueShape(initial);
+    if (shape.train) {
       if (options.signal?.aborted) {
         report.aborted = true;
         break;
       }
-      await train(key, initial);
+      await train(key, initial, shape);
       continue;
     }
     const limit = initial.length * 2 + 1;
@@ -216,7 +218,11 @@ export async function runMergeQueue(
   }
   return report;
 
-  async function train(key: string, initial: QueueEntry[]): Promise<void> {
+  async function train(
+    key: string,
+    initial: QueueEntry[],
+    shape: { depth: number; batch: number },
+  ): Promise<void> {
     const head = initial[0]!;
     const push = (item: QueueItemReport) => {
       report.items.push(item);
@@ -259,6 +265,7 @@ export async function runMergeQueue(
             pushedOut,
           },
           initial,
+          shape,
         ),
       );
     } catch (error) {

@@ -24,9 +24,9 @@
 import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
-import type { BranchUpdater } from '../../git/index.ts';
+import type { BranchUpdater, PushOutcome } from '../../git/index.ts';
 import { messageOf, type SweepLog } from '../types.ts';
-import { bucketsAt } from './head-statuses.ts';
+import { carStatuses, type CarStatuses } from './train-statuses.ts';
 
 export type TrainOutcome = 'waiting' | 'updated' | 'merged' | 'dropped' | 'removed' | 'error';
 
@@ -59,6 +59,23 @@ export interface TrainDeps {
 }
 
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
+
+/** Why the cars' push failed, in words for the status page, explain and the log. */
+function pushFailure(pushed: Exclude<PushOutcome, { kind: 'pushed' }>, branch: string): string {
+  switch (pushed.kind) {
+    case 'refused':
+      return `the server refused the push of the train's branches: ${pushed.message}`;
+    case 'moved':
+      return `the train branch ${branch} moved under the push; tried again next run`;
+    case 'blocked':
+      return blockedBy(pushed);
+  }
+}
+
+/** A branch that makes the train's branches impossible to create, named with what to do. */
+function blockedBy(blocked: { ref: string; sha: string; branch: string }): string {
+  return `the branch \`${blocked.ref}\` (at ${short(blocked.sha)}) blocks the merge train's branch \`${blocked.branch}\`: git cannot make a branch inside another (nor one where a branch is a folder); delete or rename \`${blocked.ref}\`, or choose another git.train_branch_prefix (docs/merge-queue.md#the-trains-branches). The train builds nothing until then`;
+}
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
 const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
@@ -69,17 +86,26 @@ interface Car {
   entries: QueueEntry[];
 }
 
-/** The train branch of a car led by `iid`: unambiguous per project, target branch and queue. */
-export function trainBranch(targetBranch: string, queue: string, iid: number): string {
-  return `hookbot/train/${targetBranch}/${queue}/${iid}`;
+/**
+ * The train branch of a car led by `iid`: unambiguous per project, target branch and queue (a queue
+ * name has no `/`). `prefix` is `git.train_branch_prefix` (`hookbot/train/` by default).
+ */
+export function trainBranch(prefix: string, targetBranch: string, queue: string, iid: number): string {
+  return `${prefix}${targetBranch}/${queue}/${iid}`;
 }
 
-/** Drives one train's queue once (`entries` in queue order, the head's depth or batch above 1). */
-export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promise<TrainStep[]> {
+/**
+ * Drives one train's queue once (`entries` in queue order; `shape`, the queue's depth and batch:
+ * the smallest its entries ask, state/queue-order.ts `queueShape`).
+ */
+export async function driveTrain(
+  deps: TrainDeps,
+  initial: QueueEntry[],
+  shape: { depth: number; batch: number },
+): Promise<TrainStep[]> {
   const { client, store, updater, log } = deps;
   const head = initial[0]!;
-  const depth = head.depth ?? 1;
-  const batch = head.batch ?? 1;
+  const { depth, batch } = shape;
   const steps: TrainStep[] = [];
   const say = (
     entry: QueueEntry,
@@ -169,6 +195,9 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
     mr: MergeRequest | undefined,
     headWanted?: string,
   ): Promise<boolean> {
+    // Whatever happens below, the car it rode in (if any) is given up with it: its branch goes, with
+    // a lease on the car's own commit.
+    if (entry.car && !stale.has(entry.car.branch)) stale.set(entry.car.branch, entry.car.sha);
     if (!mr)
       return (
         say(entry, 'dropped', (await deps.drop(entry, 'the merge request is gone (404)')).detail),
@@ -286,25 +315,15 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
   // 2. The front cars: every consecutive green one at the front lands, all in one fast-forward push
   // to the last one's commit (each car's commit holds every car ahead of it); then the first car that
   // is not green is judged as the front.
-  type Verdict =
-    | { kind: 'green' }
-    | { kind: 'unbuilt' }
-    | { kind: 'left' }
-    | { kind: 'red'; red: string[] }
-    | { kind: 'pending'; pending: [string, StatusBucket][]; statuses: Record<string, StatusBucket> };
+  type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
+  /** The car's members still ride, and its statuses for each member's own requirements (train-statuses.ts). */
   async function judge(one: Car): Promise<Verdict> {
     if (one.car.pushedAt === undefined) return { kind: 'unbuilt' };
     let fine = true;
     for (const [i, entry] of one.entries.entries())
       if (!(await stillRides(entry, await readMr(entry), one.car.heads[i]))) fine = false;
     if (!fine) return { kind: 'left' };
-    const statuses = await bucketsAt(client, head.projectId, one.car.sha!, head.required);
-    const red = Object.entries(statuses)
-      .filter(([, b]) => b === 'failed')
-      .map(([n]) => n);
-    if (red.length > 0) return { kind: 'red', red };
-    const pending = Object.entries(statuses).filter(([, b]) => b !== 'passed');
-    return pending.length > 0 ? { kind: 'pending', pending, statuses } : { kind: 'green' };
+    return carStatuses(client, head.projectId, one.car.sha!, one.entries, deps.now() - one.car.pushedAt);
   }
   /** The car each merge request still in a queue rides in now (after an evaluation may have moved it). */
   const carIds = () => new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));
@@ -312,7 +331,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
   async function landFront(): Promise<'on' | 'stop'> {
     if (cars.length === 0) return 'on';
     let green = 0;
-    let stop: Verdict = { kind: 'green' };
+    let stop: Verdict = { kind: 'green', statuses: {} };
     for (; green < cars.length; green++) {
       stop = await judge(cars[green]!);
       if (stop.kind !== 'green') break;
@@ -348,6 +367,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       const pushed = await updater.train.land({
         targetUrl,
         targetBranch: head.targetBranch,
+        base: target,
         sha: last.sha!,
         carBranch: last.branch,
       });
@@ -373,13 +393,20 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
         for (const one of going)
           for (const entry of one.entries) await patch(entry.itemKey, (e) => ({ ...e, car: one.car }));
         if (pushed.kind === 'refused') {
+          // The target did not move (read again after the push): the server refused the bot (no
+          // right to push the protected branch, a push rule, a hook). Rebuilding would change
+          // nothing: the cars stay as they are, and the train stops here until it is allowed.
           log.error(
             { sweep: 'merge_queue', itemKey: head.itemKey, err: pushed.message },
-            'merge train: git refused the landing',
+            'merge train: the server refused the landing',
           );
           for (const one of going)
             for (const entry of one.entries)
-              say(entry, 'error', `the bot could not push ${head.targetBranch}: ${pushed.message}`);
+              say(
+                entry,
+                'error',
+                `the server refused the landing push of ${head.targetBranch} to ${short(last.sha)} (${head.targetBranch} did not move: it is still at ${short(target)}): ${pushed.message}; the merge train waits until the bot may push ${head.targetBranch} (docs/merge-queue.md#when-the-queue-cannot-move)`,
+              );
           return 'stop';
         }
         // The target moved meanwhile: every car is built again on it.
@@ -417,13 +444,12 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       return 'on';
     }
     if (stop.kind === 'pending') {
-      const { pending, statuses } = stop;
-      const waited = deps.now() - front.car.pushedAt!;
-      if (waited >= head.statusTimeoutMs) {
+      const { pending, statuses, late } = stop;
+      if (late) {
         await failed(
           front,
           (e) =>
-            `${pending.map(([n, b]) => `${n} (${b})`).join(', ')} did not succeed on ${onTop(e)} within ${Math.round(head.statusTimeoutMs / 1000)} s`,
+            `${late.names.map(([n, b]) => `${n} (${b})`).join(', ')} did not succeed on ${onTop(e)} within ${Math.round(late.entry.statusTimeoutMs / 1000)} s${late.entry === e ? '' : ` (the status_timeout of !${late.entry.iid}, in the same car)`}`,
         );
         await cut(cars.slice(1));
         cars = [];
@@ -443,6 +469,19 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
 
   // 3. Cars up to `depth`: the recorded ones not pushed yet (a crash between record and push) again,
   // from their record (same sha), then new ones behind.
+  // Cars recorded and not pushed: a push that failed (or a crash before it). While a branch blocks
+  // their names (a developer's `hookbot/train`), nothing is built or pushed again: the run says so.
+  const unpushed = cars.filter((one) => one.car.pushedAt === undefined);
+  if (unpushed.length > 0) {
+    const blocked = await updater.train.findBlocker({
+      targetUrl,
+      branches: unpushed.map((one) => one.car.branch),
+    });
+    if (blocked) {
+      for (const one of unpushed) for (const entry of one.entries) say(entry, 'error', blockedBy(blocked));
+      return finish();
+    }
+  }
   let below = cars.at(-1)?.car.sha ?? target;
   let belowBranch = cars.at(-1)?.car.branch ?? head.targetBranch;
   for (const [i, one] of cars.entries())
@@ -478,7 +517,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
       members: members.map((e) => e.itemKey),
       iids,
       heads: mrs.map((mr) => mr!.sha!),
-      branch: trainBranch(head.targetBranch, head.queue, iids[0]!),
+      branch: trainBranch(updater.train.prefix, head.targetBranch, head.queue, iids[0]!),
       date: Math.floor(deps.now() / 1000),
       identity: { ...updater.train.identity },
     };
@@ -499,20 +538,29 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
     // A car given up whose members all left (a removed label, a push): its branch is found by name.
     if (stale.size > 0 || steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed')) {
       // `<prefix><iid>` only: a target branch named like `<this target>/<this queue>/...` has its own.
-      const prefix = trainBranch(head.targetBranch, head.queue, 0).slice(0, -1);
+      const prefix = trainBranch(updater.train.prefix, head.targetBranch, head.queue, 0).slice(0, -1);
       const listed = await updater.train.listCars({ targetUrl, prefix });
-      for (const [branch, sha] of listed)
-        if (/^\d+$/.test(branch.slice(prefix.length)) && !stale.has(branch)) stale.set(branch, sha);
+      // Found by name, its record gone: deleted only if it holds a commit the train made (train-git.ts).
+      for (const branch of listed.keys())
+        if (/^\d+$/.test(branch.slice(prefix.length)) && !stale.has(branch)) stale.set(branch, undefined);
     }
     const going = [...stale].filter(([branch]) => !holding.has(branch));
-    await updater.train
-      .deleteCars({ targetUrl, cars: going.map(([branch, sha]) => ({ branch, ...(sha ? { sha } : {}) })) })
-      .catch((error: unknown) =>
+    try {
+      const outcome = await updater.train.deleteCars({
+        targetUrl,
+        cars: going.map(([branch, sha]) => ({ branch, ...(sha ? { sha } : {}) })),
+      });
+      for (const left of outcome.left)
         log.warn(
-          { sweep: 'merge_queue', err: messageOf(error) },
-          'merge train: could not delete train branches',
-        ),
+          { sweep: 'merge_queue', branch: left.branch, sha: left.sha },
+          `merge train: left the branch ${left.branch} where it is: ${left.why}`,
+        );
+    } catch (error) {
+      log.warn(
+        { sweep: 'merge_queue', err: messageOf(error) },
+        'merge train: could not delete train branches',
       );
+    }
     return steps;
   }
 
@@ -589,14 +637,7 @@ export async function driveTrain(deps: TrainDeps, initial: QueueEntry[]): Promis
     });
     if (pushed.kind !== 'pushed') {
       for (const { car, entries } of toPush)
-        for (const m of entries)
-          say(
-            m,
-            'error',
-            pushed.kind === 'refused'
-              ? `git refused the train branch's push: ${pushed.message}`
-              : `the train branch ${car.branch} moved under the push; tried again next run`,
-          );
+        for (const m of entries) say(m, 'error', pushFailure(pushed, car.branch));
       return false;
     }
     const at = deps.now();
