@@ -514,6 +514,22 @@ rules:
     expect(warnings.some((line) => line.includes(`left the branch ${carB!.branch} where it is`))).toBe(true);
   });
 
+  it('a train whose merge requests turn serial (their rule changed) gives its cars up: their branches go, the serial queue merges them', async () => {
+    const w = await world('depth: 2');
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id]);
+    await w.sweeps.run('merge_queue');
+    expect(await trainBranches(w)).toHaveLength(2);
+    // As the next evaluation of a changed rule would store them: one entry serial (no depth).
+    const entry = w.store.queued().find((e) => e.mrId === b.id)!;
+    const { depth: _depth, ...serial } = entry;
+    await w.store.enqueue(serial);
+    await w.drive(() => w.active() === 0, 'the serial queue empties');
+    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
   it('a batch of 4 with one culprit is bisected: the culprit leaves with one comment, the 3 good ones land', async () => {
     const w = await world('batch: 4');
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });

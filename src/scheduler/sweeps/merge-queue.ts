@@ -47,6 +47,7 @@ import type { BranchUpdater } from '../../git/index.ts';
 import { pushRefusal } from './queue-push-rule.ts';
 import { noteTrouble, clearTrouble } from './queue-trouble.ts';
 import { driveTrain } from './merge-train.ts';
+import { dismantleTrain } from './train-cleanup.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -145,7 +146,8 @@ export async function runMergeQueue(
   };
   const urls = new Map<number, string>();
 
-  for (const [key, initial] of groups) {
+  for (const [key, queued] of groups) {
+    let initial = queued;
     // The next merge request starts only when the one before left the queue, in the same run. The
     // queue is read again after each one that left: one pushed by someone else enters again at the
     // end during the run, and when the ones before it are merged it is the head, with no hook or
@@ -162,6 +164,13 @@ export async function runMergeQueue(
       }
       await train(key, initial, shape);
       continue;
+    }
+    // A train that became serial: its cars are given up (train-cleanup.ts), its entries start afresh.
+    if (!dryRun && initial.some((e) => e.car !== undefined || e.carCap !== undefined)) {
+      await dismantleTrain({ updater: deps.updater, store, log }, initial, () =>
+        cloneUrl(initial[0]!.projectId),
+      );
+      initial = queuesOf(store.queued()).get(key) ?? [];
     }
     const limit = initial.length * 2 + 1;
     let entry: QueueEntry | undefined = initial[0];

@@ -24,9 +24,11 @@
 import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
-import type { BranchUpdater, PushOutcome } from '../../git/index.ts';
-import { messageOf, type SweepLog } from '../types.ts';
+import type { BranchUpdater } from '../../git/index.ts';
+import type { SweepLog } from '../types.ts';
 import { carStatuses, type CarStatuses } from './train-statuses.ts';
+import { blockedBy, carsOf, pushFailure, trainBranch, type Car } from './train-cars.ts';
+import { deleteCarBranches } from './train-cleanup.ts';
 
 export type TrainOutcome = 'waiting' | 'updated' | 'merged' | 'dropped' | 'removed' | 'error';
 
@@ -60,39 +62,10 @@ export interface TrainDeps {
 
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
 
-/** Why the cars' push failed, in words for the status page, explain and the log. */
-function pushFailure(pushed: Exclude<PushOutcome, { kind: 'pushed' }>, branch: string): string {
-  switch (pushed.kind) {
-    case 'refused':
-      return `the server refused the push of the train's branches: ${pushed.message}`;
-    case 'moved':
-      return `the train branch ${branch} moved under the push; tried again next run`;
-    case 'blocked':
-      return blockedBy(pushed);
-  }
-}
-
-/** A branch that makes the train's branches impossible to create, named with what to do. */
-function blockedBy(blocked: { ref: string; sha: string; branch: string }): string {
-  return `the branch \`${blocked.ref}\` (at ${short(blocked.sha)}) blocks the merge train's branch \`${blocked.branch}\`: git cannot make a branch inside another (nor one where a branch is a folder); delete or rename \`${blocked.ref}\`, or choose another git.train_branch_prefix (docs/merge-queue.md#the-trains-branches). The train builds nothing until then`;
-}
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
 const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
 const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
-
-interface Car {
-  car: TrainCar;
-  entries: QueueEntry[];
-}
-
-/**
- * The train branch of a car led by `iid`: unambiguous per project, target branch and queue (a queue
- * name has no `/`). `prefix` is `git.train_branch_prefix` (`hookbot/train/` by default).
- */
-export function trainBranch(prefix: string, targetBranch: string, queue: string, iid: number): string {
-  return `${prefix}${targetBranch}/${queue}/${iid}`;
-}
 
 /**
  * Drives one train's queue once (`entries` in queue order; `shape`, the queue's depth and batch:
@@ -153,33 +126,6 @@ export async function driveTrain(
     }
   }
 
-  function carsOf(queue: QueueEntry[], target: string): { cars: Car[]; broken: Car[] } {
-    const cars: Car[] = [];
-    const broken: Car[] = [];
-    let i = 0;
-    let below = target;
-    while (i < queue.length) {
-      const car = queue[i]!.car;
-      if (!car) break;
-      const entries = queue.slice(i, i + car.members.length);
-      const whole =
-        entries.length === car.members.length &&
-        entries.every((e, j) => e.car?.id === car.id && e.itemKey === car.members[j]);
-      if (!whole || car.base !== below || car.sha === undefined) break;
-      cars.push({ car, entries });
-      below = car.sha;
-      i += car.members.length;
-    }
-    // Everything behind the first car that does not chain is built anew.
-    const seen = new Set(cars.map((c) => c.car.id));
-    for (const entry of queue.slice(i))
-      if (entry.car && !seen.has(entry.car.id)) {
-        seen.add(entry.car.id);
-        broken.push({ car: entry.car, entries: queue.slice(i).filter((e) => e.car?.id === entry.car!.id) });
-      }
-    return { cars, broken };
-  }
-
   async function readMr(entry: QueueEntry): Promise<MergeRequest | undefined> {
     try {
       return await client.mergeRequests.get(entry.projectId, entry.mrId);
@@ -195,38 +141,25 @@ export async function driveTrain(
     mr: MergeRequest | undefined,
     headWanted?: string,
   ): Promise<boolean> {
-    // Whatever happens below, the car it rode in (if any) is given up with it: its branch goes, with
-    // a lease on the car's own commit.
+    const gone = !mr
+      ? 'the merge request is gone (404)'
+      : !isOpen(mr.state)
+        ? `the merge request is ${mr.state}`
+        : mr.target_branch !== entry.targetBranch
+          ? `its target branch is ${mr.target_branch} now`
+          : !mr.sha
+            ? 'its source branch is gone'
+            : undefined;
+    const pushed =
+      gone === undefined && headWanted !== undefined && mr!.sha !== headWanted
+        ? `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr!.sha)}`
+        : undefined;
+    if (gone === undefined && pushed === undefined) return true;
+    // The car it rode in goes with it: its branch is deleted with a lease on the car's own commit.
     if (entry.car && !stale.has(entry.car.branch)) stale.set(entry.car.branch, entry.car.sha);
-    if (!mr)
-      return (
-        say(entry, 'dropped', (await deps.drop(entry, 'the merge request is gone (404)')).detail),
-        false
-      );
-    if (!isOpen(mr.state))
-      return (
-        say(entry, 'dropped', (await deps.drop(entry, `the merge request is ${mr.state}`)).detail),
-        false
-      );
-    if (mr.target_branch !== entry.targetBranch)
-      return (
-        say(
-          entry,
-          'dropped',
-          (await deps.drop(entry, `its target branch is ${mr.target_branch} now`)).detail,
-        ),
-        false
-      );
-    if (!mr.sha)
-      return (say(entry, 'dropped', (await deps.drop(entry, 'its source branch is gone')).detail), false);
-    if (headWanted !== undefined && mr.sha !== headWanted) {
-      const out = await deps.pushedOut(
-        entry,
-        `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr.sha)}`,
-      );
-      return (say(entry, 'dropped', out.detail), false);
-    }
-    return true;
+    const out = gone !== undefined ? await deps.drop(entry, gone) : await deps.pushedOut(entry, pushed!);
+    say(entry, 'dropped', out.detail);
+    return false;
   }
 
   /**
@@ -534,33 +467,15 @@ export async function driveTrain(
   return finish();
 
   async function finish(): Promise<TrainStep[]> {
-    const holding = new Set(queueNow().flatMap((e) => (e.car ? [e.car.branch] : [])));
-    // A car given up whose members all left (a removed label, a push): its branch is found by name.
-    if (stale.size > 0 || steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed')) {
-      // `<prefix><iid>` only: a target branch named like `<this target>/<this queue>/...` has its own.
-      const prefix = trainBranch(updater.train.prefix, head.targetBranch, head.queue, 0).slice(0, -1);
-      const listed = await updater.train.listCars({ targetUrl, prefix });
-      // Found by name, its record gone: deleted only if it holds a commit the train made (train-git.ts).
-      for (const branch of listed.keys())
-        if (/^\d+$/.test(branch.slice(prefix.length)) && !stale.has(branch)) stale.set(branch, undefined);
-    }
-    const going = [...stale].filter(([branch]) => !holding.has(branch));
-    try {
-      const outcome = await updater.train.deleteCars({
-        targetUrl,
-        cars: going.map(([branch, sha]) => ({ branch, ...(sha ? { sha } : {}) })),
-      });
-      for (const left of outcome.left)
-        log.warn(
-          { sweep: 'merge_queue', branch: left.branch, sha: left.sha },
-          `merge train: left the branch ${left.branch} where it is: ${left.why}`,
-        );
-    } catch (error) {
-      log.warn(
-        { sweep: 'merge_queue', err: messageOf(error) },
-        'merge train: could not delete train branches',
-      );
-    }
+    const dropped = steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed');
+    await deleteCarBranches({
+      updater,
+      targetUrl,
+      log,
+      stale,
+      holding: new Set(queueNow().flatMap((e) => (e.car ? [e.car.branch] : []))),
+      ...(stale.size > 0 || dropped ? { list: { targetBranch: head.targetBranch, queue: head.queue } } : {}),
+    });
     return steps;
   }
 
