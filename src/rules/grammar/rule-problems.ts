@@ -231,6 +231,8 @@ interface QueueUse {
   placed: PlacedRule;
   index: number;
   name: string;
+  /** Whether `name` is written (else the default queue). */
+  explicitName: boolean;
   depth: number;
   batch: number;
 }
@@ -245,6 +247,7 @@ export function queueUses(placed: PlacedRule): QueueUse[] {
       placed,
       index,
       name: params.name ?? 'default',
+      explicitName: params.name !== undefined,
       depth: params.depth ?? 1,
       batch: params.batch ?? 1,
     });
