@@ -306,7 +306,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
               "The most batch (merge requests per car) a repository rule's queue action may ask for; 1: one merge request per car.",
             ),
         }).describe(
-          "Limits on the merge queues repository rules feed (with queue in allow). A repository rule may not name a queue the central rules of its project feed (docs/repository-rules.md#queues).",
+          'Limits on the merge queues repository rules feed (with queue in allow). A repository rule may not name a queue the central rules of its project feed (docs/repository-rules.md#queues).',
         ),
         plan_items: integer(1)
           .default(200)
