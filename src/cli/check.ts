@@ -150,8 +150,8 @@ export async function runCheckCommand(
   if (repositoryFlags.some((flag) => flag !== undefined)) {
     io.err(
       givenFile
-        ? `hookbot check: --allow, --project, --rules and --queue-max-* check a repository's own rules, and ${dir} is not named ${REPOSITORY_FILE}: ${readsOnly}; ${rename(dir)}. Central rules are checked as their folder, without these flags (hookbot check rules)\n`
-        : `hookbot check: --allow, --project, --rules and --queue-max-* check a repository's own rules file (${REPOSITORY_FILE}), not a rules folder: give the ${REPOSITORY_FILE} file, or the folder without these flags\n`,
+        ? `hookbot check: --allow, --project, --rules, --queue-max-depth and --queue-max-batch check a repository's own rules, and ${dir} is not named ${REPOSITORY_FILE}: ${readsOnly}; ${rename(dir)}. Central rules are checked as their folder, without these flags (hookbot check rules)\n`
+        : `hookbot check: --allow, --project, --rules, --queue-max-depth and --queue-max-batch check a repository's own rules file (${REPOSITORY_FILE}), not a rules folder: give the ${REPOSITORY_FILE} file, or the folder without these flags\n`,
     );
     return 2;
   }

@@ -310,7 +310,7 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
     expect((await run([taken])).code).toBe(0);
   });
 
-  it('a queue over the operator limits (serial unless --queue-max-*), or fed by the central rules (--rules), at the parameter', async () => {
+  it('a queue over the operator limits (serial unless --queue-max-depth and --queue-max-batch say), or fed by the central rules (--rules), at the parameter', async () => {
     const queued = path.join(folder('queued', {}), '.hookbot.yml');
     writeFileSync(
       queued,
@@ -372,7 +372,7 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
     const result = await run(['--project', 'acme/web', other]);
     expect(result.code).toBe(2);
     expect(result.err).toBe(
-      `hookbot check: --allow, --project, --rules and --queue-max-* check a repository's own rules, and ${other} is not named .hookbot.yml: the bot reads them only from a file named .hookbot.yml at the root of the repository; rename it (mv ${other} ${path.join(dir, '.hookbot.yml')}) and check that. Central rules are checked as their folder, without these flags (hookbot check rules)\n`,
+      `hookbot check: --allow, --project, --rules, --queue-max-depth and --queue-max-batch check a repository's own rules, and ${other} is not named .hookbot.yml: the bot reads them only from a file named .hookbot.yml at the root of the repository; rename it (mv ${other} ${path.join(dir, '.hookbot.yml')}) and check that. Central rules are checked as their folder, without these flags (hookbot check rules)\n`,
     );
     expect(result.err).not.toContain('not a rules folder');
   });
