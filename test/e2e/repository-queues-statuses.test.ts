@@ -70,11 +70,11 @@ describe('a .hookbot.yml and the operator merges (running bot, real HTTP)', () =
     sb = await startSandbox({ adminToken: 'rql-root-token', hookTimeoutMs: 10_000 });
     dir = mkdtempSync(path.join(tmpdir(), 'hookbot-repository-limits-'));
     const ids = [BOT, CI, ALICE].map(
-      (user) =>
+      (user: { username: string; token: string; password?: string }) =>
         addUser(sb.ctx.db, {
           username: user.username,
           private_token: user.token,
-          ...('password' in user ? { password: user.password } : {}),
+          ...(user.password !== undefined ? { password: user.password } : {}),
         }).id,
     );
     const group = addGroup(sb.ctx.db, {
