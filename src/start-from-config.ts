@@ -95,7 +95,10 @@ export async function startRuntime(
   if (warning) log.warn({ host: config.server.host }, warning);
   // A misspelt action in rules.repository.allow stops the start before anything is opened.
   const repositoryPolicyOf = config.rules.repository.enabled
-    ? repositoryPolicy(config.rules.repository.allow)
+    ? repositoryPolicy(config.rules.repository.allow, {
+        maxDepth: config.rules.repository.queue.max_depth,
+        maxBatch: config.rules.repository.queue.max_batch,
+      })
     : undefined;
   const apiUrl = overrides.api?.url ?? config.api.url;
   const token = overrides.api?.token ?? config.api.token;

@@ -10,4 +10,4 @@ export { refuseWrites } from './read-only.ts';
 export { type Issue } from './issues.ts';
 export { type MergeOutcome, type MergeRequest } from './merge-requests.ts';
 export { type Project } from './projects.ts';
-export { latestByName, statusTrust } from './statuses.ts';
+export { latestByName, markRepositoryStatus, statusTrust } from './statuses.ts';

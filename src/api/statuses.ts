@@ -52,16 +52,38 @@ export interface NewCommitStatus {
 }
 
 /**
+ * How the bot marks a status it posts for a rule of a project's own `.hookbot.yml`: its description
+ * starts with this (added by the executor, never by the rule: rules/executor/item-calls.ts). Such a
+ * status is the repository's word, not the operator's: with a trust, it never counts
+ * (docs/repository-rules.md#statuses).
+ */
+export const REPOSITORY_STATUS_MARK = '[.hookbot.yml]';
+
+/** The description the bot posts for a repository rule's status: the mark, then the rule's text. */
+export function markRepositoryStatus(description: string | undefined): string {
+  return description ? `${REPOSITORY_STATUS_MARK} ${description}` : REPOSITORY_STATUS_MARK;
+}
+
+const isRepositoryStatus = (description: string | null | undefined): boolean =>
+  description?.startsWith(REPOSITORY_STATUS_MARK) ?? false;
+
+/**
  * Whose statuses count. Any developer may post a commit status on 8.x, with any name: a status the
  * rules require (`ci/test`) counts only from the accounts an operator trusts, when they name them.
  */
 export interface StatusTrust {
-  counts(author: string | undefined): boolean;
+  /** Whether a status posted by `author` with `description` satisfies a requirement. */
+  counts(author: string | undefined, description?: string | null): boolean;
+  /** Whether `author` is the bot (its marked statuses included, which do not count). */
+  isBot(author: string | undefined): boolean;
 }
 
 /**
  * `rules.status_authors`: empty, every author counts; otherwise those usernames (any case) and the
- * bot's own (`bot`, known once the bot has asked the server who it is).
+ * bot's own (`bot`, known once the bot has asked the server who it is), except the statuses the bot
+ * posted for a repository's rule (marked: `REPOSITORY_STATUS_MARK`). Those count as what the
+ * repository's developer could post: nothing, the bot's name in the list or not. The mark is
+ * judged on the bot's statuses only: anyone else's count by their author alone.
  */
 export function statusTrust(
   authors: readonly string[],
@@ -69,20 +91,50 @@ export function statusTrust(
 ): StatusTrust | undefined {
   if (authors.length === 0) return undefined;
   const trusted = new Set(authors.map((name) => name.toLowerCase()));
+  const isBot = (author: string | undefined): boolean => {
+    const name = bot();
+    return author !== undefined && name !== undefined && author.toLowerCase() === name.toLowerCase();
+  };
   return {
-    counts: (author) =>
+    isBot,
+    counts: (author, description) =>
       author !== undefined &&
-      (trusted.has(author.toLowerCase()) || author.toLowerCase() === bot()?.toLowerCase()),
+      (isBot(author) ? !isRepositoryStatus(description) : trusted.has(author.toLowerCase())),
   };
 }
 
 export function createStatusesApi(http: Http, trust?: StatusTrust) {
+  /** A commit's statuses, those `keep` says yes to (all without a trust). */
+  function listed(
+    project: ProjectRef,
+    sha: string,
+    filter: StatusFilter,
+    options: ListOptions,
+    keep: (trust: StatusTrust, status: CommitStatus) => boolean,
+  ): AsyncIterable<CommitStatus> {
+    const all = http.paginate({
+      method: 'GET',
+      route: '/projects/:id/repository/commits/:sha/statuses',
+      params: { id: project, sha },
+      query: { ...filter },
+      schema: commitStatusSchema,
+      ...options,
+    });
+    if (!trust) return all;
+    return (async function* () {
+      for await (const status of all) if (keep(trust, status)) yield status;
+    })();
+  }
+  const counts = (given: StatusTrust, status: CommitStatus): boolean =>
+    given.counts(status.author?.username, status.description);
+
   return {
     /**
      * A commit's statuses (the latest per name unless `all`). With a `trust`, statuses posted by
-     * others are left out: a status the rules require and nobody trusted posted is then missing, as
-     * it should be, never passed (the server's latest of a name may be the untrusted one: it hides
-     * the trusted one, and the name is missing until a trusted account posts again).
+     * others are left out, and the bot's own posted for a repository's rule: a status the rules
+     * require and nobody trusted posted is then missing, as it should be, never passed (the
+     * server's latest of a name may be the untrusted one: it hides the trusted one, and the name is
+     * missing until a trusted account posts again).
      */
     list(
       project: ProjectRef,
@@ -90,18 +142,27 @@ export function createStatusesApi(http: Http, trust?: StatusTrust) {
       filter: StatusFilter = {},
       options: ListOptions = {},
     ): AsyncIterable<CommitStatus> {
-      const all = http.paginate({
-        method: 'GET',
-        route: '/projects/:id/repository/commits/:sha/statuses',
-        params: { id: project, sha },
-        query: { ...filter },
-        schema: commitStatusSchema,
-        ...options,
-      });
-      if (!trust) return all;
-      return (async function* () {
-        for await (const status of all) if (trust.counts(status.author?.username)) yield status;
-      })();
+      return listed(project, sha, filter, options, counts);
+    },
+
+    /**
+     * What counts (as `list`) and the bot's own statuses that do not (a repository rule's, marked):
+     * what the executor reads before it posts a status, so that one already standing is not posted
+     * again, whoever it counts for. Never read to decide a requirement.
+     */
+    listWithOwn(
+      project: ProjectRef,
+      sha: string,
+      filter: StatusFilter = {},
+      options: ListOptions = {},
+    ): AsyncIterable<CommitStatus> {
+      return listed(
+        project,
+        sha,
+        filter,
+        options,
+        (given, status) => counts(given, status) || given.isBot(status.author?.username),
+      );
     },
 
     /**

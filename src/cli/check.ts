@@ -1,6 +1,7 @@
 /**
- * `hookbot check [RULES_DIR]` (and `hookbot check [--allow ACTIONS] [--project NS/NAME] .hookbot.yml`
- * for a repository's own rules, with the operator's allow-list: docs/repository-rules.md): validates every rule file of the folder (default: `HOOKBOT_RULES`,
+ * `hookbot check [RULES_DIR]` (and `hookbot check [--allow ACTIONS] [--project NS/NAME] [--rules DIR]
+ * [--queue-max-depth N] [--queue-max-batch N] .hookbot.yml` for a repository's own rules, with the
+ * operator's allow-list and queue limits: docs/repository-rules.md): validates every rule file of the folder (default: `HOOKBOT_RULES`,
  * else `rules`) the way the bot loads them, plus what only shows across files (duplicate names,
  * label toggles that fight, extends cycles). Exit 0 with a one-line summary; exit 1 with every
  * problem on stdout, one a line, as `file:line:column: message (hint)`, so editors and CI can jump
@@ -16,8 +17,18 @@ const REPOSITORY_FILE = '.hookbot.yml';
 interface RepositoryCheckOptions {
   allow?: string;
   project?: string;
-  /** The central rules folder: the names its rules (for `--project`, or the default) take. */
+  /** The central rules folder: the names its rules (for `--project`, or the default) take, the queues they feed. */
   rules?: string;
+  /** `rules.repository.queue.max_depth` and `max_batch` (default 1, as the bot's). */
+  queueMaxDepth?: string;
+  queueMaxBatch?: string;
+}
+
+/** A `--queue-max-*` value: a whole number from 1 to `max` (default 1), or undefined when it is not one. */
+function queueLimit(given: string | undefined, max: number): number | undefined {
+  if (given === undefined) return 1;
+  const value = Number(given.trim());
+  return /^\d+$/.test(given.trim()) && value >= 1 && value <= max ? value : undefined;
 }
 
 async function runRepositoryCheck(file: string, options: RepositoryCheckOptions, io: CliIo): Promise<number> {
@@ -29,7 +40,19 @@ async function runRepositoryCheck(file: string, options: RepositoryCheckOptions,
     problemCount,
     MAX_RULE_FILE_BYTES,
     tooLarge,
+    MAX_DEPTH,
+    MAX_BATCH,
   } = await import('../rules/index.ts');
+  const maxDepth = queueLimit(options.queueMaxDepth, MAX_DEPTH);
+  const maxBatch = queueLimit(options.queueMaxBatch, MAX_BATCH);
+  for (const [flag, given, value, max] of [
+    ['--queue-max-depth', options.queueMaxDepth, maxDepth, MAX_DEPTH],
+    ['--queue-max-batch', options.queueMaxBatch, maxBatch, MAX_BATCH],
+  ] as const)
+    if (value === undefined) {
+      io.err(`hookbot check: ${flag}: "${given}" is not a whole number from 1 to ${max}\n`);
+      return 2;
+    }
   let policy;
   try {
     policy = repositoryPolicy(
@@ -37,6 +60,7 @@ async function runRepositoryCheck(file: string, options: RepositoryCheckOptions,
         .split(',')
         .map((name) => name.trim())
         .filter(Boolean),
+      { maxDepth: maxDepth!, maxBatch: maxBatch! },
     );
   } catch (error) {
     io.err(
@@ -116,11 +140,18 @@ export async function runCheckCommand(
   const readsOnly = `the bot reads them only from a file named ${REPOSITORY_FILE} at the root of the repository`;
   const rename = (file: string) =>
     `rename it (mv ${file} ${path.join(path.dirname(file), REPOSITORY_FILE)}) and check that`;
-  if (options.allow !== undefined || options.project !== undefined || options.rules !== undefined) {
+  const repositoryFlags = [
+    options.allow,
+    options.project,
+    options.rules,
+    options.queueMaxDepth,
+    options.queueMaxBatch,
+  ];
+  if (repositoryFlags.some((flag) => flag !== undefined)) {
     io.err(
       givenFile
-        ? `hookbot check: --allow, --project and --rules check a repository's own rules, and ${dir} is not named ${REPOSITORY_FILE}: ${readsOnly}; ${rename(dir)}. Central rules are checked as their folder, without these flags (hookbot check rules)\n`
-        : `hookbot check: --allow, --project and --rules check a repository's own rules file (${REPOSITORY_FILE}), not a rules folder: give the ${REPOSITORY_FILE} file, or the folder without these flags\n`,
+        ? `hookbot check: --allow, --project, --rules, --queue-max-depth and --queue-max-batch check a repository's own rules, and ${dir} is not named ${REPOSITORY_FILE}: ${readsOnly}; ${rename(dir)}. Central rules are checked as their folder, without these flags (hookbot check rules)\n`
+        : `hookbot check: --allow, --project, --rules, --queue-max-depth and --queue-max-batch check a repository's own rules file (${REPOSITORY_FILE}), not a rules folder: give the ${REPOSITORY_FILE} file, or the folder without these flags\n`,
     );
     return 2;
   }
@@ -172,6 +203,14 @@ export const registerCheckCommand: RegisterCommand = (program, io, setExitCode) 
     .option(
       '--project <namespace/project>',
       'for a .hookbot.yml: the project it belongs to (a move stays in its namespace)',
+    )
+    .option(
+      '--queue-max-depth <n>',
+      'for a .hookbot.yml: the most depth a queue may ask for (rules.repository.queue.max_depth; default 1)',
+    )
+    .option(
+      '--queue-max-batch <n>',
+      'for a .hookbot.yml: the most batch a queue may ask for (rules.repository.queue.max_batch; default 1)',
     )
     .action(async (dir: string | undefined, options: RepositoryCheckOptions) => {
       setExitCode(await runCheckCommand(dir, io, options));

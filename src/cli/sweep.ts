@@ -143,7 +143,10 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     if (config.rules.repository.enabled) {
       const repository = createRepositoryRules({
         central,
-        policy: repositoryPolicy(config.rules.repository.allow),
+        policy: repositoryPolicy(config.rules.repository.allow, {
+          maxDepth: config.rules.repository.queue.max_depth,
+          maxBatch: config.rules.repository.queue.max_batch,
+        }),
         postStatuses: !dryRun,
         log,
       });

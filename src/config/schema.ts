@@ -289,7 +289,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .meta(meta({ env: 'HOOKBOT_RULES', fsPath: true })),
       watch: flag().default(true).describe('Reload rules when their files change.'),
       status_authors: textList(nonEmptyText()).describe(
-        "Usernames whose commit statuses count (the CI's accounts); the bot's own always count. Empty: a status counts whoever posted it, and any developer may post one (8.x lets developers post statuses), so a merge or queue rule that requires ci/test then merges on a developer's own word (docs/reliability.md#security).",
+        "Usernames whose commit statuses count (the CI's accounts); the bot's own count too, except those it posts for a rule of a project's .hookbot.yml (marked: their description starts with [.hookbot.yml]), which never count. Empty: a status counts whoever posted it, and any developer may post one (8.x lets developers post statuses), so a merge or queue rule that requires ci/test then merges on a developer's own word (docs/reliability.md#security).",
       ),
       repository: section({
         enabled: flag()
@@ -300,6 +300,21 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
           .meta(meta({ env: 'HOOKBOT_REPOSITORY_RULES' })),
         allow: textList(nonEmptyText()).describe(
           'Actions repository rules may use besides label, comment, status, assign, unassign, close, reopen, subscribe and unsubscribe: merge, merge_when_build_succeeds, cancel_merge, move (a move only within the namespace), queue.',
+        ),
+        queue: section({
+          // At most the queue action's own limits (rules/actions/queue.ts MAX_DEPTH, MAX_BATCH).
+          max_depth: integer(1, 20)
+            .default(1)
+            .describe(
+              "The most depth (cars of a merge train tested at once) a repository rule's queue action may ask for; 1: a repository's queues are serial. A rule over it is refused with the file's other problems.",
+            ),
+          max_batch: integer(1, 10)
+            .default(1)
+            .describe(
+              "The most batch (merge requests per car) a repository rule's queue action may ask for; 1: one merge request per car.",
+            ),
+        }).describe(
+          'Limits on the merge queues repository rules feed (with queue in allow). A repository rule may not name a queue the central rules of its project feed (docs/repository-rules.md#queues).',
         ),
         plan_items: integer(1)
           .default(200)

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { latestByName, type CommitStatus } from '../../src/api/statuses.ts';
+import {
+  latestByName,
+  markRepositoryStatus,
+  REPOSITORY_STATUS_MARK,
+  statusTrust,
+  type CommitStatus,
+} from '../../src/api/statuses.ts';
 import created from '../fixtures/api/commit-status.json' with { type: 'json' };
 import statuses from '../fixtures/api/commit-statuses.json' with { type: 'json' };
 import { api, apiAs, collect, testClient, useNock } from '../helpers/nock.ts';
@@ -136,5 +142,90 @@ describe('latestByName', () => {
     const newer = status(5, 'test', '2016-01-19T10:00:00.000Z', 'failed');
     expect(latestByName([newer, older])).toEqual([newer]);
     expect(latestByName([older, newer])).toEqual([newer]);
+  });
+});
+
+describe("statusTrust: the bot's statuses for a repository's rules never count", () => {
+  const trust = statusTrust(['ci-runner'], () => 'HookBot')!;
+
+  it("the mark is fixed: the rule's text after it, or the mark alone", () => {
+    expect(REPOSITORY_STATUS_MARK).toBe('[.hookbot.yml]');
+    expect(markRepositoryStatus('tests passed')).toBe('[.hookbot.yml] tests passed');
+    expect(markRepositoryStatus(undefined)).toBe('[.hookbot.yml]');
+    expect(markRepositoryStatus('')).toBe('[.hookbot.yml]');
+  });
+
+  it.each<[string, string | undefined, string | null | undefined, boolean]>([
+    ['the CI, any description', 'CI-Runner', 'ok', true],
+    [
+      'the CI, even with a text that looks like the mark (only the bot marks)',
+      'ci-runner',
+      '[.hookbot.yml] ok',
+      true,
+    ],
+    ["the bot, for the operator's rules", 'hookbot', 'blocked: ...', true],
+    ['the bot, no description', 'hookbot', null, true],
+    ['the bot, for a repository rule (marked)', 'hookbot', '[.hookbot.yml] tests passed', false],
+    ['the bot, the mark alone', 'HOOKBOT', '[.hookbot.yml]', false],
+    ['a developer', 'mallory', 'ok', false],
+    ['a developer, marked', 'mallory', '[.hookbot.yml] ok', false],
+    ['no author', undefined, 'ok', false],
+  ])('%s', (_name, author, description, counts) => {
+    expect(trust.counts(author, description)).toBe(counts);
+  });
+
+  it('the mark counts for nothing even when the operator lists the bot among the authors', () => {
+    const listed = statusTrust(['ci-runner', 'hookbot'], () => 'hookbot')!;
+    expect(listed.counts('hookbot', '[.hookbot.yml] ok')).toBe(false);
+    expect(listed.counts('hookbot', 'ok')).toBe(true);
+  });
+
+  it('before the bot knows its name, nobody is the bot', () => {
+    const early = statusTrust(['ci-runner'], () => undefined)!;
+    expect(early.isBot(undefined)).toBe(false);
+    expect(early.isBot('hookbot')).toBe(false);
+    expect(trust.isBot('hookbot')).toBe(true);
+  });
+
+  describe('the client', () => {
+    useNock();
+    const trusted = testClient({ statusTrust: trust });
+    const posted = (id: number, name: string, author: string, description: string | null) => ({
+      ...statuses[1],
+      id,
+      name,
+      status: 'success',
+      description,
+      author: { ...statuses[0]!.author, username: author },
+    });
+    const listing = [
+      posted(1, 'ci/test', 'hookbot', '[.hookbot.yml] tests passed'),
+      posted(2, 'ci/lint', 'ci-runner', null),
+      posted(3, 'hookbot/rules', 'hookbot', 'ready'),
+      posted(4, 'ci/build', 'mallory', null),
+    ];
+
+    it("list (every reader of a requirement): neither a developer's nor the bot's marked ones", async () => {
+      api()
+        .get(`/projects/8/repository/commits/${SHA}/statuses`)
+        .query({ per_page: '100' })
+        .reply(200, listing);
+      expect((await collect(trusted.statuses.list(8, SHA))).map((s) => s.name)).toEqual([
+        'ci/lint',
+        'hookbot/rules',
+      ]);
+    });
+
+    it("listWithOwn (the executor, before it posts): the bot's marked ones too, never a developer's", async () => {
+      api()
+        .get(`/projects/8/repository/commits/${SHA}/statuses`)
+        .query({ per_page: '100' })
+        .reply(200, listing);
+      expect((await collect(trusted.statuses.listWithOwn(8, SHA))).map((s) => s.name)).toEqual([
+        'ci/test',
+        'ci/lint',
+        'hookbot/rules',
+      ]);
+    });
   });
 });

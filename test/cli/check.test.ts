@@ -179,6 +179,23 @@ describe('hookbot check', () => {
     expect(result.out).toBe(lines.map((line) => `${dir}/${line.replaceAll('DIR', dir)}\n`).join(''));
   });
 
+  it("rules that feed one queue with a different depth: file:line:column naming the other, with the file's other problems (exit 1)", async () => {
+    const queueRule = (name: string, options: string) =>
+      `  - name: ${name}\n    on: [merge_request.update]\n    for: merge_requests\n    do:\n      - queue: { statuses: [ci/test]${options} }\n`;
+    const dir = folder('queue-shapes', {
+      'default.yml': `rules:\n${queueRule('docs', '')}${queueRule('code', ', depth: 4')}${queueRule('docs', ', batch: 2')}`,
+    });
+    const file = path.join(dir, 'default.yml');
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out.trimEnd().split('\n')).toEqual([
+      `${file}:11:9: queue "default" is fed by rule "code" with depth 4, batch 1 and by rule "docs" (${file}:6:9) with depth 1, batch 1: the queue would run with the smallest depth and the smallest batch of the merge requests in it (give both queue actions the same depth and batch, or name different queues (queue: { name: ... }))`,
+      `${file}:12:11: duplicate rule name "docs" (first defined at ${file}:2:5) (rule names must be unique in the rules a project gets)`,
+      `${file}:16:9: queue "default" is fed by rule "docs" with depth 1, batch 2 and by rule "docs" (${file}:6:9) with depth 1, batch 1: the queue would run with the smallest depth and the smallest batch of the merge requests in it (give both queue actions the same depth and batch, or name different queues (queue: { name: ... }))`,
+    ]);
+    expect(result.err).toBe('hookbot check: 3 problems in 1 file\n');
+  });
+
   it('exits 0 on a default file that says rules: [] on purpose', async () => {
     const dir = folder('none-on-purpose', { 'default.yml': '# nothing yet\nrules: []\n' });
     const result = await run([dir]);
@@ -293,6 +310,35 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
     expect((await run([taken])).code).toBe(0);
   });
 
+  it('a queue over the operator limits (serial unless --queue-max-depth and --queue-max-batch say), or fed by the central rules (--rules), at the parameter', async () => {
+    const queued = path.join(folder('queued', {}), '.hookbot.yml');
+    writeFileSync(
+      queued,
+      'rules:\n  - name: train\n    on: [merge_request.update]\n    for: merge_requests\n    do:\n      - queue: { statuses: [ci/test], depth: 3 }\n',
+    );
+    const serial = await run([queued, '--allow', 'queue']);
+    expect(serial.code).toBe(1);
+    expect(serial.out).toBe(
+      `${queued}:6:46: queue depth 3 is over the 1 the operator allows repository rules (rule "train"): depth is how many cars of a merge train tested at once, and the operator, who knows the CI's capacity, sets how large a repository's trains may be (write depth: 1 or less, or ask the operator to raise rules.repository.queue.max_depth (at most 20))\n`,
+    );
+    expect(await run([queued, '--allow', 'queue', '--queue-max-depth', '3'])).toMatchObject({ code: 0 });
+    const central = folder('central-queue', {
+      'default.yml':
+        'rules:\n  - name: ship\n    on: [merge_request.update]\n    for: merge_requests\n    do:\n      - queue: { statuses: [ci/test] }\n',
+    });
+    const joins = await run([queued, '--allow', 'queue', '--queue-max-depth', '3', '--rules', central]);
+    expect(joins.code).toBe(1);
+    expect(joins.out).toContain(
+      `${queued}:6:9: queue "default" is fed by the operator's rule "ship" (${path.join(central, 'default.yml')}:2:5) (rule "train"): a repository rule may not join a queue of the central rules`,
+    );
+    for (const bad of ['0', '21', 'two'])
+      expect(await run([queued, '--queue-max-depth', bad])).toMatchObject({
+        code: 2,
+        err: `hookbot check: --queue-max-depth: "${bad}" is not a whole number from 1 to 20\n`,
+      });
+    expect((await run(['test/fixtures/rules/example', '--queue-max-batch', '2'])).code).toBe(2);
+  });
+
   it('a file past the 256 KB limit is refused at its size, as the bot refuses it, not read whole (exit 1)', async () => {
     const big = path.join(folder('big', {}), '.hookbot.yml');
     writeFileSync(big, `rules: []\n# ${'x'.repeat(300 * 1024)}\n`);
@@ -326,7 +372,7 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
     const result = await run(['--project', 'acme/web', other]);
     expect(result.code).toBe(2);
     expect(result.err).toBe(
-      `hookbot check: --allow, --project and --rules check a repository's own rules, and ${other} is not named .hookbot.yml: the bot reads them only from a file named .hookbot.yml at the root of the repository; rename it (mv ${other} ${path.join(dir, '.hookbot.yml')}) and check that. Central rules are checked as their folder, without these flags (hookbot check rules)\n`,
+      `hookbot check: --allow, --project, --rules, --queue-max-depth and --queue-max-batch check a repository's own rules, and ${other} is not named .hookbot.yml: the bot reads them only from a file named .hookbot.yml at the root of the repository; rename it (mv ${other} ${path.join(dir, '.hookbot.yml')}) and check that. Central rules are checked as their folder, without these flags (hookbot check rules)\n`,
     );
     expect(result.err).not.toContain('not a rules folder');
   });

@@ -8,7 +8,7 @@ export const status = defineAction({
   inRepositories: 'allowed',
   name: 'status',
   summary:
-    'Posts a commit status on the head commit of the merge request (`description` and `target_url` take placeholders); nothing when the head is unknown or the status already stands.',
+    "Posts a commit status on the head commit of the merge request (`description` and `target_url` take placeholders); nothing when the head is unknown or the status already stands. Posted for a rule of a project's own `.hookbot.yml`, its description starts with `[.hookbot.yml]` and, with `rules.status_authors` set, it satisfies no requirement (of a `statuses` condition, a merge, the merge queue or a train): it is the repository's word, not the CI's ([repository-rules.md](repository-rules.md#statuses)).",
   example: { name: 'hookbot/changelog', state: 'failed', description: 'CHANGELOG.md not updated' },
   params: z.strictObject({
     name: z.string().min(1),
@@ -25,7 +25,7 @@ export const status = defineAction({
     description: p.description === undefined ? undefined : compileTemplate(p.description),
     targetUrl: p.target_url === undefined ? undefined : compileTemplate(p.target_url),
   }),
-  plan: (c, input) => {
+  plan: (c, input, { fromRepository }) => {
     const mr = input.snapshot;
     if (mr.kind !== 'merge_request') return [];
     return planStatus(
@@ -37,6 +37,7 @@ export const status = defineAction({
         ...(c.targetUrl ? { target_url: c.targetUrl(input) } : {}),
       },
       `status ${c.name}: ${c.state}${mr.sha ? ` on ${shortSha(mr.sha)}` : ''}`,
+      fromRepository === true,
     );
   },
 });

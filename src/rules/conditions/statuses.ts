@@ -14,7 +14,7 @@ const DESCRIBE = {
 export const statuses = defineCondition({
   name: 'statuses',
   summary:
-    'Commit statuses of the current head commit of the merge request, by name (latest per name). `state: success` (the default): every required status passed (a missing one is never success; a failure marked allow_failure passes, as in the server pipeline). `pending`: all are reported, none failed, some still pending or running (what arming merge_when_build_succeeds needs). `failed`: one failed or was canceled. `missing`: one is not reported yet. With `rules.status_authors` set, only statuses those accounts (or the bot) posted count: those of anyone else are left out.',
+    "Commit statuses of the current head commit of the merge request, by name (latest per name). `state: success` (the default): every required status passed (a missing one is never success; a failure marked allow_failure passes, as in the server pipeline). `pending`: all are reported, none failed, some still pending or running (what arming merge_when_build_succeeds needs). `failed`: one failed or was canceled. `missing`: one is not reported yet. With `rules.status_authors` set, only statuses those accounts (or the bot, for the operator's rules) posted count: those of anyone else are left out, and so are those the bot posted for a rule of a project's own `.hookbot.yml` (their description starts with `[.hookbot.yml]`: [repository-rules.md](repository-rules.md#statuses)).",
   example: { required: ['ci/build', 'ci/test'], state: 'success' },
   params: z.strictObject({
     required: z.array(z.string().min(1)).min(1),

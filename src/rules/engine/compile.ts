@@ -127,6 +127,7 @@ export function compileAction(spec: ActionSpec): CompiledAction {
   const planUnmatched = definition.planUnmatched;
   return {
     name,
+    params,
     describe: definition.describe(params),
     itemKinds,
     plan: (input, context) =>

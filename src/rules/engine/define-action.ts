@@ -57,6 +57,11 @@ export type AnyActionDefinition = ActionDefinition<z.ZodType, unknown>;
 
 export interface CompiledAction {
   name: string;
+  /**
+   * The parameters as validated (a bare name's: `bareParams`): what checks across rule sets read,
+   * such as the queue an operator's rule feeds (rules/repository/queues.ts).
+   */
+  params: unknown;
   describe: string;
   itemKinds: readonly ItemKind[];
   plan(input: EvalInput, context: ActionContext): PlanOutcome;

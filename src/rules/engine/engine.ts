@@ -201,6 +201,7 @@ function evaluateRule(rule: CompiledRule, input: EvalInput): RuleEvaluation {
         description: blockingSentence(evaluation),
       },
       `summary of rule "${rule.name}": ${ready ? 'ready' : 'blocked'}`,
+      rule.source?.repository === true,
     );
     (actions ??= []).push(
       record('summary_status', `summary status ${rule.summaryStatus}`, outcome, rule.name),

@@ -48,6 +48,8 @@ export interface CallArgs {
     ref?: string;
     description?: string;
     target_url?: string;
+    /** For a rule of a project's `.hookbot.yml`: the executor marks it, and it never counts (statuses.ts). */
+    repository?: true;
   };
   /** Merge pinned to `sha`: the server answers 409 if the head moved (docs/server-behaviour.md#merging). */
   'mergeRequests.merge': MergeRequestTarget & {

@@ -14,7 +14,13 @@ import type {
   MergeRequestTarget,
 } from '../engine/planned-call.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
-import { ApiError, type Issue, latestByName, type MergeRequest } from '../../api/index.ts';
+import {
+  ApiError,
+  type Issue,
+  latestByName,
+  markRepositoryStatus,
+  type MergeRequest,
+} from '../../api/index.ts';
 
 type Target = IssueTarget | MergeRequestTarget;
 
@@ -234,19 +240,24 @@ const updatesInPlace = (from: string, to: string): boolean =>
 
 export async function postStatus(ctx: CallContext, args: CallArgs['statuses.create']): Promise<CallResult> {
   const { client } = ctx;
+  // A repository rule's status is marked here, whatever its text (statuses.ts): the rule cannot
+  // leave the mark out, and with a trust the status never counts.
+  const { project, sha, repository, ...rest } = args;
+  const description = repository ? markRepositoryStatus(args.description) : args.description;
+  const posted = { ...rest, ...(description !== undefined ? { description } : {}) };
   const current = async () => {
     const all = [];
-    for await (const status of client.statuses.list(args.project, args.sha)) all.push(status);
+    // The bot's own statuses too, marked or not: one already standing is not posted again.
+    for await (const status of client.statuses.listWithOwn(project, sha)) all.push(status);
     return latestByName(all.filter((status) => args.ref === undefined || status.ref === args.ref)).find(
       (status) => status.name === args.name,
     );
   };
   const holds = (status: Awaited<ReturnType<typeof current>>): boolean =>
-    status?.status === args.state && (status.description ?? null) === (args.description ?? null);
+    status?.status === args.state && (status.description ?? null) === (description ?? null);
 
   const before = await current();
   if (holds(before)) return skipped(`${args.name} is already ${args.state} on ${args.sha.slice(0, 8)}`);
-  const { project, sha, ...status } = args;
   // A new text for an unfinished status the server will not update in place (a summary status
   // blocked for another reason: pending over pending): the old one is finished first, as canceled
   // (its row keeps the old text in the history), so the new one starts a new row. Without this the
@@ -257,6 +268,7 @@ export async function postStatus(ctx: CallContext, args: CallArgs['statuses.crea
         state: 'canceled',
         name: args.name,
         ...(args.ref !== undefined ? { ref: args.ref } : {}),
+        ...(repository ? { description: markRepositoryStatus(undefined) } : {}),
       });
     } catch (error) {
       if (!isUncertain(error)) throw error;
@@ -266,7 +278,7 @@ export async function postStatus(ctx: CallContext, args: CallArgs['statuses.crea
     }
   }
   try {
-    await client.statuses.create(project, sha, status);
+    await client.statuses.create(project, sha, posted);
     return done(`${args.name}: ${args.state} on ${sha.slice(0, 8)}`);
   } catch (error) {
     if (!isUncertain(error)) throw error;

@@ -15,7 +15,7 @@ export interface ExecutorClient {
     Client['notes'],
     'listIssueNotes' | 'listMergeRequestNotes' | 'createIssueNote' | 'createMergeRequestNote'
   >;
-  statuses: Pick<Client['statuses'], 'list' | 'create'>;
+  statuses: Pick<Client['statuses'], 'list' | 'listWithOwn' | 'create'>;
   users: Pick<Client['users'], 'list'>;
   projects: Pick<Client['projects'], 'get'>;
   branches: Pick<Client['branches'], 'get'>;

@@ -2,8 +2,9 @@
  * What a rule file can get wrong even when every file is valid on its own: rules that can never act
  * (a condition or action about the other kind of item, a merge that could never be planned, a label
  * toggled against the rule's own condition), and what only shows in the set of rules a project gets
- * (duplicate names, label toggles that would fight). load.ts runs these on every load, so the bot
- * refuses exactly what `hookbot check` (which reports the loader's problems) refuses.
+ * (duplicate names, label toggles that would fight, rules that feed one queue with different shapes).
+ * load.ts runs these on every load, so the bot refuses exactly what `hookbot check` (which reports
+ * the loader's problems) refuses.
  */
 import { actionsByName } from '../actions/index.ts';
 import type { CompiledRule } from '../engine/compile.ts';
@@ -225,6 +226,65 @@ function unsafeMerges(placed: PlacedRule): Problem[] {
   return problems;
 }
 
+/** A `queue` action as written: the queue it feeds and the shape it asks for (absent = 1). */
+interface QueueUse {
+  placed: PlacedRule;
+  index: number;
+  name: string;
+  /** Whether `name` is written (else the default queue). */
+  explicitName: boolean;
+  depth: number;
+  batch: number;
+}
+
+/** Every `queue` action of a rule (queue.ts: `name` defaults to `default`, depth and batch to 1). */
+export function queueUses(placed: PlacedRule): QueueUse[] {
+  const uses: QueueUse[] = [];
+  placed.spec.do.forEach((action, index) => {
+    if (typeof action === 'string' || !('queue' in action)) return;
+    const params = (action.queue ?? {}) as { name?: string; depth?: number; batch?: number };
+    uses.push({
+      placed,
+      index,
+      name: params.name ?? 'default',
+      explicitName: params.name !== undefined,
+      depth: params.depth ?? 1,
+      batch: params.batch ?? 1,
+    });
+  });
+  return uses;
+}
+
+/**
+ * Rules that feed one queue with a different `depth` or `batch` (docs/merge-queue.md#rules-that-feed-one-queue):
+ * depth and batch are the queue's, not each merge request's, and the queue runs with the smallest
+ * of its live entries, so the rule that asked for more would not get it. Reported at the later
+ * action, naming the first one of that queue. Names only: which target branches each rule's merge
+ * requests have is not known here (queues are per target branch too).
+ */
+function queueShapes(rules: readonly PlacedRule[]): Problem[] {
+  const first = new Map<string, QueueUse>();
+  const problems: Problem[] = [];
+  for (const use of rules.flatMap(queueUses)) {
+    const earlier = first.get(use.name);
+    if (!earlier) {
+      first.set(use.name, use);
+      continue;
+    }
+    if (earlier.depth === use.depth && earlier.batch === use.batch) continue;
+    const shape = (one: QueueUse) => `depth ${one.depth}, batch ${one.batch}`;
+    problems.push(
+      problemAt(
+        use.placed,
+        ['do', use.index],
+        `queue "${use.name}" is fed by rule "${use.placed.spec.name}" with ${shape(use)} and by rule "${earlier.placed.spec.name}" (${where(earlier.placed, ['do', earlier.index])}) with ${shape(earlier)}: the queue would run with the smallest depth and the smallest batch of the merge requests in it`,
+        'give both queue actions the same depth and batch, or name different queues (queue: { name: ... })',
+      ),
+    );
+  }
+  return problems;
+}
+
 /** What is wrong with one rule wherever it is used. */
 export function ruleProblems(placed: PlacedRule): Problem[] {
   return [...selfFlips(placed), ...neverApplies(placed), ...unsafeMerges(placed)];
@@ -232,5 +292,5 @@ export function ruleProblems(placed: PlacedRule): Problem[] {
 
 /** What is wrong with a set of rules (a project's, in order: extended files first). */
 export function setProblems(rules: readonly PlacedRule[]): Problem[] {
-  return [...duplicateNames(rules), ...toggleFights(rules)];
+  return [...duplicateNames(rules), ...toggleFights(rules), ...queueShapes(rules)];
 }

@@ -3,16 +3,20 @@
  * the registry says whether repositories may use it by default (`inRepositories` in its
  * definition: labels, comments, statuses, assignments, closing and their inverses) or only with
  * the operator's permission (merges, merge-when-build-succeeds and its cancel, moves), which
- * `rules.repository.allow` gives. A move, even allowed, stays inside the project's namespace.
+ * `rules.repository.allow` gives. A move, even allowed, stays inside the project's namespace; a
+ * queue, even allowed, within the operator's limits and out of the central rules' queues (queues.ts).
  */
 import { actionDefinitions, actionsByName } from '../actions/index.ts';
 import type { Problem } from '../grammar/problem.ts';
 import type { PlacedRule } from '../grammar/rule-problems.ts';
 import { closest } from '../../text/index.ts';
+import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './queues.ts';
 
 export interface RepositoryPolicy {
   /** Every action repository rules may use: the defaults plus what the operator allows. */
   allowed: ReadonlySet<string>;
+  /** How large a merge train a repository rule's `queue` may ask for (queues.ts). */
+  queue: QueueLimits;
 }
 
 /** The actions every repository may use unless the operator says otherwise. */
@@ -26,10 +30,14 @@ export const OPERATOR_ACTIONS: readonly string[] = actionDefinitions
   .map((definition) => definition.name);
 
 /**
- * The policy from the operator's `rules.repository.allow`; throws on a name that is no action
- * (a typo there would silently refuse the rules it meant to allow).
+ * The policy from the operator's `rules.repository.allow` and `rules.repository.queue` (serial
+ * unless said); throws on a name that is no action (a typo there would silently refuse the rules it
+ * meant to allow).
  */
-export function repositoryPolicy(allow: readonly string[]): RepositoryPolicy {
+export function repositoryPolicy(
+  allow: readonly string[],
+  queue: QueueLimits = DEFAULT_QUEUE_LIMITS,
+): RepositoryPolicy {
   for (const name of allow)
     if (!actionsByName.has(name)) {
       const near = closest(name, actionsByName.keys());
@@ -37,7 +45,7 @@ export function repositoryPolicy(allow: readonly string[]): RepositoryPolicy {
         `rules.repository.allow: "${name}" is not an action${near === undefined ? '' : ` (did you mean "${near}"?)`}; the actions are ${[...actionsByName.keys()].join(', ')}`,
       );
     }
-  return { allowed: new Set([...DEFAULT_REPOSITORY_ACTIONS, ...allow]) };
+  return { allowed: new Set([...DEFAULT_REPOSITORY_ACTIONS, ...allow]), queue };
 }
 
 const namespaceOf = (project: string): string => project.split('/')[0]!.toLowerCase();

@@ -7,6 +7,7 @@
  * - `extends` (the operator's rules come first by themselves; a repository reads no other file);
  * - an action the operator's allow-list does not grant (allow-list.ts), or a move out of the
  *   project's namespace;
+ * - a queue larger than the operator's limits, or one the operator's rules feed (queues.ts);
  * - a rule name the operator's rules already use (actions and explain are keyed by rule name).
  *
  * Pure: the bot (repository-rules.ts), `hookbot check FILE` and the tests call it on text.
@@ -17,6 +18,7 @@ import { parseRuleFile, type ParsedRuleFile } from '../grammar/parse-file.ts';
 import { sortProblems, type Problem } from '../grammar/problem.ts';
 import { ruleProblems, setProblems, type PlacedRule } from '../grammar/rule-problems.ts';
 import { allowListProblems, type RepositoryPolicy } from './allow-list.ts';
+import { queueProblems } from './queues.ts';
 
 /** The file's name at the root of the default branch. */
 export const REPOSITORY_FILE = '.hookbot.yml';
@@ -76,6 +78,9 @@ export function checkParsedRepositoryFile(
   });
   problems.push(...placed.flatMap(ruleProblems), ...setProblems(placed));
   problems.push(...allowListProblems(placed, context.policy, context.project));
+  // Only a queue the operator allows is worth more problems (allowListProblems said it is not).
+  if (context.policy.allowed.has('queue'))
+    problems.push(...queueProblems(placed, context.policy.queue, context.central));
 
   const taken = new Map((context.central ?? []).map((rule) => [rule.name, rule]));
   for (const rule of placed) {

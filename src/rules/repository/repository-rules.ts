@@ -34,6 +34,7 @@ import { parseRuleFileOffThread } from '../grammar/parse-off-thread.ts';
 import { readerText, type Reader } from './plan-access.ts';
 import { createPlanLimiter, DEFAULT_PLAN_LIMITS, type PlanLimits, type PlanWait } from './plan-limit.ts';
 import { checkParsedRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
+import { keptBeside } from './queues.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
 export const CONFIG_STATUS = 'hookbot/config';
@@ -459,9 +460,8 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     if (!good) return base;
     const cached = combined.get(base);
     if (cached && cached.good === good) return cached.set;
-    // The file was checked against the central rules of its time: a name they took since is theirs.
-    const taken = new Set(base.rules.map((rule) => rule.name));
-    const set = ruleSet([...base.rules, ...good.rules.filter((rule) => !taken.has(rule.name))]);
+    // Checked against the central rules of its time: a name they took since, or a queue, is theirs.
+    const set = ruleSet([...base.rules, ...good.rules.filter(keptBeside(base.rules))]);
     combined.set(base, { good, set });
     return set;
   }

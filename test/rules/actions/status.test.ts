@@ -89,4 +89,41 @@ describe('status action', () => {
       skipped: 'hookbot/x is already pending on 1f2e3d4c',
     });
   });
+
+  it("a repository rule's: the call says so (the executor marks it); it stands with the mark, never without", () => {
+    const spec = { status: { name: 'ci/test', state: 'success', description: 'tests passed' } };
+    const bare = mergeRequest('mr-green', { statuses: [] });
+    expect(runAction(spec, bare, [], 'mine', true)).toMatchObject([
+      {
+        call: {
+          op: 'statuses.create',
+          args: { name: 'ci/test', description: 'tests passed', repository: true },
+        },
+      },
+    ]);
+    expect(runAction(spec, bare)).toMatchObject([
+      { call: { args: expect.not.objectContaining({ repository: true }) } },
+    ]);
+    const marked = mergeRequest('mr-green', {
+      statuses: [
+        {
+          name: 'ci/test',
+          status: 'success',
+          allow_failure: false,
+          description: '[.hookbot.yml] tests passed',
+        },
+      ],
+    });
+    expect(runAction(spec, marked, [], 'mine', true)).toEqual({
+      skipped: 'ci/test is already success on 1f2e3d4c',
+    });
+    // The operator's rule wants its own, unmarked: the marked one is not it.
+    expect(runAction(spec, marked)).toMatchObject([{ call: { op: 'statuses.create' } }]);
+    const unmarked = mergeRequest('mr-green', {
+      statuses: [{ name: 'ci/test', status: 'success', allow_failure: false, description: 'tests passed' }],
+    });
+    expect(runAction(spec, unmarked, [], 'mine', true)).toMatchObject([
+      { call: { op: 'statuses.create', args: { repository: true } } },
+    ]);
+  });
 });

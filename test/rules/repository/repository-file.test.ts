@@ -19,7 +19,7 @@ import {
   repositoryPolicy,
 } from '../../../src/rules/repository/allow-list.ts';
 import { checkRepositoryFile } from '../../../src/rules/repository/repository-file.ts';
-import { issue, NOW, rulesFrom } from '../support.ts';
+import { issue, mergeRequest, NOW, rulesFrom } from '../support.ts';
 
 const CORPUS = 'test/reliability/corpus/rules';
 const temp = mkdtempSync(path.join(tmpdir(), 'hookbot-repository-file-'));
@@ -169,5 +169,35 @@ describe("a repository file's rules act as a developer's, not the operator's", (
     );
     const central = evaluate(rulesFrom(text), secret, { now: NOW });
     expect(central.plan.map((call) => call.call.op)).toEqual(['issues.move']);
+  });
+
+  it("its statuses, the status action's and the summary's, go to the executor to be marked (the same rule centrally: not)", () => {
+    const text = `rules:
+  - name: self-approve
+    on: [merge_request.update, status.changed]
+    for: merge_requests
+    summary_status: { name: review/approved }
+    do:
+      - status: { name: ci/test, state: success, description: 'all good' }
+`;
+    const checked = checkRepositoryFile(text, { file: 'acme/web:.hookbot.yml', policy: defaults });
+    expect(checked.problems).toEqual([]);
+    const mr = mergeRequest('mr-green', { statuses: [] });
+    const fromRepository = evaluate(ruleSet(checked.rules!), mr, { now: NOW });
+    expect(fromRepository.plan.map((call) => [call.call.op, call.call.args])).toEqual([
+      [
+        'statuses.create',
+        expect.objectContaining({ name: 'ci/test', description: 'all good', repository: true }),
+      ],
+      [
+        'statuses.create',
+        expect.objectContaining({ name: 'review/approved', state: 'success', repository: true }),
+      ],
+    ]);
+    const central = evaluate(rulesFrom(text), mr, { now: NOW });
+    expect(central.plan.map((call) => call.call.args)).toEqual([
+      expect.not.objectContaining({ repository: true }),
+      expect.not.objectContaining({ repository: true }),
+    ]);
   });
 });

@@ -16,6 +16,15 @@ export const editKey = (call: CallOf<'issues.update' | 'mergeRequests.update'>):
 export const commentKey = (call: CallOf<'notes.createIssueNote' | 'notes.createMergeRequestNote'>): string =>
   call.marker ?? call.args.body;
 
-/** A status: name, state and texts (the commit is the evaluated head, the same for every call of a plan). */
+/**
+ * A status: name, state and texts (the commit is the evaluated head, the same for every call of a
+ * plan), and whether it is a repository rule's (marked: another status than the operator's).
+ */
 export const statusKey = (call: CallOf<'statuses.create'>): string =>
-  canonicalJson([call.args.name, call.args.state, call.args.description ?? '', call.args.target_url ?? '']);
+  canonicalJson([
+    call.args.name,
+    call.args.state,
+    call.args.description ?? '',
+    call.args.target_url ?? '',
+    ...(call.args.repository ? ['repository'] : []),
+  ]);
