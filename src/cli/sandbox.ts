@@ -3,7 +3,13 @@
  * API URL once it accepts requests, the administrator's token and, with `--seed demo`, the demo
  * users' tokens, so a person (or a test) can start talking to it at once; with `--ssh-port`, the SSH
  * port and the known_hosts line that trusts it; with `--ci`, what the simulated CI does.
+ *
+ * The administrator's token is never taken from the command line: every user of the machine reads
+ * any process's arguments (`ps`, /proc/<pid>/cmdline), a simulated CI's build included. It comes from
+ * the file `--admin-token-file` names (`/dev/stdin` reads it from a pipe); `--admin-token` is
+ * refused, saying so.
  */
+import { readFile, stat } from 'node:fs/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { listenProblem } from './listen-problem.ts';
@@ -12,7 +18,9 @@ import { watchSignals } from './signals.ts';
 interface SandboxCommandOptions {
   port: number;
   host: string;
+  /** Refused: see the file's comment. */
   adminToken?: string;
+  adminTokenFile?: string;
   data?: string;
   seed: 'demo' | 'empty';
   sshPort?: number;
@@ -52,7 +60,34 @@ function parseStatusName(value: string): string {
   return value;
 }
 
-async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<void> {
+/** The administrator's token from `--admin-token-file`; undefined for a random one. Throws a sentence saying what to change. */
+async function adminTokenOf(options: SandboxCommandOptions, io: CliIo): Promise<string | undefined> {
+  if (options.adminToken !== undefined)
+    throw new Error(
+      "--admin-token is no longer taken: every user of this machine can read a program's command line (ps, /proc/<pid>/cmdline), a simulated CI build too. Put the token in a file only you may read and give --admin-token-file FILE (or pipe it: --admin-token-file /dev/stdin)",
+    );
+  const file = options.adminTokenFile;
+  if (file === undefined) return undefined;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new Error(`--admin-token-file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const token = text.trim();
+  if (token === '' || /\s/.test(token))
+    throw new Error(`--admin-token-file ${file} must hold one token on one line`);
+  const info = await stat(file);
+  if (info.isFile() && (info.mode & 0o077) !== 0)
+    io.err(`hookbot sandbox: warning: ${file} can be read by other users: chmod 600 it\n`);
+  return token;
+}
+
+async function runSandbox(
+  options: SandboxCommandOptions,
+  io: CliIo,
+  adminToken: string | undefined,
+): Promise<void> {
   // Loaded here so that `hookbot --help` does not load the server.
   const { startSandbox, DEMO_TOKENS } = await import('../sandbox/index.ts');
   // Listen for the signals before starting, so a stop that arrives during startup is not lost.
@@ -60,7 +95,7 @@ async function runSandbox(options: SandboxCommandOptions, io: CliIo): Promise<vo
   const sandbox = await startSandbox({
     port: options.port,
     host: options.host,
-    adminToken: options.adminToken,
+    ...(adminToken !== undefined ? { adminToken } : {}),
     dataFile: options.data,
     seed: options.seed,
     ...(options.sshPort !== undefined ? { sshPort: options.sshPort } : {}),
@@ -124,7 +159,11 @@ export const registerSandboxCommand: RegisterCommand = (program, io) => {
       'also serve git over SSH on this port (0 picks a free one); off when not given',
       parsePort,
     )
-    .option('--admin-token <token>', "the administrator's (root) private token; random when not given")
+    .option(
+      '--admin-token-file <file>',
+      "a file holding the administrator's (root) private token, one line (never on the command line); random when not given",
+    )
+    .addOption(new Option('--admin-token <token>').hideHelp())
     .option('--data <file>', 'keep the state in this JSON file (repositories beside it); in memory otherwise')
     .addOption(
       new Option('--seed <content>', 'what a new sandbox starts with')
@@ -156,6 +195,12 @@ export const registerSandboxCommand: RegisterCommand = (program, io) => {
         );
       if (options.ci !== undefined && options.ci.trim() === '')
         command.error('error: --ci needs a script, e.g. --ci "npm test"');
-      await runSandbox(options, io);
+      let adminToken: string | undefined;
+      try {
+        adminToken = await adminTokenOf(options, io);
+      } catch (error) {
+        command.error(`error: ${(error as Error).message}`);
+      }
+      await runSandbox(options, io, adminToken);
     });
 };

@@ -6,7 +6,7 @@
 import type { SandboxContext } from './context.ts';
 import type { IssueRec, MergeRequestRec, ProjectRec, UserRec } from './db.ts';
 import { badRequest, int, notFound, str } from './http.ts';
-import { accessLevel, canRead, REPORTER } from './permissions.ts';
+import { accessLevel, canRead, DEVELOPER, REPORTER } from './permissions.ts';
 
 export type IssuableType = 'Issue' | 'MergeRequest';
 export type Issuable = IssueRec | MergeRequestRec;
@@ -77,20 +77,59 @@ export function findMergeRequest(ctx: SandboxContext, project: ProjectRec, ref: 
 }
 
 /**
- * Real 8.x `update_issue` (reporter and above) and `update_merge_request` (developer and above), which
- * the author and the assignee also have whatever their level.
+ * 8.x `update_issue`: reporters and up, and the issue's author and assignee whatever their level
+ * (on a confidential issue only they and reporters see it at all: findIssue answers 404 first).
  */
-export function canEditIssuable(
+export function canUpdateIssue(
   ctx: SandboxContext,
   project: ProjectRec,
-  item: Issuable,
+  issue: IssueRec,
   user: UserRec,
-  level = REPORTER,
+): boolean {
+  return accessLevel(ctx.db, project, user) >= REPORTER || isAuthorOrAssignee(issue, user);
+}
+
+/**
+ * 8.x `update_merge_request`: developers and up on a project that is not archived (8.x takes it from
+ * every role of an archived project), and the merge request's author and assignee whatever their level.
+ */
+export function canUpdateMergeRequest(
+  ctx: SandboxContext,
+  project: ProjectRec,
+  mr: MergeRequestRec,
+  user: UserRec,
 ): boolean {
   return (
-    accessLevel(ctx.db, project, user) >= level || item.author_id === user.id || item.assignee_id === user.id
+    (accessLevel(ctx.db, project, user) >= DEVELOPER && !project.archived) || isAuthorOrAssignee(mr, user)
   );
 }
+
+/**
+ * 8.x (from 8.13) `read_merge_request`: whoever sees a public or internal project; on a private one
+ * reporters and up, and the merge request's author and assignee (a guest of a private project reads
+ * its issues, not its merge requests).
+ */
+export function canReadMergeRequests(ctx: SandboxContext, project: ProjectRec, user: UserRec): boolean {
+  return (
+    canRead(ctx.db, project, user) &&
+    (project.visibility_level > 0 || accessLevel(ctx.db, project, user) >= REPORTER)
+  );
+}
+
+export function canReadMergeRequest(
+  ctx: SandboxContext,
+  project: ProjectRec,
+  mr: MergeRequestRec,
+  user: UserRec,
+): boolean {
+  return (
+    canReadMergeRequests(ctx, project, user) ||
+    (canRead(ctx.db, project, user) && isAuthorOrAssignee(mr, user))
+  );
+}
+
+const isAuthorOrAssignee = (item: Issuable, user: UserRec) =>
+  item.author_id === user.id || item.assignee_id === user.id;
 
 /**
  * The participants of an issuable as real servers count them for subscriptions: its author, its

@@ -47,6 +47,23 @@ export function findProject(db: Db, ref: string, caller: Caller): ProjectRec {
   return project;
 }
 
+/**
+ * 8.x `admin_issue`: reporters and up. Who has it sets an issue's labels, assignee and milestone
+ * (on create and on edit); the services drop those three from anyone else (docs/server-behaviour.md#labels-assignee-and-milestone-from-users-without-rights).
+ */
+export function canAdminIssues(db: Db, project: ProjectRec, user: UserRec): boolean {
+  return accessLevel(db, project, user) >= REPORTER;
+}
+
+/**
+ * 8.x `admin_merge_request`: developers and up, and nobody on an archived project (8.x takes it
+ * from every role there). Who has it on the TARGET project sets a merge request's labels, assignee
+ * and milestone, on create as on edit; the services drop those three from anyone else.
+ */
+export function canAdminMergeRequests(db: Db, project: ProjectRec, user: UserRec): boolean {
+  return accessLevel(db, project, user) >= DEVELOPER && !project.archived;
+}
+
 export function requireLevel(db: Db, project: ProjectRec, caller: Caller, level: number): void {
   if (accessLevel(db, project, caller.user) < level) throw forbidden();
 }

@@ -11,7 +11,7 @@
 import type { GitCommit, SandboxContext } from './context.ts';
 import type { IssueRec, MergeRequestRec, UserRec } from './db.ts';
 import { recordEvent } from './events.ts';
-import { canEditIssuable, canReadIssue } from './issuables.ts';
+import { canReadIssue, canUpdateIssue } from './issuables.ts';
 import { mergeRequestChanges } from './merge-request-view.ts';
 import { mergeRequestPayload } from './payloads/index.ts';
 import { canRead, pathWithNamespace } from './permissions.ts';
@@ -82,7 +82,7 @@ export async function postMerge(
   for (const issue of merge.closing) {
     const issueProject = db.data.projects.find((p) => p.id === issue.project_id);
     // 8.x closes only what the user may update (`can?(current_user, :update_issue, issue)`).
-    if (issueProject && canEditIssuable(ctx, issueProject, issue, user))
+    if (issueProject && canUpdateIssue(ctx, issueProject, issue, user))
       setIssueState(ctx, issueProject, issue, user, 'close', `!${mr.iid}`);
   }
   mr.state = 'merged';

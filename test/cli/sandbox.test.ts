@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,9 +15,10 @@ interface Running {
 }
 
 /** Starts `hookbot sandbox` as a real process and waits for the line with its API URL. */
-async function startCli(args: string[]): Promise<Running> {
+async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
   const child = spawn(process.execPath, ['bin/hookbot.js', 'sandbox', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
@@ -57,8 +58,15 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('serves /api/v3 with the given admin token and stops cleanly on SIGTERM (exit 0)', async () => {
-    const running = await startCli(['--admin-token', 'cli-admin-token']);
+  /** A file holding `token`, readable by its owner only. */
+  const tokenFile = async (name: string, token: string) => {
+    const file = path.join(dir, name);
+    await writeFile(file, `${token}\n`, { mode: 0o600 });
+    return file;
+  };
+
+  it('serves /api/v3 with the admin token of --admin-token-file and stops cleanly on SIGTERM (exit 0)', async () => {
+    const running = await startCli(['--admin-token-file', await tokenFile('serve-token', 'cli-admin-token')]);
     started.push(running);
     expect(running.output()).toContain('root (administrator) token: cli-admin-token');
     const res = await fetch(`${running.apiUrl}/user`, { headers: { 'private-token': 'cli-admin-token' } });
@@ -112,7 +120,7 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
 
   it('keeps its state in --data FILE across a restart', async () => {
     const file = path.join(dir, 'state.json');
-    const args = ['--admin-token', 'persist-token', '--data', file];
+    const args = ['--admin-token-file', await tokenFile('persist-token', 'persist-token'), '--data', file];
     const first = await startCli(args);
     started.push(first);
     const created = await fetch(`${first.apiUrl}/projects`, {
@@ -158,8 +166,8 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
 
   it('runs the simulated CI with --ci: a commit gets the named status from the script, posted by sandbox-ci', async () => {
     const running = await startCli([
-      '--admin-token',
-      'ci-cli-token',
+      '--admin-token-file',
+      await tokenFile('ci-token', 'ci-cli-token'),
       '--ci',
       'test -f ok.txt',
       '--ci-duration',
@@ -212,16 +220,35 @@ describe('hookbot sandbox (command)', { timeout: 60_000 }, () => {
       /error: option '--ci-parallel <n>' argument '0' is invalid/,
     ],
     ['an empty --ci', ['--ci', ' '], /--ci needs a script/],
-  ])('exits 2 for %s, saying what to change', async (_name, args, message) => {
-    const child = spawn(process.execPath, ['bin/hookbot.js', 'sandbox', '--port', '0', ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (chunk) => (err += chunk));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-    expect(code).toBe(2);
-    expect(err).toMatch(message);
-  });
+    [
+      'the administrator token on the command line (every user of the machine reads it there)',
+      ['--admin-token', 'seen-by-all'],
+      /--admin-token is no longer taken: every user of this machine can read a program's command line.*--admin-token-file FILE/,
+    ],
+    [
+      'an --admin-token-file that does not exist',
+      ['--admin-token-file', '/nonexistent/admin-token'],
+      /--admin-token-file \/nonexistent\/admin-token: ENOENT/,
+    ],
+    [
+      'a token file of more than one word',
+      ['--admin-token-file', 'package.json'],
+      /--admin-token-file package.json must hold one token on one line/,
+    ],
+  ] as [string, string[], RegExp, Record<string, string>?][])(
+    'exits 2 for %s, saying what to change',
+    async (_name, args, message, env = {}) => {
+      const child = spawn(process.execPath, ['bin/hookbot.js', 'sandbox', '--port', '0', ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...env },
+      });
+      let err = '';
+      child.stderr.on('data', (chunk) => (err += chunk));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code).toBe(2);
+      expect(err).toMatch(message);
+    },
+  );
 
   it.each([
     ['a port that is not a number', ['--port', 'http']],

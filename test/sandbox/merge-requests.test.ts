@@ -260,6 +260,16 @@ describe('sandbox merge requests', () => {
     });
   });
 
+  it("answers 403 to a guest of a private project for its merge requests, listed or one (8.13 on: read_merge_request is a reporter's)", async () => {
+    const mr = await featureMr('guest-reads');
+    for (const path of [mrs(), `${mrs()}/${mr.id}`, `${mrs()}/${mr.id}/commits`, `${mrs()}/${mr.id}/changes`])
+      expect(await w.guest.as('GET', path)).toMatchObject({
+        status: 403,
+        body: { message: '403 Forbidden' },
+      });
+    expect((await w.reporter.as('GET', `${mrs()}/${mr.id}`)).status).toBe(200);
+  });
+
   describe('GET one, commits and changes: the path takes the global id, on the plural and the singular path', () => {
     it('finds a merge request by id; its iid answers 404', async () => {
       const mr = await featureMr('read-1');
@@ -395,6 +405,36 @@ describe('sandbox merge requests', () => {
       const mr = await featureMr('edit-6');
       expect((await w.reporter.as('PUT', `${mrs()}/${mr.id}`, { body: { title: 'x' } })).status).toBe(403);
       expect((await w.developer.as('PUT', `${mrs()}/999999`, { body: { title: 'x' } })).status).toBe(404);
+    });
+
+    it('on an archived project: no member opens or edits a merge request, its author still edits but sets no label (8.x archived rules)', async () => {
+      const { sb, call } = sandbox();
+      const a = await makeWorld(sb, call, 'mrs-archived', { initialFiles: { 'README.md': README } });
+      const path = `/projects/${a.project.id}/merge_requests`;
+      await a.developer.as('POST', `/projects/${a.project.id}/repository/branches`, {
+        body: { branch_name: 'late', ref: 'master' },
+      });
+      await a.developer.as('POST', `/projects/${a.project.id}/repository/files`, {
+        body: { file_path: 'late.txt', branch_name: 'late', content: 'late\n', commit_message: 'Late' },
+      });
+      const mr = (
+        await a.developer.as('POST', path, {
+          body: { source_branch: 'late', target_branch: 'master', title: 'Before the archive' },
+        })
+      ).body;
+      a.project.archived = true;
+      expect((await a.master.as('PUT', `${path}/${mr.id}`, { body: { title: 'by a master' } })).status).toBe(
+        403,
+      );
+      const byAuthor = await a.developer.as('PUT', `${path}/${mr.id}`, {
+        body: { title: 'by its author', labels: 'archived-label' },
+      });
+      expect(byAuthor.status).toBe(200);
+      expect(byAuthor.body).toMatchObject({ title: 'by its author', labels: [] });
+      const opened = await a.master.as('POST', path, {
+        body: { source_branch: 'late', target_branch: 'master', title: 'After the archive' },
+      });
+      expect(opened.status).toBe(403);
     });
   });
 
@@ -815,7 +855,7 @@ describe('sandbox merge requests', () => {
       expect(notFork.body).toEqual({ message: ['Source project is not a fork of target project'] });
     });
 
-    it("a guest's merge request keeps the existing labels and creates none (last 8.x releases)", async () => {
+    it("a guest's merge request from a fork carries no label, not even an existing one, and creates none (8.x filter_params on the target)", async () => {
       const { db, ctx } = sandbox();
       await featureMr('guest-known-label', { labels: 'known-to-guest' });
       const guest = w.guest;
@@ -843,7 +883,7 @@ describe('sandbox merge requests', () => {
         },
       });
       expect(res.status).toBe(200);
-      expect(res.body.labels).toEqual(['known-to-guest']);
+      expect(res.body.labels).toEqual([]);
       const edited = await guest.as('PUT', `${mrs()}/${res.body.id}`, {
         body: { labels: 'edited-by-guest' },
       });

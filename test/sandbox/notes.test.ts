@@ -79,7 +79,7 @@ describe('sandbox notes', () => {
     });
 
     it('POST reads form-encoded bodies', async () => {
-      const res = await w.guest.as('POST', at()[1], { form: { body: 'from a form' } });
+      const res = await w.reporter.as('POST', at()[1], { form: { body: 'from a form' } });
       expect(res.status).toBe(201);
       expect(res.body.body).toBe('from a form');
     });
@@ -225,6 +225,19 @@ describe('sandbox notes', () => {
     expect((await w.guest.as('GET', secretNotes)).status).toBe(404);
     expect((await w.guest.as('POST', secretNotes, { body: { body: 'peek' } })).status).toBe(404);
     expect((await w.reporter.as('GET', secretNotes)).status).toBe(200);
+  });
+
+  it("answers 404 to a guest of a private project for a merge request's notes (8.13 on: read_merge_request is a reporter's)", async () => {
+    const url = noteables()[1][1];
+    expect(await w.guest.as('GET', url)).toMatchObject({
+      status: 404,
+      body: { message: '404 Notes Not Found' },
+    });
+    expect(await w.guest.as('POST', url, { body: { body: 'peek' } })).toMatchObject({
+      status: 404,
+      body: { message: '404 Note Not Found' },
+    });
+    expect((await w.reporter.as('GET', url)).status).toBe(200);
   });
 
   it('answers 404 for the notes of a deleted issue', async () => {

@@ -6,12 +6,15 @@
  * script gets a minimal environment, never the sandbox's own: `PATH`, `HOME` and `TMPDIR` (fresh
  * folders of the build), `LANG`, and the variables 8.x's CI gave a build (`CI`, `CI_BUILD_REF`,
  * `CI_BUILD_REF_NAME`, `CI_PROJECT_ID`, `CI_PROJECT_PATH`). No token of the CI's, the bot's or the
- * sandbox's reaches it. It runs in a process group of its own, killed whole at the time limit or when
- * the CI stops. What it prints is kept (the last 4 KB) for the person who runs the sandbox only.
+ * sandbox's reaches it: under a root sandbox it runs as `nobody` (build-user.ts), who can read none
+ * of the sandbox's files or processes. It runs in a process group of its own, killed whole at the
+ * time limit or when the CI stops. What it prints is kept (the last 4 KB) for the person who runs the
+ * sandbox only.
  */
 import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import type { BuildUser } from './build-user.ts';
 
 const OUTPUT_TAIL = 4096;
 
@@ -34,7 +37,7 @@ export async function runScript(
   script: string,
   files: string,
   build: ScriptBuild,
-  options: { timeoutMs: number; signal: AbortSignal },
+  options: { timeoutMs: number; signal: AbortSignal; as?: BuildUser },
 ): Promise<ScriptResult> {
   const scratch = path.join(path.dirname(files), 'home');
   const tmp = path.join(path.dirname(files), 'tmp');
@@ -45,6 +48,8 @@ export async function runScript(
       cwd: files,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Another user's process (its supplementary groups dropped): see build-user.ts.
+      ...(options.as ? { uid: options.as.uid, gid: options.as.gid } : {}),
       env: {
         PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
         HOME: scratch,

@@ -28,6 +28,7 @@ import type { PushEvent, SandboxContext } from '../context.ts';
 import type { ProjectRec } from '../db.ts';
 import { pushWorkIdle } from '../git-access.ts';
 import { accessLevel, DEVELOPER, pathWithNamespace } from '../permissions.ts';
+import { buildUser } from './build-user.ts';
 import { ciUser, type CiCredentials } from './ci-user.ts';
 import { runScript, type ScriptResult } from './script.ts';
 import { createWorkspace, type Workspace } from './workspace.ts';
@@ -115,8 +116,15 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
   const stopping = new AbortController();
   // Each running build listens to it once or twice (its wait, its script or check): bounded by `parallel`.
   setMaxListeners(Math.max(10, settings.parallel * 3), stopping.signal);
+  // A script build runs as `nobody` under a root sandbox (build-user.ts); a check in code is the caller's own.
+  const buildsAs = options.script !== undefined ? buildUser() : undefined;
   let workspace: Promise<Workspace> | undefined;
-  const workspaceOf = () => (workspace ??= createWorkspace(options.workDir ?? tmpdir(), credentials.git));
+  const workspaceOf = () =>
+    (workspace ??= createWorkspace(
+      options.workDir ?? tmpdir(),
+      credentials.git,
+      buildsAs ? { buildsAs } : {},
+    ));
 
   let runs = 0;
   let failures = 0;
@@ -184,6 +192,7 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
       return await runScript(options.script!, files, build, {
         timeoutMs: settings.timeoutMs,
         signal: stopping.signal,
+        ...(buildsAs ? { as: buildsAs } : {}),
       });
     } finally {
       await ws.release(files);

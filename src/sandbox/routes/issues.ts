@@ -22,8 +22,8 @@ import { addIssueRecord } from '../factories.ts';
 import { issueView } from '../issue-view.ts';
 import {
   assigneeParam,
-  canEditIssuable,
   canReadIssue,
+  canUpdateIssue,
   checkTitle,
   findIssue,
   given,
@@ -36,7 +36,7 @@ import {
 } from '../issuables.ts';
 import { recordEvent } from '../events.ts';
 import { issuePayload } from '../payloads/index.ts';
-import { accessLevel, canRead, OWNER, pathWithNamespace, REPORTER } from '../permissions.ts';
+import { canAdminIssues, canRead, OWNER, pathWithNamespace } from '../permissions.ts';
 import { ensureLabels, labelsParam } from './labels.ts';
 import { addSystemNote } from './notes.ts';
 import { projectRoute, route, type ProjectRouteCall } from '../route.ts';
@@ -240,10 +240,10 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
       const title = requiredStr(p, 'title');
       checkTitle(title);
       const labels = labelsParam(p) ?? [];
-      // Real 8.x drops assignee and milestone from callers below reporter (`filter_params`), yet adds
-      // the existing labels of a new issue whoever creates it (unknown ones only from reporters up:
-      // `ensureLabels`).
-      const canAdmin = level >= REPORTER;
+      // Labels, assignee and milestone need `admin_issue` (reporter): 8.x `filter_params` drops the
+      // three from anyone else, and no label is created for them
+      // (docs/server-behaviour.md#labels-assignee-and-milestone-from-users-without-rights).
+      const canAdmin = canAdminIssues(db, pr, who.user);
       const issue = createIssue(
         ctx,
         pr,
@@ -253,7 +253,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
           author: who.user,
           assignee_id: canAdmin ? (assigneeParam(ctx, p) ?? null) : null,
           milestone_id: canAdmin ? (milestoneParam(ctx, pr, p) ?? null) : null,
-          labels,
+          labels: canAdmin ? labels : [],
           confidential: flag(p, 'confidential') ?? false,
           // Real 8.x honours `created_at` from admins and the project owner only.
           created_at: level >= OWNER ? timestampParam(p, 'created_at') : undefined,
@@ -269,8 +269,8 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
     projectRoute(db, 'visible', (call) => {
       const { res, who, p, project: pr, level } = call;
       const issue = issueOf(call);
-      if (!canEditIssuable(ctx, pr, issue, who.user)) throw forbidden();
-      const canAdmin = level >= REPORTER;
+      if (!canUpdateIssue(ctx, pr, issue, who.user)) throw forbidden();
+      const canAdmin = canAdminIssues(db, pr, who.user);
       const title = given(p, 'title');
       checkTitle(title);
       const labels = labelsParam(p);
@@ -347,8 +347,7 @@ export function registerIssueRoutes(router: Router, ctx: SandboxContext): void {
       const target = db.data.projects.find((p) => p.id === targetId);
       if (!target) throw notFound();
       // Real `Issue#can_move?` comes first: reporter or more on both projects, and not moved already.
-      const canAdminIn = (pr: ProjectRec) =>
-        canRead(db, pr, who.user) && accessLevel(db, pr, who.user) >= REPORTER;
+      const canAdminIn = (pr: ProjectRec) => canRead(db, pr, who.user) && canAdminIssues(db, pr, who.user);
       if (!canAdminIn(from) || !canAdminIn(target) || issue.moved_to_id !== null)
         throw new HttpError(400, { message: 'Cannot move issue due to insufficient permissions!' });
       if (target.id === from.id)

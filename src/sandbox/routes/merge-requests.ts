@@ -26,7 +26,9 @@ import {
 } from '../http.ts';
 import {
   assigneeParam,
-  canEditIssuable,
+  canReadMergeRequest,
+  canReadMergeRequests,
+  canUpdateMergeRequest,
   checkTitle,
   findMergeRequest,
   given,
@@ -48,7 +50,14 @@ import {
 import { keepMergeRequestRef } from '../merge-request-refs.ts';
 import { buildActive, buildStatus, registerMergeWhenBuildSucceeds } from '../merge-when-build-succeeds.ts';
 import { mergeRequestPayload, type MergeRequestAction } from '../payloads/index.ts';
-import { accessLevel, DEVELOPER, findProject, OWNER, pathWithNamespace } from '../permissions.ts';
+import {
+  accessLevel,
+  canAdminMergeRequests,
+  DEVELOPER,
+  findProject,
+  OWNER,
+  pathWithNamespace,
+} from '../permissions.ts';
 import { closesIssues, postMerge } from '../post-merge.ts';
 import { canMergeToBranch, canPushToBranch, isProtectedBranch } from '../protected-branches.ts';
 import { ensureLabels, labelsParam } from './labels.ts';
@@ -325,9 +334,14 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
   const view = (mr: MergeRequestRec, who: Caller) => mergeRequestView(ctx, mr, who.user);
 
+  // 8.x `authorize! :read_merge_request, user_project`: 403 for a guest of a private project.
+  const requireReadMergeRequests = (_db: unknown, project: ProjectRec, who: Caller) => {
+    if (!canReadMergeRequests(ctx, project, who.user)) throw forbidden();
+  };
+
   router.get(
     '/projects/:id/merge_requests',
-    projectRoute(db, 'visible', async ({ req, res, who, p, project }) => {
+    projectRoute(db, requireReadMergeRequests, async ({ req, res, who, p, project }) => {
       const iid = int(p, 'iid');
       const state = str(p, 'state');
       const items = db.data.mergeRequests.filter(
@@ -342,10 +356,15 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     }),
   );
 
+  /** 8.x `create_merge_request` on the source project: developers and up, never from an archived project. */
+  const requireCreateMergeRequest = (_db: unknown, project: ProjectRec, who: Caller) => {
+    if (accessLevel(db, project, who.user) < DEVELOPER || project.archived) throw forbidden();
+  };
+
   // docs/api-v3.md#merge-requests: merge request create answers 200 (real servers answer 201).
   router.post(
     '/projects/:id/merge_requests',
-    projectRoute(db, DEVELOPER, async ({ res, who, p, project: source }) => {
+    projectRoute(db, requireCreateMergeRequest, async ({ res, who, p, project: source }) => {
       const sourceBranch = requiredStr(p, 'source_branch');
       const targetBranch = requiredStr(p, 'target_branch');
       const title = requiredStr(p, 'title');
@@ -365,8 +384,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       };
       await checkBranches(branches);
       if (hasDuplicate(branches)) throw duplicate();
-      // Assignee and milestone need `admin_merge_request` (developer) on the target project (8.x `filter_params`).
-      const canAdmin = accessLevel(db, target, who.user) >= DEVELOPER;
+      // Labels, assignee and milestone need `admin_merge_request` (developer) on the TARGET project
+      // (8.x `MergeRequests::CreateService` judges `filter_params` there): from anyone else the three
+      // are dropped, and no label is created (docs/server-behaviour.md#labels-assignee-and-milestone-from-users-without-rights).
+      const canAdmin = canAdminMergeRequests(db, target, who.user);
       const now = db.now();
       const mr: MergeRequestRec = {
         id: db.nextId('mergeRequests'),
@@ -379,7 +400,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
         author_id: who.user.id,
         assignee_id: canAdmin ? (assigneeParam(ctx, p) ?? null) : null,
         milestone_id: canAdmin ? (milestoneParam(ctx, target, p) ?? null) : null,
-        labels: ensureLabels(ctx, target, labels, who.user),
+        labels: canAdmin ? ensureLabels(ctx, target, labels, who.user) : [],
         upvotes: 0,
         downvotes: 0,
         merge_status: 'unchecked',
@@ -421,9 +442,15 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
   for (const segment of ['merge_requests', 'merge_request']) {
     const one = `/projects/:id/${segment}/:merge_request_id`;
-    /** The merge request `:merge_request_id` of the route's project (404 when absent). */
-    const mergeRequestOf = ({ req, project }: ProjectRouteCall) =>
-      findMergeRequest(ctx, project, String(req.params.merge_request_id));
+    /**
+     * The merge request `:merge_request_id` of the route's project (404 when absent), which the
+     * caller may read (8.x `authorize! :read_merge_request`: 403 otherwise).
+     */
+    const mergeRequestOf = ({ req, who, project }: ProjectRouteCall) => {
+      const mr = findMergeRequest(ctx, project, String(req.params.merge_request_id));
+      if (!canReadMergeRequest(ctx, project, mr, who.user)) throw forbidden();
+      return mr;
+    };
 
     router.get(
       one,
@@ -472,10 +499,12 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     router.put(
       one,
       projectRoute(db, 'visible', async (call) => {
-        const { res, who, project, p, level } = call;
+        const { res, who, project, p } = call;
         const mr = mergeRequestOf(call);
-        if (!canEditIssuable(ctx, project, mr, who.user, DEVELOPER)) throw forbidden();
-        const canAdmin = level >= DEVELOPER;
+        if (!canUpdateMergeRequest(ctx, project, mr, who.user)) throw forbidden();
+        // Labels, assignee and milestone: `admin_merge_request` only (8.x `filter_params`); the
+        // author without it edits the rest and those three are dropped.
+        const canAdmin = canAdminMergeRequests(db, project, who.user);
         const title = given(p, 'title');
         checkTitle(title);
         const labels = labelsParam(p);
@@ -486,7 +515,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
           target_branch: targetBranch,
           assignee_id: canAdmin ? assigneeParam(ctx, p) : undefined,
           milestone_id: canAdmin ? milestoneParam(ctx, project, p) : undefined,
-          labels,
+          labels: canAdmin ? labels : undefined,
         };
         if (targetBranch !== undefined && targetBranch !== mr.target_branch) {
           const moved = { ...mr, target_branch: targetBranch };

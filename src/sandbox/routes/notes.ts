@@ -9,6 +9,7 @@ import type { SandboxContext } from '../context.ts';
 import type { MergeRequestRec, NoteRec, ProjectRec, UserRec } from '../db.ts';
 import { forbidden, notFound, requiredStr, sendPage } from '../http.ts';
 import {
+  canReadMergeRequest,
   findIssue,
   findMergeRequest,
   timestampParam,
@@ -111,12 +112,18 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
 
   for (const noteable of NOTEABLES) {
     const base = `/projects/:id/${noteable.path}/:${noteable.param}/notes`;
-    /** The noteable of the route's project, which must be visible to the caller (404 otherwise). */
-    const itemOf = ({ req, who, project }: ProjectRouteCall) => {
+    /**
+     * The noteable of the route's project, which the caller must be able to read (404 otherwise):
+     * 8.x reads and writes a noteable's notes only for who may read it (from 8.14.7 and 8.15.5 on
+     * creation too), so a confidential issue's notes are its readers', and a private project's
+     * merge requests' notes are not its guests' (read_merge_request, issuables.ts).
+     */
+    const itemOf = ({ req, who, project }: ProjectRouteCall, what: 'Note' | 'Notes') => {
       const itemRef = String(req.params[noteable.param]);
-      return noteable.type === 'Issue'
-        ? findIssue(ctx, project, itemRef, who.user)
-        : findMergeRequest(ctx, project, itemRef);
+      if (noteable.type === 'Issue') return findIssue(ctx, project, itemRef, who.user);
+      const mr = findMergeRequest(ctx, project, itemRef);
+      if (!canReadMergeRequest(ctx, project, mr, who.user)) throw notFound(what);
+      return mr;
     };
     const notesOf = (item: Issuable) =>
       db.data.notes
@@ -128,7 +135,7 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
       base,
       projectRoute(db, 'visible', (call) => {
         const { req, res } = call;
-        const item = itemOf(call);
+        const item = itemOf(call, 'Notes');
         sendPage(
           req,
           res,
@@ -141,7 +148,7 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
       `${base}/:note_id`,
       projectRoute(db, 'visible', (call) => {
         const { req, res } = call;
-        const item = itemOf(call);
+        const item = itemOf(call, 'Note');
         const note = notesOf(item).find((n) => String(n.id) === String(req.params.note_id));
         if (!note) throw notFound();
         res.json(noteView(ctx, note));
@@ -152,7 +159,7 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
       base,
       projectRoute(db, 'visible', async (call) => {
         const { res, who, p, project, level } = call;
-        const item = itemOf(call);
+        const item = itemOf(call, 'Note');
         // The Note Hook shows the merge request's merge_status: worked out first if it went stale.
         if (noteable.type === 'MergeRequest') await checkMergeStatus(ctx, item as MergeRequestRec);
         const body = requiredStr(p, 'body');
@@ -173,7 +180,7 @@ export function registerNoteRoutes(router: Router, ctx: SandboxContext): void {
       `${base}/:note_id`,
       projectRoute(db, 'visible', (call) => {
         const { req, res, who, p, level } = call;
-        const item = itemOf(call);
+        const item = itemOf(call, 'Note');
         const note = notesOf(item).find((n) => String(n.id) === String(req.params.note_id));
         if (!note || note.system) throw notFound();
         const body = requiredStr(p, 'body');
