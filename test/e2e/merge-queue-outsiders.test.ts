@@ -195,6 +195,9 @@ describe("merge queue: outsiders' merge requests and members' commands", { timeo
       },
     ]);
     expect(o.explain(mr.id)).toContain(`queue for master (default) on the comment of @${o.dev.username}`);
+    // Another comment is no command: it says nothing about the one that queued it.
+    await w.processNote(mr.id, await o.comment(o.reporter, mr.id, 'Thanks!'));
+    expect(w.active()).toBe(1);
     // The queue's merge is judged under the comment (the command rule listens to nothing else).
     await w.drive(() => w.active() === 0, 'the approved merge request to be merged');
     expect(await o.state(mr.id)).toBe('merged');
