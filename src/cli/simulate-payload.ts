@@ -166,6 +166,19 @@ export function snapshotFromPayload(
       'none: a comment posted before would be planned again (the bot checks first)',
     );
 
+  // Access levels are the members API's to say (docs/rules.md#members-commands).
+  const gate = needs.mergeGate && item.type === 'merge_request';
+  if (needs.authorAccess || gate)
+    missing(
+      "the author's access level",
+      "unknown: author_access never holds, merges need a member's comment",
+    );
+  if (trigger.kind === 'note' && (needs.actorAccess || gate))
+    missing(
+      "the comment author's access level",
+      'unknown: actor_access never holds, the comment approves nothing',
+    );
+
   if (item.type === 'issue') return { snapshot: { kind: 'issue', ...base }, projectPath, unknown };
 
   const sourceBranch = textOf(attrs.source_branch);

@@ -218,7 +218,7 @@ async function onlineSource(
     async snapshotOf(item, trigger) {
       const project = await reader.projectOf(item.projectId);
       const set = rulesOf(project.path_with_namespace);
-      const confirmed = await reader.confirm(item, trigger);
+      const confirmed = await reader.confirm(item, trigger, set.needs);
       if (!confirmed) return 'the server has no such note on it: the bot would drop this event';
       const snapshot = await reader.read(item, confirmed, set.needs);
       if (!snapshot) return 'the server does not know it (404): the bot would evaluate nothing';

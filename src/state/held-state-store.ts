@@ -14,7 +14,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { StateError } from './errors.ts';
 import { HeldEntry, type JsonPiece } from './held-entry.ts';
-import { mutationSchema, queueEntrySchema, type Mutation } from './mutations.ts';
+import { mutationSchema, queueEntrySchema, watchEntrySchema, type Mutation } from './mutations.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import { HeldState } from './held-state.ts';
 import type {
@@ -312,8 +312,8 @@ export abstract class HeldStateStore implements StateStore {
 
   async watch(entry: WatchEntry): Promise<void> {
     this.assertOpen();
-    const { itemKey, project, mrId, headSha, rule, required, since } = entry;
-    await this.commit({ op: 'watch', entry: { itemKey, project, mrId, headSha, rule, required, since } });
+    // Fields the entry does not know are not kept (as for queue entries).
+    await this.commit({ op: 'watch', entry: watchEntrySchema.parse(entry) });
   }
 
   async unwatch(itemKey: string): Promise<void> {

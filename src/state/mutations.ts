@@ -66,6 +66,14 @@ export const outboxActionSchema = z.object({
   parked: z.object({ reason: z.string(), at: time }).optional(),
 });
 
+/** A comment a queue or watch entry keeps (store.ts `CommentTrigger`): checked again before its merge. */
+const commentTriggerSchema = z.object({
+  kind: z.literal('note'),
+  noteId: z.number().int(),
+  byBot: z.boolean(),
+  events: z.array(z.object({ name: z.string(), byBot: z.boolean() })).optional(),
+});
+
 export const watchEntrySchema = z.object({
   itemKey: z.string(),
   project: z.string(),
@@ -74,6 +82,7 @@ export const watchEntrySchema = z.object({
   rule: z.string(),
   required: z.array(z.string()),
   since: time,
+  trigger: commentTriggerSchema.optional(),
 });
 
 export const queueEntrySchema = z.object({
@@ -116,7 +125,13 @@ export const queueEntrySchema = z.object({
   targetSha: z.string().optional(),
   testingSince: time.optional(),
   updates: z.number().int().nonnegative(),
-  left: z.object({ at: time, sha: z.string(), reason: z.string() }).optional(),
+  left: z
+    .object({ at: time, sha: z.string(), reason: z.string(), noteId: z.number().int().optional() })
+    .optional(),
+  approval: z
+    .object({ by: z.string(), level: z.number().int(), noteId: z.number().int(), sha: z.string() })
+    .optional(),
+  trigger: commentTriggerSchema.optional(),
   trouble: z
     .object({ since: time, count: z.number().int().nonnegative(), error: z.string(), told: time.optional() })
     .optional(),

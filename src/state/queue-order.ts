@@ -52,7 +52,11 @@ export function queuePosition(
 ): string | undefined {
   const removed = entries.find((entry) => entry.itemKey === itemKey && entry.left);
   if (removed?.left)
-    return `left the ${removed.queue} queue for ${removed.targetBranch} at ${short(removed.left.sha)}: ${removed.left.reason}; it enters again after a push, or once its rule stops matching and matches again`;
+    return `left the ${removed.queue} queue for ${removed.targetBranch} at ${short(removed.left.sha)}: ${removed.left.reason}; ${
+      removed.left.noteId === undefined
+        ? 'it enters again after a push, or once its rule stops matching and matches again'
+        : "it enters again after a push, once its rule stops matching and matches again, or on a member's new comment command"
+    }`;
   for (const group of queuesOf(entries).values()) {
     const index = group.findIndex((entry) => entry.itemKey === itemKey);
     if (index < 0) continue;

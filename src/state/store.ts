@@ -120,6 +120,11 @@ export interface WatchEntry {
   /** Status names that must succeed. */
   required: string[];
   since: number;
+  /**
+   * Armed on a comment: the watch's merge is checked again under it (the note read again, its
+   * author's access read again, no push after it: docs/rules.md#members-commands).
+   */
+  trigger?: CommentTrigger;
 }
 
 /**
@@ -170,13 +175,53 @@ export interface QueueEntry {
    * entry stays as a memory, outside every queue, so the same head does not enter again at once and
    * loop; a new head (a push) or the rule matching anew (it stopped matching, then matched) lets it in.
    */
-  left?: { at: number; sha: string; reason: string };
+  left?: {
+    at: number;
+    sha: string;
+    reason: string;
+    /**
+     * The note of the approval it was queued on (`approval.noteId`), if any: a NEW approval (a member's
+     * comment with another id) lets it in again at the same head; the same one does not.
+     */
+    noteId?: number;
+  };
+  /**
+   * Set when a member's comment approved the merge request's head for the queue
+   * (docs/rules.md#members-commands): who (username), with which access level then, which note, and
+   * the head the evaluation read. The merge train rides a fork's head only when it is this `sha`.
+   */
+  approval?: QueueApproval;
+  /**
+   * The comment (note trigger) of the evaluation that queued it, as the executor keeps triggers: the
+   * queue's merge is checked again under it (the note read again, its author's access read again,
+   * no push after it), so a member's command is replayed rather than an event it never saw.
+   */
+  trigger?: CommentTrigger;
   /**
    * Set while the queue's steps for it fail one after another (git failing, no credentials, the API
    * refusing): since when, how many steps, the last error, and when the merge request was told in a
    * comment. Shown by the status page and explain; cleared by the next step that does not fail.
    */
   trouble?: { since: number; count: number; error: string; told?: number };
+}
+
+/** A member's approval of a head (`QueueEntry.approval`). */
+export interface QueueApproval {
+  by: string;
+  level: number;
+  noteId: number;
+  sha: string;
+}
+
+/**
+ * The comment (a note trigger, as the executor keeps triggers: the note's id and its events) of the
+ * evaluation that queued a merge request or armed its merge (`QueueEntry.trigger`, `WatchEntry.trigger`).
+ */
+export interface CommentTrigger {
+  kind: 'note';
+  noteId: number;
+  byBot: boolean;
+  events?: { name: string; byBot: boolean }[];
 }
 
 /**

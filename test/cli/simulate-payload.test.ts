@@ -16,7 +16,7 @@ function snapshotOf(body: unknown) {
     parsed.event,
     hint.item,
     trigger,
-    { changedFiles: false, commentMarkers: false },
+    { changedFiles: false, commentMarkers: false, authorAccess: false, actorAccess: false, mergeGate: false },
     0,
   ).snapshot;
 }

@@ -11,6 +11,7 @@ import {
   createFileStore,
   createPostgresStore,
   type DecisionRecord,
+  type QueueEntry,
   type StateStore,
 } from '../../src/state/index.ts';
 import { postgresAvailable, TEST_DATABASE_URL, useTestSchemas } from '../helpers/postgres.ts';
@@ -30,6 +31,28 @@ function io() {
   const err: string[] = [];
   return { io: { out: (t: string) => out.push(t), err: (t: string) => err.push(t) }, out, err };
 }
+
+/** A member's comment, kept with a watch and a queue entry (docs/rules.md#members-commands). */
+const comment = { kind: 'note' as const, noteId: 41, byBot: false };
+const approvedEntry: QueueEntry = {
+  itemKey: 'merge_request:3:70',
+  project: 'acme/web',
+  projectId: 3,
+  mrId: 70,
+  iid: 7,
+  targetBranch: 'master',
+  queue: 'default',
+  rule: 'queue on command',
+  priority: 0,
+  enqueuedAt: 8,
+  required: ['ci/test'],
+  statusTimeoutMs: 60_000,
+  maxUpdates: 3,
+  updates: 0,
+  approval: { by: 'alice', level: 30, noteId: 41, sha: 'd'.repeat(40) },
+  trigger: comment,
+  left: { at: 9, sha: 'd'.repeat(40), reason: 'ci/test failed', noteId: 41 },
+};
 
 async function fill(store: StateStore): Promise<{ pendingKey: string }> {
   await store.open();
@@ -67,7 +90,9 @@ async function fill(store: StateStore): Promise<{ pendingKey: string }> {
     rule: 'm',
     required: ['ci'],
     since: 7,
+    trigger: comment,
   });
+  await store.enqueue(approvedEntry);
   await store.pauseRule('noisy', 'too many items');
   await store.recordDecision('acme/web#1', { verdict: 'commented' });
   // The history kept for explain: a decision that acted, then the echoes of the bot's own changes.
@@ -92,7 +117,8 @@ async function expectFilled(store: StateStore): Promise<void> {
   expect(store.pending().map((e) => [e.key, e.body])).toEqual([['k-pending', { a: 1 }]]);
   expect(store.getAction('retrying')).toMatchObject({ attempts: 1, nextTryAt: 200, lastError: 'timeout' });
   expect(store.listParked().map((a) => [a.id, a.parked?.reason])).toEqual([['given-up', 'no permission']]);
-  expect(store.watched().map((w) => w.itemKey)).toEqual(['acme/web!3']);
+  expect(store.watched().map((w) => [w.itemKey, w.trigger])).toEqual([['acme/web!3', comment]]);
+  expect(store.queued()).toEqual([approvedEntry]);
   expect(store.pausedRules().map((p) => [p.rule, p.reason])).toEqual([['noisy', 'too many items']]);
   expect(store.latestDecision('acme/web#1')?.decision).toEqual({ verdict: 'commented' });
   expect(store.nextRun('merge_watch')).toBe(12_345);

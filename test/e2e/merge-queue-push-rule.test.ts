@@ -25,6 +25,14 @@ rules:
     if: [ { state: opened }, { labels: { any: [automerge] } } ]
     do:
       - queue: { statuses: [ci/test], status_timeout: 10m, max_updates: 3 }
+  # A label queues only members' merge requests (docs/rules.md#members-commands); a developer's
+  # comment queues anyone's.
+  - name: queue on command
+    on: [note.created]
+    for: merge_requests
+    if: [ { state: opened }, { note: { matches: '^/hookbot merge' } }, { actor_access: developer } ]
+    do:
+      - queue: { statuses: [ci/test], status_timeout: 10m, max_updates: 3 }
 `;
 
 // Generous: git, the sandbox and the CI share a busy 2-core machine (each wait is on a condition).
@@ -176,6 +184,17 @@ describe('merge queue: where it pushes, and saying when it cannot', { timeout: 1
     await w.ci.idle();
     await w.processItem(byMember.id);
     await w.processItem(byFormer.id);
+    // A reporter's merge request: its label does not queue it; a developer's comment does, and then
+    // the queue still pushes nothing for its author.
+    expect(w.store.queued().map((entry) => entry.mrId)).toEqual([byMember.id]);
+    const reviewer = person(w, `mqp${n}-reviewer`, 30);
+    const command = await reviewer.client.notes.createMergeRequestNote(
+      w.project.id,
+      byFormer.id,
+      '/hookbot merge',
+    );
+    await w.processNote(byFormer.id, command.id);
+    expect(w.active()).toBe(2);
     await w.drive(() => w.active() === 0, 'the queue to empty');
     expect((await w.admin.mergeRequests.get(w.project.id, byMember.id)).state).toBe('merged');
     expect(w.pushes()).toBe(1);
@@ -246,9 +265,18 @@ describe('merge queue: where it pushes, and saying when it cannot', { timeout: 1
       await w.admin.mergeRequests.update(w.project.id, mr.id, { labels: ['automerge'] });
       return mr;
     };
+    // An outsider's merge request enters the queue on a developer's comment, not on its label.
+    const reviewer = person(w, `mqp${n}-reviewer`, 30);
+    const approve = async (mrId: number) => {
+      await w.processItem(mrId);
+      expect(w.active()).toBe(0);
+      const note = await reviewer.client.notes.createMergeRequestNote(w.project.id, mrId, '/hookbot merge');
+      await w.processNote(mrId, note.id);
+      expect(w.active()).toBe(1);
+    };
     const upToDate = await fromFork('fork-current');
     await w.ci.idle();
-    await w.processItem(upToDate.id);
+    await approve(upToDate.id);
     await w.drive(() => w.active() === 0, "the up-to-date fork's merge request to be merged");
     expect((await w.admin.mergeRequests.get(w.project.id, upToDate.id)).state).toBe('merged');
     expect(w.pushes()).toBe(0);
@@ -257,7 +285,7 @@ describe('merge queue: where it pushes, and saying when it cannot', { timeout: 1
     expect((await commitFile(w, 'master', 'moved.txt', 'x\n', { message: 'moved' })).ok).toBe(true);
     const forkHead = await head(w, 'fork-behind', forked.id);
     await w.ci.idle();
-    await w.processItem(behind.id);
+    await approve(behind.id);
     await w.drive(() => w.active() === 0, "the fork's merge request to be refused");
     expect(w.pushes()).toBe(0);
     expect(await head(w, 'fork-behind', forked.id)).toBe(forkHead);

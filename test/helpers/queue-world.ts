@@ -42,6 +42,8 @@ export interface QueueWorld {
   sweeps: SweepSet;
   /** Evaluates a merge request as a hook delivery would have it evaluated. */
   processItem: (mrId: number) => Promise<void>;
+  /** Evaluates a merge request on a comment, as its Note Hook's delivery would have it evaluated. */
+  processNote: (mrId: number, noteId: number) => Promise<void>;
   /** Added to the bot's clock (the status timeout's). */
   clock: { offset: number };
   ci: SimulatedCi;
@@ -216,6 +218,10 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     gitUrls,
     active: () => store.queued().filter((entry) => !entry.left).length,
     processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
+    processNote: (mrId, noteId) =>
+      processor({ type: 'merge_request', projectId: project.id, id: mrId }, [
+        { kind: 'note', noteId, byBot: false },
+      ]),
     async drive(done, what, timeoutMs = 60_000) {
       const reports: MergeQueueReport[] = [];
       await waitFor(

@@ -10,6 +10,11 @@ import { itemKeyOf } from '../../src/rules/executor/ids.ts';
 import { createItemProcessor } from '../../src/rules/item/process-item.ts';
 import { runMergeWatch, type MergeWatchReport } from '../../src/scheduler/sweeps/merge-watch.ts';
 import { quietLog } from '../../src/scheduler/types.ts';
+import { createClient } from '../../src/api/client.ts';
+import { createExecutor } from '../../src/rules/executor/executor.ts';
+import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
+import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
+import { addUser } from '../../src/sandbox/factories.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
 import { makeWorld, wire, type World } from './world.ts';
 
@@ -224,6 +229,82 @@ describe('merge watch', () => {
     expect(report.items).toMatchObject([{ outcome: 'dropped', detail: 'the merge request is closed' }]);
     expect(await stateOf(world, mr)).toBe('closed');
     expect(world.store.watched()).toEqual([]);
+  });
+
+  it("armed on a developer's comment for an outsider's merge request: the watch's merge replays that comment", async () => {
+    const rules = `
+rules:
+  - name: arm on command
+    on: [note.created]
+    if:
+      - state: opened
+      - note: { matches: '^/hookbot merge' }
+      - statuses: { required: [ci/build, ci/test], state: pending }
+    do: [ merge_when_build_succeeds ]
+`;
+    const world = await makeWorld(sandbox().sb, { prefix: 'watch8', rules, repository: true });
+    const db = world.sb.ctx.db;
+    await world.admin.branches.create(world.project.id, { branch_name: 'feature', ref: 'master' });
+    await world.admin.files.create(world.project.id, {
+      file_path: 'feature.txt',
+      branch_name: 'feature',
+      content: 'one\n',
+      commit_message: 'Add a feature',
+    });
+    const mr = await world.admin.mergeRequests.create(world.project.id, {
+      source_branch: 'feature',
+      target_branch: 'master',
+      title: 'A feature',
+    });
+    // Its author is nobody the members API shows; a developer of the group comments the command.
+    const outsider = addUser(db, { username: 'watch8-outsider' });
+    db.data.mergeRequests.find((one) => one.id === mr.id)!.author_id = outsider.id;
+    const token = 'watch8-dev-token-0123456789';
+    const dev = addUser(db, { username: 'watch8-dev', private_token: token });
+    db.data.groupMembers.push({ group_id: world.project.namespace_id, user_id: dev.id, access_level: 30 });
+    db.changed();
+    const sha = await head(world, 'feature');
+    for (const name of ['ci/build', 'ci/test', 'coverage']) await post(world, sha, name, 'running');
+    const devClient = createClient({ baseUrl: world.sb.url, token });
+    const note = await devClient.notes.createMergeRequestNote(world.project.id, mr.id, '/hookbot merge');
+    // The executor asks the fresh check before merging, as in production.
+    const rulesOf = { forProject: (p: string) => world.rules.byProject(p) };
+    const reader = createSnapshotReader(world.client, { bot: { id: world.bot.id } });
+    const executor = createExecutor({
+      client: world.client,
+      store: world.store,
+      freshCheck: createFreshCheck({ reader, rules: rulesOf }),
+    });
+    const process = createItemProcessor({
+      client: world.client,
+      store: world.store,
+      rules: rulesOf,
+      executor,
+      reader,
+    });
+    await process({ type: 'merge_request', projectId: world.project.id, id: mr.id }, [
+      { kind: 'note', noteId: note.id, byBot: false },
+    ]);
+    expect(world.store.watched()).toMatchObject([
+      { headSha: sha, trigger: { kind: 'note', noteId: note.id, byBot: false } },
+    ]);
+
+    await post(world, sha, 'ci/build', 'success');
+    await post(world, sha, 'ci/test', 'success');
+    const report = await runMergeWatch(
+      {
+        client: world.client,
+        store: world.store,
+        executor,
+        processItem: process,
+        now: Date.now,
+        log: quietLog,
+      },
+      {},
+    );
+    // Judged under the comment, read again: under another event the command rule would not apply.
+    expect(report.items).toMatchObject([{ outcome: 'merged' }]);
+    expect(await stateOf(world, mr)).toBe('merged');
   });
 
   it('in a dry run says it would merge, and merges nothing', async () => {

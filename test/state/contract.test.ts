@@ -496,6 +496,32 @@ const cases: Case[] = [
       await store.close();
       await store.open();
       expect(store.queued().find((q) => q.itemKey === entry.itemKey)).toEqual(left);
+      // Queued on a member's comment (docs/rules.md#members-commands): the approval and the comment
+      // are kept, and the note it left with.
+      const approved = {
+        ...entry,
+        itemKey: 'merge_request:3:100',
+        mrId: 100,
+        approval: { by: 'alice', level: 30, noteId: 41, sha: 'd'.repeat(40) },
+        trigger: {
+          kind: 'note' as const,
+          noteId: 41,
+          byBot: false,
+          events: [{ name: 'note.created', byBot: false }],
+        },
+      };
+      await store.enqueue(approved);
+      const leftApproved = {
+        ...approved,
+        itemKey: 'merge_request:3:110',
+        mrId: 110,
+        left: { at: clock.now, sha: 'd'.repeat(40), reason: 'ci/test failed', noteId: 41 },
+      };
+      await store.enqueue(leftApproved);
+      await store.close();
+      await store.open();
+      expect(store.queued().find((q) => q.itemKey === approved.itemKey)).toEqual(approved);
+      expect(store.queued().find((q) => q.itemKey === leftApproved.itemKey)).toEqual(leftApproved);
     },
   ],
   [

@@ -1,25 +1,38 @@
 import { z } from 'zod';
 import { defineAction } from '../engine/define-action.ts';
 import { blocked, mergeRequestTarget, skip } from '../engine/planned-call.ts';
-import { bucketsOf, mergeBlocker, requiredStatuses } from './merge-safety.ts';
+import {
+  authorityOf,
+  authorsSchema,
+  bucketsOf,
+  mergeAuthority,
+  mergeBlocker,
+  requiredStatuses,
+} from './merge-safety.ts';
 import { shortSha } from '../engine/build-status-call.ts';
 
 export const mergeWhenBuildSucceeds = defineAction({
   inRepositories: 'operator',
   name: 'merge_when_build_succeeds',
   summary:
-    'Sets merge-when-build-succeeds, pinned to the head commit. Only when a `statuses` condition with `state: pending` held in the same rule: the required statuses of the head are all reported, some still pending or running, none failed. Never on a head commit that has no status yet (the server would merge it at once).',
+    "Sets merge-when-build-succeeds, pinned to the head commit. Only when a `statuses` condition with `state: pending` held in the same rule: the required statuses of the head are all reported, some still pending or running, none failed. Never on a head commit that has no status yet (the server would merge it at once). On a member's authority, as `merge` ([Members' commands](#members-commands)).",
   example: { remove_source_branch: true },
   bareParams: {},
-  params: z.strictObject({ remove_source_branch: z.boolean().optional() }),
+  params: z.strictObject({ remove_source_branch: z.boolean().optional(), authors: authorsSchema }),
   itemKinds: ['merge_request'],
-  describe: (p) => `merge_when_build_succeeds${p.remove_source_branch ? ', removing the source branch' : ''}`,
+  describe: (p) =>
+    `merge_when_build_succeeds${p.remove_source_branch ? ', removing the source branch' : ''}${p.authors === 'anyone' ? ', whoever the author' : ''}`,
+  authority: (p) => authorityOf(p.authors),
   plan: (p, input, { guarantees }) => {
     const mr = input.snapshot;
     if (mr.kind !== 'merge_request') return [];
     const blocker = mergeBlocker(mr);
     if (blocker !== undefined || mr.sha === null) return blocked(blocker ?? 'the head commit is unknown');
     if (mr.merge_when_build_succeeds) return skip('merge_when_build_succeeds is already set');
+    if (p.authors !== 'anyone') {
+      const authority = mergeAuthority(mr);
+      if (!authority.ok) return blocked(authority.reason);
+    }
     if (!mr.statuses || mr.statuses.length === 0)
       return blocked('the head commit has no status yet: merge_when_build_succeeds is never armed on it');
     const required = requiredStatuses(guarantees, 'pending');

@@ -4,7 +4,7 @@ import { defineAction } from '../engine/define-action.ts';
 import { durationSchema, labelListSchema, templateSchema } from '../engine/param-schemas.ts';
 import { blocked, mergeRequestTarget } from '../engine/planned-call.ts';
 import { compileTemplate } from '../engine/template.ts';
-import { mergeBlocker } from './merge-safety.ts';
+import { authorityOf, authorsSchema, mergeAuthority, mergeBlocker } from './merge-safety.ts';
 
 /** What a queue waits for a status unless the rule says: long enough for most CI, never forever. */
 export const DEFAULT_STATUS_TIMEOUT = '1h';
@@ -23,7 +23,7 @@ export const queue = defineAction({
   name: 'queue',
   inRepositories: 'operator',
   summary:
-    "Puts the merge request in a merge queue for its target branch instead of merging it at once ([merge-queue.md](merge-queue.md)): one at a time, the head of the queue has its source branch brought up to the target's head (a merge commit pushed with git), its required statuses awaited on that very commit, and is merged pinned to it. Taken out, with one comment, on a conflict, a failed status or a status that never reports; at once when someone pushes, it is closed, or this rule no longer matches.",
+    "Puts the merge request in a merge queue for its target branch instead of merging it at once ([merge-queue.md](merge-queue.md)): one at a time, the head of the queue has its source branch brought up to the target's head (a merge commit pushed with git), its required statuses awaited on that very commit, and is merged pinned to it. Taken out, with one comment, on a conflict, a failed status or a status that never reports; at once when someone pushes, it is closed, or this rule no longer matches. On a member's authority, as `merge` ([Members' commands](#members-commands)): queued on a member's comment, the approval (who, which note, which head) is kept with the entry, and the comment is read again before the merge.",
   example: { statuses: ['ci/test'], priority_labels: ['urgent'], status_timeout: '30m' },
   params: z.strictObject({
     statuses: z.array(z.string().min(1)).min(1).meta({
@@ -71,15 +71,17 @@ export const queue = defineAction({
     message: templateSchema
       .optional()
       .meta({ description: 'the merge commit message (placeholders allowed)' }),
+    authors: authorsSchema,
   }),
   itemKinds: ['merge_request'],
   describe: (p) =>
-    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${(p.depth ?? 1) > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${p.depth ?? DEFAULT_DEPTH}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}`,
+    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${(p.depth ?? 1) > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${p.depth ?? DEFAULT_DEPTH}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}${p.authors === 'anyone' ? ', whoever the author' : ''}`,
   compile: (p) => ({
     ...p,
     timeoutMs: parseDuration(p.status_timeout ?? DEFAULT_STATUS_TIMEOUT),
     template: p.message === undefined ? undefined : compileTemplate(p.message),
   }),
+  authority: (c) => authorityOf(c.authors),
   plan: (c, input) => {
     const mr = input.snapshot;
     if (mr.kind !== 'merge_request') return [];
@@ -87,6 +89,9 @@ export const queue = defineAction({
     // up, and takes it out with a comment naming the files (a silent refusal here would not).
     const blocker = mergeBlocker({ ...mr, merge_status: 'can_be_merged' });
     if (blocker !== undefined) return blocked(blocker);
+    const authority = c.authors === 'anyone' ? undefined : mergeAuthority(mr);
+    if (authority && !authority.ok) return blocked(authority.reason);
+    const approval = authority?.by === 'comment' ? authority.approval : undefined;
     const priority = (c.priority_labels ?? []).some((label) => mr.labels.includes(label)) ? 1 : 0;
     const queueName = c.name ?? 'default';
     return [
@@ -110,9 +115,10 @@ export const queue = defineAction({
               ? { should_remove_source_branch: c.remove_source_branch }
               : {}),
             ...(c.template ? { merge_commit_message: c.template(input) } : {}),
+            ...(approval ? { approval } : {}),
           },
         },
-        reason: `queue for ${mr.target_branch} (${queueName}${priority > 0 ? ', priority' : ''})`,
+        reason: `queue for ${mr.target_branch} (${queueName}${priority > 0 ? ', priority' : ''})${approval ? ` on the comment of @${approval.by}` : ''}`,
       },
     ];
   },

@@ -1,10 +1,12 @@
 /** Every condition, by name: the rule grammar, the compiler, `check` and the reference read this. */
 import type { ConditionDefinition } from '../engine/define-condition.ts';
 import { actor } from './actor.ts';
+import { actorAccess } from './actor-access.ts';
 import { all } from './all.ts';
 import { any } from './any.ts';
 import { assignee } from './assignee.ts';
 import { author } from './author.ts';
+import { authorAccess } from './author-access.ts';
 import { created } from './created.ts';
 import { description } from './description.ts';
 import { downvotes } from './downvotes.ts';
@@ -35,6 +37,7 @@ export const conditionDefinitions: readonly ConditionDefinition[] = [
   state,
   labels,
   author,
+  authorAccess,
   assignee,
   milestone,
   sourceBranch,
@@ -51,6 +54,7 @@ export const conditionDefinitions: readonly ConditionDefinition[] = [
   event,
   note,
   actor,
+  actorAccess,
 ];
 
 export const conditionsByName: ReadonlyMap<string, ConditionDefinition> = new Map(

@@ -54,6 +54,16 @@ export interface SnapshotNeeds {
   changedFiles: boolean;
   /** The markers of the bot's earlier comments (one more call per page of notes). */
   commentMarkers: boolean;
+  /** The author's access level (`author_access`): one or two calls to the members API. */
+  authorAccess: boolean;
+  /** On note triggers, the comment author's access level (`actor_access`): as above. */
+  actorAccess: boolean;
+  /**
+   * Merge requests only, for the gate of merge-like actions (merge-safety.ts `mergeAuthority`): the
+   * author's access, and on note triggers the comment author's and whether a push came after the
+   * note (the merge request's notes, in the listing the comment markers use).
+   */
+  mergeGate: boolean;
 }
 
 export interface CompiledRuleSet {
@@ -125,11 +135,13 @@ export function compileAction(spec: ActionSpec): CompiledAction {
   const fits = (kind: ItemKind): boolean => itemKinds.length === BOTH_KINDS.length || itemKinds[0] === kind;
   const wrongKind = skip(onlyFor(itemKinds));
   const planUnmatched = definition.planUnmatched;
+  const authority = definition.authority?.(compiled);
   return {
     name,
     params,
     describe: definition.describe(params),
     itemKinds,
+    ...(authority ? { authority } : {}),
     plan: (input, context) =>
       fits(input.snapshot.kind) ? definition.plan(compiled, input, context) : wrongKind,
     ...(planUnmatched
@@ -183,6 +195,9 @@ export function ruleSet(rules: readonly CompiledRule[]): CompiledRuleSet {
     needs: {
       changedFiles: rules.some((rule) => rule.conditionNames.has('files')),
       commentMarkers: rules.some((rule) => rule.actions.some((action) => action.name === 'comment')),
+      authorAccess: rules.some((rule) => rule.conditionNames.has('author_access')),
+      actorAccess: rules.some((rule) => rule.conditionNames.has('actor_access')),
+      mergeGate: rules.some((rule) => rule.actions.some((action) => action.authority !== undefined)),
     },
   };
 }

@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import type { Guarantee } from './define-condition.ts';
 import type { EvalInput } from './eval-input.ts';
-import type { Proposal, Skip } from './planned-call.ts';
+import type { Approval, Proposal, Skip } from './planned-call.ts';
 import type { ItemKind } from './snapshot.ts';
 
 export interface ActionContext {
@@ -22,6 +22,16 @@ export interface ActionContext {
 }
 
 export type PlanOutcome = readonly Proposal[] | Skip;
+
+/**
+ * Whether an evaluation carries the authority for an action that uses the bot's power on a
+ * person's decision (a merge, arming merge-when-build-succeeds, the queue): docs/rules.md#members-commands.
+ * `comment`: a member's confirmed comment approved the head it read (the approval is recorded).
+ */
+export type Authority =
+  | { ok: true; by: 'author' }
+  | { ok: true; by: 'comment'; approval: Approval }
+  | { ok: false; reason: string };
 
 export interface ActionDefinition<S extends z.ZodType = z.ZodType, C = z.output<S>> {
   name: string;
@@ -45,6 +55,12 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType, C = z.output<
   plan(compiled: C, input: EvalInput, context: ActionContext): PlanOutcome;
   /** When the rule applied but did not match (label toggles); null: nothing to say. */
   planUnmatched?(compiled: C, input: EvalInput, context: ActionContext): PlanOutcome | null;
+  /**
+   * For actions gated on whose decision they carry out (merge-safety.ts `mergeAuthority`): the
+   * check, or undefined when these parameters waive it (`authors: anyone`). The fresh check before
+   * the merge queue's and the merge watch's merges asks it again on its fresh read.
+   */
+  authority?(compiled: C): ((input: EvalInput) => Authority) | undefined;
 }
 
 export function defineAction<S extends z.ZodType, C = z.output<S>>(
@@ -66,4 +82,6 @@ export interface CompiledAction {
   itemKinds: readonly ItemKind[];
   plan(input: EvalInput, context: ActionContext): PlanOutcome;
   planUnmatched?(input: EvalInput, context: ActionContext): PlanOutcome | null;
+  /** Present when the action is gated (`ActionDefinition.authority`): the snapshot's needs include the facts it reads. */
+  authority?(input: EvalInput): Authority;
 }

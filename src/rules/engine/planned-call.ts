@@ -22,6 +22,18 @@ export interface ItemEdit {
   state_event?: 'close' | 'reopen';
 }
 
+/**
+ * A member's confirmed comment that approved a merge request's head for a merge-like action
+ * (docs/rules.md#members-commands): who (username, access level then), the note, and the head the
+ * evaluation read.
+ */
+export interface Approval {
+  by: string;
+  level: number;
+  noteId: number;
+  sha: string;
+}
+
 export type StatusState = 'pending' | 'running' | 'success' | 'failed' | 'canceled';
 
 /** Arguments of each op. */
@@ -82,6 +94,11 @@ export interface CallArgs {
     batch?: number;
     should_remove_source_branch?: boolean;
     merge_commit_message?: string;
+    /**
+     * Set when a member's comment approved the head (the gate's way (b), docs/rules.md#members-commands):
+     * kept on the queue entry with the note's trigger.
+     */
+    approval?: Approval;
   };
 }
 

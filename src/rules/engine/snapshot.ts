@@ -80,6 +80,19 @@ export interface Trigger {
    */
   actor?: UserRef;
   /**
+   * For `note` triggers whose author the server confirmed, when the rules need it (`actor_access`,
+   * the gate of merge-like actions): the note author's access level to the item's project as the
+   * members API shows it (0: none; docs/rules.md#members-commands). Read afresh with each
+   * evaluation, never kept with a stored trigger.
+   */
+  actorAccess?: number;
+  /**
+   * For `note` triggers on a merge request, when the gate of merge-like actions needs it: whether a
+   * push to its source branch came after the note (a system note `Added N commit(s)` with a greater
+   * id: the comment does not approve the current head). Absent: not read.
+   */
+  pushedSinceNote?: boolean;
+  /**
    * Every event of the burst was caused by the bot's own user (its comments fire `Note Hook` too).
    * From the payload for loop prevention only (a forged claim can only make the bot skip work
    * that the sweeps redo); for notes, corrected from the note's author as the API returns it.
@@ -106,6 +119,12 @@ interface ItemSnapshotBase {
   /** ISO 8601 timestamps as the API sends them. */
   created_at: string;
   updated_at: string;
+  /**
+   * The author's access level to the item's project as the members API shows it (project member,
+   * group member, owner of a user namespace; 0: none), when the rules need it (`author_access`,
+   * the gate of merge-like actions). Absent: not read, and a condition on it is unknown.
+   */
+  authorAccess?: number;
   /** Whether the bot's user is subscribed; absent when not read. */
   subscribed?: boolean;
   /**

@@ -4,6 +4,7 @@
  * last instant: 409); after a lost answer, re-read before anything else and never merge twice.
  */
 import type { WatchEntry } from '../../state/index.ts';
+import { commentTrigger } from './comment-trigger.ts';
 import { isOpenState } from './item-calls.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
 import type { CallArgs, MergeRequestTarget } from '../engine/planned-call.ts';
@@ -106,6 +107,9 @@ async function ensureWatched(
     required,
     since: ctx.now(),
   };
+  // Armed on a member's comment: the watch's merge replays it (docs/rules.md#members-commands).
+  const trigger = commentTrigger(ctx.stored.trigger);
+  if (trigger) entry.trigger = trigger;
   await ctx.store.watch(entry);
   return `watching ${required.join(', ')}`;
 }

@@ -14,6 +14,7 @@ import { MAX_INPUT_LENGTH, MAX_PATTERN_LENGTH } from '../engine/regex.ts';
 import { conditionListSchema, conditionSchema, paramsSchemaOf, ruleSchema } from './schema.ts';
 import type { ItemKind } from '../engine/snapshot.ts';
 import { PLACEHOLDERS } from '../engine/template.ts';
+import { membersCommandsSection } from './reference-members.ts';
 
 type Json = Record<string, unknown>;
 
@@ -194,6 +195,7 @@ export function renderRulesDoc(): string {
     '',
     "- A comment event is read back by the note's id through the API: `note` matches the text the server has, `actor` is the note's author as the server says, and a system note is not a command. A delivery for a note the server does not have (forged, or deleted since) causes nothing.",
     "- For every other event the API cannot confirm who caused it, so `actor` is unknown there, and unknown never holds. A payload's `user` is only a hint for loop prevention: a forged claim can only make the bot skip work that the sweeps redo.",
+    "- Access levels (`author_access`, `actor_access`, and the gate of `merge`, `merge_when_build_succeeds` and `queue`) are read through the members API with each evaluation that needs them ([Members' commands](#members-commands)).",
     '',
     '### An action is sent only while the latest evaluation plans it',
     '',
@@ -201,7 +203,7 @@ export function renderRulesDoc(): string {
     '- A retry re-evaluates first: the item is read afresh and evaluated with the rules in force now, under the event that planned the action; the action is sent again only if that fresh plan still holds it (the same call: same rule, same pinned head, same arguments), otherwise it is withdrawn.',
     '- `merge`, `move`, `merge_when_build_succeeds` and `cancel_merge_when_build_succeeds` are re-evaluated on a fresh read immediately before the call, besides pinning the head commit. A merge the merge watch makes (the rule armed merge-when-build-succeeds while its statuses were pending) goes ahead only while every condition of the rule but those pending statuses still holds, the head is the pinned one and every required status has passed.',
     '- Rules reloaded without a rule: its pending actions are withdrawn.',
-    "- A merge request in a merge queue leaves it at once when its rule applies to an event and no longer plans `queue`; the queue's merge goes ahead only while the rule still holds on a fresh read (its `statuses` conditions aside), the head is the one the queue tested and every required status passed on it. See [merge-queue.md](merge-queue.md).",
+    "- A merge request in a merge queue leaves it at once when its rule applies to an event and no longer plans `queue`; the queue's merge goes ahead only while the rule still holds on a fresh read (its `statuses` conditions aside; under the comment that queued it, read again, when a comment did), the head is the one the queue tested and every required status passed on it. See [merge-queue.md](merge-queue.md).",
     '',
     '## Conditions',
     '',
@@ -213,6 +215,7 @@ export function renderRulesDoc(): string {
     'Actions plan API calls; the executor makes them (or, in dry-run, describes them). An action whose effect already holds plans nothing and says why: a present label is not added again, a closed issue is not closed again. All label changes to one item become one write of the whole set, computed from the fresh set, because the v3 API replaces it.',
     '',
     ...actionDefinitions.flatMap(actionSection),
+    ...membersCommandsSection(),
     '## Summary status',
     '',
     '`summary_status: true` (or `{ name: ... }`, default `hookbot/rules`) posts a commit status on the head commit of an open merge request each time the rule applies: `success` when it matched and nothing held it back, otherwise `pending` with a description (at most 140 characters) of what blocks it, e.g. `blocked: statuses ci/build, ci/test are all success (seen ci/build=success, ci/test=running)`. When the reason changes the description follows: real servers refuse a pending status over a pending one, so the old one is finished as `canceled` (its row keeps the old reason in the history, `all=true`) and the new reason is posted as a new pending status.',

@@ -8,7 +8,10 @@
  *
  * A merge the merge queue makes (docs/merge-queue.md) is judged the same way, every `statuses`
  * condition waived: the rule that queued it must still apply and hold, the head be the one the queue
- * pinned, and every required status of the queue passed on it.
+ * pinned, and every required status of the queue passed on it. The gate of merge-like actions
+ * (docs/rules.md#members-commands) must hold on the fresh read too: the queue's merge replays the
+ * member's comment that queued it (its stored trigger), whose author's access and "no push since"
+ * are read again here.
  *
  * A merge the merge watch makes is planned by no rule as such: the rule armed
  * merge-when-build-succeeds while its statuses were pending, and the watch merges once they have
@@ -16,8 +19,9 @@
  * fresh read, except those that required the statuses to be pending (the watch checks that every
  * required status has passed on the pinned head, on this same read).
  */
-import type { CompiledRuleSet } from '../engine/compile.ts';
-import { mergeBlocker, bucketsOf } from '../actions/merge-safety.ts';
+import { mergeAuthority, mergeBlocker, bucketsOf } from '../actions/merge-safety.ts';
+import type { CompiledRule, CompiledRuleSet } from '../engine/compile.ts';
+import { createEvalInput, type EvalInput } from '../engine/eval-input.ts';
 import { evaluate, type Evaluation, type RuleEvaluation } from '../engine/engine.ts';
 import { actionIdOf } from '../executor/ids.ts';
 import type { StoredCall } from '../executor/types.ts';
@@ -81,6 +85,27 @@ function failing(record: RuleEvaluation): string {
   return `${condition.describe} seen ${seen}`;
 }
 
+/**
+ * Why the rule's action that the merge queue (`queue`) or the merge watch (`merge_when_build_succeeds`)
+ * carries out has no authority on this read, or undefined. A rule that no longer has such an
+ * action is judged by the default gate.
+ */
+function authorityRefusal(
+  rule: CompiledRule,
+  origin: 'merge_watch' | 'merge_queue',
+  input: EvalInput,
+): string | undefined {
+  const name = origin === 'merge_queue' ? 'queue' : 'merge_when_build_succeeds';
+  const actions = rule.actions.filter((action) => action.name === name);
+  if (input.snapshot.kind !== 'merge_request') return 'the item is not a merge request';
+  const verdicts =
+    actions.length > 0
+      ? actions.map((action) => action.authority?.(input))
+      : [mergeAuthority(input.snapshot)];
+  for (const verdict of verdicts) if (verdict && !verdict.ok) return verdict.reason;
+  return undefined;
+}
+
 export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
   const now = deps.now ?? (() => Date.now());
   return async (itemKey, stored) => {
@@ -90,11 +115,12 @@ export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
     const set = deps.rules.forProject(stored.project);
     const compiled = set.rules.find((one) => one.name === rule);
     if (!compiled) return { planned: false, reason: `rule "${rule}" is no longer in the rules` };
-    const trigger = await deps.reader.confirm(item, stored.trigger ?? ANY_EVENT);
+    const trigger = await deps.reader.confirm(item, stored.trigger ?? ANY_EVENT, set.needs);
     if (!trigger) return { planned: false, reason: 'the comment that caused it is gone from the server' };
     const snapshot = await deps.reader.read(item, trigger, set.needs);
     if (!snapshot) return { planned: false, reason: 'the item is gone (404)' };
-    const evaluation = evaluate(set, snapshot, { now: now() });
+    const at = now();
+    const evaluation = evaluate(set, snapshot, { now: at });
 
     if (stored.origin === 'merge_watch' || stored.origin === 'merge_queue') {
       // The watch waited for pending statuses to pass; the queue tests a head of its own making, so
@@ -119,6 +145,10 @@ export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
         return { planned: false, reason: 'the item is not a merge request' };
       const blocker = mergeBlocker(snapshot);
       if (blocker) return { planned: false, reason: blocker };
+      // Whose decision the merge carries out holds on this read too (the author's access, or the
+      // member's comment of the stored trigger read again, with no push after it).
+      const refused = authorityRefusal(compiled, stored.origin, createEvalInput(snapshot, at));
+      if (refused) return { planned: false, reason: refused };
       const pinned = 'sha' in call.args ? call.args.sha : undefined;
       if (snapshot.sha !== pinned)
         return {

@@ -189,7 +189,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     }
     // A note is what the server says it is (text, author), read by its id; one it does not have
     // never happened (a forged or stale delivery) and causes nothing.
-    const trigger = await reader.confirm(item, given);
+    const trigger = await reader.confirm(item, given, set.needs);
     if (!trigger) {
       log.warn(
         { itemKey, noteId: given.noteId },
@@ -265,7 +265,8 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   /**
    * A queued merge request leaves its queue at once when the rule that queued it applied to this
    * event and no longer plans the queue (it stopped matching: relabelled, closed, work in progress),
-   * or is gone from the rules. An event the rule does not listen to says nothing.
+   * or is gone from the rules. An event the rule does not listen to says nothing, and neither does
+   * any event but the comment that queued it, for one queued on a member's comment.
    */
   async function leaveQueue(itemKey: string, evaluation: Evaluation): Promise<string | undefined> {
     const held = store.queued?.().find((entry) => entry.itemKey === itemKey);
@@ -273,6 +274,12 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     if (evaluation.plan.some((planned) => planned.call.op === 'mergeQueue.enqueue')) return undefined;
     const record = evaluation.rules.find((one) => one.rule === held.rule);
     if (record && !record.applies) return undefined;
+    // Queued on a member's comment: an evaluation of another event (another comment, a label
+    // change) says nothing about that comment, which is judged again on a fresh read before the
+    // merge (fresh-check.ts replays it). Closed or pushed, the queue takes it out itself.
+    const trigger = evaluation.trigger;
+    if (record && held.trigger && !(trigger.kind === 'note' && trigger.noteId === held.trigger.noteId))
+      return undefined;
     await store.dequeue(itemKey);
     // Taken out earlier with a comment: the memory of it goes, so the rule matching anew lets it in.
     if (held.left) return undefined;

@@ -14,7 +14,17 @@ import {
   type Trigger,
   type UserRef,
 } from '../engine/snapshot.ts';
-import { ApiError, type Client, type Issue, latestByName, type MergeRequest } from '../../api/index.ts';
+import {
+  accessLevel,
+  type AccessProject,
+  ApiError,
+  type Client,
+  type Issue,
+  latestByName,
+  type Note,
+  type MergeRequest,
+} from '../../api/index.ts';
+import { pushedAfter } from './pushed-since-note.ts';
 
 export interface ItemAddress {
   type: ItemKind;
@@ -32,7 +42,7 @@ export type { SnapshotNeeds };
 
 export type SnapshotClient = Pick<
   Client,
-  'projects' | 'issues' | 'mergeRequests' | 'branches' | 'statuses' | 'notes'
+  'projects' | 'issues' | 'mergeRequests' | 'branches' | 'statuses' | 'notes' | 'members'
 >;
 
 export interface SnapshotReader {
@@ -48,17 +58,20 @@ export interface SnapshotReader {
   /**
    * The trigger with what only the server can say: for a note, its text, author and system flag,
    * read by the note's id (the delivery's copy is never believed). Undefined when the server has
-   * no such note on this item (a forged or stale delivery): that event did not happen.
-   * Other triggers are returned as they are.
+   * no such note on this item (a forged or stale delivery): that event did not happen. When the
+   * rules need it (`actor_access`, the gate of merge-like actions on a merge request), the note
+   * author's access level to the project too, read now (`actorAccess`). Other triggers are
+   * returned as they are.
    */
-  confirm(item: ItemAddress, trigger: Trigger): Promise<Trigger | undefined>;
+  confirm(item: ItemAddress, trigger: Trigger, needs?: Partial<SnapshotNeeds>): Promise<Trigger | undefined>;
   /** A project's `path_with_namespace` by id (cached: paths rarely change, and rules are keyed by them). */
   projectOf(projectId: number): Promise<ProjectRef>;
   /**
    * Caches a project the server itself described (a project listing): its items then need no read
    * of the project. Only for the server's own answers: a path as a user wrote it may differ in case.
+   * Its namespace and owner, when given, are kept with it (where its members are: access levels).
    */
-  rememberProject(project: ProjectRef): void;
+  rememberProject(project: ProjectRef & Partial<Pick<AccessProject, 'namespace' | 'owner'>>): void;
 }
 
 export interface SnapshotReaderOptions {
@@ -79,53 +92,99 @@ export function createSnapshotReader(
   const bot = options.bot;
   const ttl = options.projectTtlMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
-  const projects = new Map<number, { ref: ProjectRef; until: number }>();
+  /**
+   * Projects as the server described them, for `ttl`: the path (rules are keyed by it) and where
+   * the project's members are (its namespace, its owner in a user namespace), read in the same
+   * answer. Access levels themselves are never cached: they are read with each evaluation.
+   */
+  const projects = new Map<number, { ref: ProjectRef; place?: AccessProject; until: number }>();
+
+  function remember(project: ProjectRef & Partial<Pick<AccessProject, 'namespace' | 'owner'>>) {
+    const ref = { id: project.id, path_with_namespace: project.path_with_namespace };
+    const place = project.namespace
+      ? { id: project.id, namespace: { id: project.namespace.id }, owner: project.owner ?? null }
+      : undefined;
+    const entry = { ref, ...(place ? { place } : {}), until: now() + ttl };
+    projects.set(project.id, entry);
+    return entry;
+  }
 
   async function projectOf(projectId: number): Promise<ProjectRef> {
     const cached = projects.get(projectId);
     if (cached && cached.until > now()) return cached.ref;
-    const project = await client.projects.get(projectId);
-    const ref = { id: project.id, path_with_namespace: project.path_with_namespace };
-    projects.set(projectId, { ref, until: now() + ttl });
-    return ref;
+    return remember(await client.projects.get(projectId)).ref;
   }
 
-  function rememberProject(project: ProjectRef): void {
-    const ref = { id: project.id, path_with_namespace: project.path_with_namespace };
-    projects.set(project.id, { ref, until: now() + ttl });
+  async function placeOf(projectId: number): Promise<AccessProject> {
+    const cached = projects.get(projectId);
+    if (cached?.place && cached.until > now()) return cached.place;
+    const { place } = remember(await client.projects.get(projectId));
+    if (!place) throw new Error(`project ${projectId} was read without its namespace`);
+    return place;
   }
 
-  async function markers(type: ItemKind, projectId: number, id: number): Promise<string[]> {
+  function rememberProject(project: ProjectRef & Partial<Pick<AccessProject, 'namespace' | 'owner'>>): void {
+    remember(project);
+  }
+
+  /** A user's access level to the project, read now (api/access.ts). */
+  async function accessTo(projectId: number, user: { id: number; state?: string }): Promise<number> {
+    return accessLevel(client, await placeOf(projectId), user);
+  }
+
+  /**
+   * One listing of the item's notes for what the rules need of them: the markers of the bot's
+   * comments, and whether a push came after note `after` (pushed-since-note.ts).
+   */
+  async function readNotes(
+    type: ItemKind,
+    projectId: number,
+    id: number,
+    after: number | undefined,
+  ): Promise<{ markers: string[]; pushed: boolean }> {
     const notes =
       type === 'issue'
         ? client.notes.listIssueNotes(projectId, id)
         : client.notes.listMergeRequestNotes(projectId, id);
-    const found: string[] = [];
-    for await (const note of notes)
-      if (!bot || isBotUser(bot, note.author)) found.push(...extractMarkers(note.body));
-    return found;
+    const markers: string[] = [];
+    let pushed = false;
+    for await (const note of notes) {
+      if (!bot || isBotUser(bot, note.author)) markers.push(...extractMarkers(note.body));
+      if (after !== undefined && pushedAfter(note, after)) pushed = true;
+    }
+    return { markers, pushed };
   }
 
-  async function confirm(item: ItemAddress, trigger: Trigger): Promise<Trigger | undefined> {
-    if (trigger.kind !== 'note') return trigger;
-    if (trigger.noteId === undefined) return undefined;
+  async function confirm(
+    item: ItemAddress,
+    given: Trigger,
+    needs: Partial<SnapshotNeeds> = {},
+  ): Promise<Trigger | undefined> {
+    if (given.kind !== 'note') return given;
+    const noteId = given.noteId;
+    if (noteId === undefined) return undefined;
+    // Facts of an earlier read never carry over: they are read again below, or stay unknown.
+    const { actorAccess: _access, pushedSinceNote: _pushed, ...trigger } = given;
+    let note: Note;
     try {
-      const note =
+      note =
         item.type === 'issue'
-          ? await client.notes.getIssueNote(item.projectId, item.id, trigger.noteId)
-          : await client.notes.getMergeRequestNote(item.projectId, item.id, trigger.noteId);
-      const author = userRef(note.author);
-      return {
-        ...trigger,
-        note: note.body,
-        system: note.system,
-        actor: author,
-        byBot: isBotUser(bot, author),
-      };
+          ? await client.notes.getIssueNote(item.projectId, item.id, noteId)
+          : await client.notes.getMergeRequestNote(item.projectId, item.id, noteId);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return undefined;
       throw error;
     }
+    const author = userRef(note.author);
+    const wanted = needs.actorAccess || (needs.mergeGate && item.type === 'merge_request');
+    return {
+      ...trigger,
+      note: note.body,
+      system: note.system,
+      actor: author,
+      byBot: isBotUser(bot, author),
+      ...(wanted ? { actorAccess: await accessTo(item.projectId, note.author) } : {}),
+    };
   }
 
   async function fromIssue(
@@ -151,7 +210,9 @@ export function createSnapshotReader(
       trigger,
     };
     if (issue.subscribed !== undefined) snapshot.subscribed = issue.subscribed;
-    if (needs.commentMarkers) snapshot.commentMarkers = await markers('issue', issue.project_id, issue.id);
+    if (needs.authorAccess) snapshot.authorAccess = await accessTo(issue.project_id, issue.author);
+    if (needs.commentMarkers)
+      snapshot.commentMarkers = (await readNotes('issue', issue.project_id, issue.id, undefined)).markers;
     return snapshot;
   }
 
@@ -192,7 +253,14 @@ export function createSnapshotReader(
       trigger,
     };
     if (mr.subscribed !== undefined) snapshot.subscribed = mr.subscribed;
-    if (needs.commentMarkers) snapshot.commentMarkers = await markers('merge_request', projectId, mr.id);
+    if (needs.authorAccess || needs.mergeGate) snapshot.authorAccess = await accessTo(projectId, mr.author);
+    // The gate asks of a comment that approves a merge whether a push came after it.
+    const after = needs.mergeGate && trigger.kind === 'note' && !trigger.system ? trigger.noteId : undefined;
+    if (needs.commentMarkers || after !== undefined) {
+      const notes = await readNotes('merge_request', projectId, mr.id, after);
+      if (needs.commentMarkers) snapshot.commentMarkers = notes.markers;
+      if (after !== undefined) snapshot.trigger = { ...trigger, pushedSinceNote: notes.pushed };
+    }
     return snapshot;
   }
 

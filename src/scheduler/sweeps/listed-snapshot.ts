@@ -6,6 +6,9 @@
  *   carry no `sha`) only when a rule reads them: a `statuses` condition, a merge, a
  *   merge-when-build-succeeds or status action, or a summary status.
  * - Changed files only for `files` conditions (as the rule set's own needs say).
+ * - The author's access level (the members API) only for `author_access` conditions and the gate
+ *   of merge-like actions on merge requests (docs/rules.md#members-commands), as the rule set's
+ *   needs say; read afresh for each snapshot. A sweep's trigger is no comment: no actor to read.
  * - Comment markers never up front: the executor looks for its marker before posting anyway, and
  *   the rule sweep reads them for the few items whose whole plan is comments (where they decide
  *   whether the item is touched at all).
@@ -26,6 +29,10 @@ export interface SweepNeeds {
   head: boolean;
   changedFiles: boolean;
   commentMarkers: boolean;
+  /** `author_access` conditions. */
+  authorAccess: boolean;
+  /** Merge-like actions on merge requests: their gate reads the author's access. */
+  mergeGate: boolean;
 }
 
 const HEAD_ACTIONS = new Set(['merge', 'merge_when_build_succeeds', 'status']);
@@ -40,6 +47,8 @@ export function needsOf(rules: readonly CompiledRule[]): SweepNeeds {
     ),
     changedFiles: rules.some((rule) => rule.conditionNames.has('files')),
     commentMarkers: false,
+    authorAccess: rules.some((rule) => rule.conditionNames.has('author_access')),
+    mergeGate: rules.some((rule) => rule.actions.some((action) => action.authority !== undefined)),
   };
 }
 
@@ -74,7 +83,12 @@ export function createListedSnapshots(
       headFree.rememberProject(project);
     },
     async of(listed, trigger, needs) {
-      const wanted = { changedFiles: needs.changedFiles, commentMarkers: needs.commentMarkers };
+      const wanted = {
+        changedFiles: needs.changedFiles,
+        commentMarkers: needs.commentMarkers,
+        authorAccess: needs.authorAccess,
+        mergeGate: needs.mergeGate,
+      };
       // One reader per kind of needs, so a run reads each project's path once (the readers cache it).
       const source = needs.head ? reader : headFree;
       if (listed.kind === 'issue') return source.fromIssue(listed.item, trigger, wanted);

@@ -392,7 +392,13 @@ export async function runMergeQueue(
     // two writes leaves a comment the retry sweep sends and an entry the next run removes again (the
     // same comment then, which the executor finds posted and skips); the other order lost the comment.
     const id = await toOutbox(entry, planned, { origin: 'merge_queue' });
-    await store.enqueue({ ...kept, updates: 0, left: { at: deps.now(), sha: at, reason: why } });
+    // The approval it left with is remembered: only a new one (another comment) lets it in at `at`.
+    const noteId = entry.approval?.noteId;
+    await store.enqueue({
+      ...kept,
+      updates: 0,
+      left: { at: deps.now(), sha: at, reason: why, ...(noteId !== undefined ? { noteId } : {}) },
+    });
     const call = await runOutbox(id);
     return {
       ...base(entry),
@@ -466,6 +472,14 @@ export async function runMergeQueue(
       return drop(entry, `its target branch is ${mr.target_branch} now`);
     const head = await sourceHead(client, mr);
     if (head === null) return drop(entry, 'its source branch is gone');
+    // A fork's head a member approved (docs/rules.md#members-commands): the queue never pushes to a
+    // fork, so another head is a push after the approval, which it does not cover.
+    const approved = entry.approval;
+    if (approved && mr.source_project_id !== entry.projectId && head !== approved.sha)
+      return pushedOut(
+        entry,
+        `pushed after @${approved.by} approved ${short(approved.sha)}: now ${short(head)}`,
+      );
     if (entry.pinnedSha === undefined) return update(entry, mr, head);
     if (head !== entry.pinnedSha)
       return pushedOut(
@@ -663,7 +677,13 @@ export async function runMergeQueue(
         },
       },
     };
-    const call = await viaExecutor(entry, planned, { required: entry.required, origin: 'merge_queue' });
+    // Queued on a member's comment: the fresh check before the merge replays that comment (read
+    // again, its author's access read again, no push after it), so a note-only rule still applies.
+    const call = await viaExecutor(entry, planned, {
+      required: entry.required,
+      origin: 'merge_queue',
+      ...(entry.trigger ? { trigger: entry.trigger } : {}),
+    });
     if (call.status === 'done') {
       await store.dequeue(entry.itemKey);
       return { ...base(entry), outcome: 'merged', statuses, call, detail: call.detail };

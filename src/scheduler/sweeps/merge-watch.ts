@@ -272,7 +272,8 @@ export async function runMergeWatch(
       project: entry.project,
       required: entry.required,
       origin: 'merge_watch',
-      trigger: { kind: 'merge_request', action: 'update', byBot: false },
+      // Armed on a member's comment: that comment is replayed (the rule's gate holds on it).
+      trigger: entry.trigger ?? { kind: 'merge_request', action: 'update', byBot: false },
     };
     await store.putAction({
       id,

@@ -16,9 +16,7 @@
  * Everything is read from the server at the time of asking, never from a payload or the queue's
  * memory: the merge queue asks before it starts an update and again right before the push.
  */
-import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
-
-type Project = Awaited<ReturnType<Client['projects']['get']>>;
+import { accessLevel, ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 
 export interface PushRuleClient {
   projects: Pick<Client['projects'], 'get'>;
@@ -28,33 +26,8 @@ export interface PushRuleClient {
 
 /** Developer: the least access that may push to an unprotected branch (8.x `push_code`). */
 const DEVELOPER = 30;
-const OWNER = 50;
 
 const notFound = (error: unknown): boolean => error instanceof ApiError && error.status === 404;
-
-async function levelOf(read: () => Promise<{ access_level: number; state?: string }>): Promise<number> {
-  try {
-    const member = await read();
-    return member.state === undefined || member.state === 'active' ? member.access_level : 0;
-  } catch (error) {
-    if (notFound(error)) return 0;
-    throw error;
-  }
-}
-
-/** The author's access to the project, as far as the API lets the bot see it. */
-async function authorLevel(client: PushRuleClient, mr: MergeRequest, project: Project): Promise<number> {
-  // A project in a user's namespace: its owner (servers send `owner` for those only).
-  const owner = (project as { owner?: { id?: number } }).owner;
-  if (owner?.id === mr.author.id) return OWNER;
-  let level = await levelOf(() => client.members.get(mr.project_id, mr.author.id));
-  if (level < DEVELOPER && owner === undefined)
-    level = Math.max(
-      level,
-      await levelOf(() => client.members.getInGroup(project.namespace.id, mr.author.id)),
-    );
-  return level;
-}
 
 /**
  * Why the queue must not push to this merge request's source branch, or undefined when it may. A
@@ -78,7 +51,8 @@ export async function pushRefusal(client: PushRuleClient, mr: MergeRequest): Pro
     return `its source branch ${source} is protected: the queue pushes only to branches the merge request's author could push to, never to a protected one`;
   if (mr.author.state !== 'active')
     return `its author ${mr.author.username} is ${mr.author.state}: the queue pushes only where the author could push`;
-  const level = await authorLevel(client, mr, project);
+  // The author's access as far as the API shows it (api/access.ts, shared with the rules' gate).
+  const level = await accessLevel(client, project, mr.author, { enough: DEVELOPER });
   if (level < DEVELOPER)
     return `its author ${mr.author.username} cannot push to ${source} (the bot sees no developer access to the project for them: a member of the project or of its group), and the queue pushes only where the author could push`;
   return undefined;

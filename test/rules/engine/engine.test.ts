@@ -337,7 +337,8 @@ rules:
   });
 
   it('tells what the rules need read beyond the item', () => {
-    expect(rulesFrom('rules: []').needs).toEqual({ changedFiles: false, commentMarkers: false });
+    const none = { authorAccess: false, actorAccess: false, mergeGate: false };
+    expect(rulesFrom('rules: []').needs).toEqual({ changedFiles: false, commentMarkers: false, ...none });
     expect(
       rulesFrom(`
 rules:
@@ -346,7 +347,33 @@ rules:
     if: [ { not: { files: { any_match: ['docs/**'] } } } ]
     do: [ { comment: hi } ]
 `).needs,
-    ).toEqual({ changedFiles: true, commentMarkers: true });
+    ).toEqual({ changedFiles: true, commentMarkers: true, ...none });
+  });
+
+  it('reads access levels only for the access conditions and the gate of merge-like actions', () => {
+    const needs = (text: string) => rulesFrom(text).needs;
+    const rule = (condition: string, action: string) =>
+      `rules:\n  - name: r\n    on: [note.created]\n    if: [ ${condition} ]\n    do: [ ${action} ]\n`;
+    expect(needs(rule('{ author_access: developer }', 'close'))).toMatchObject({
+      authorAccess: true,
+      actorAccess: false,
+      mergeGate: false,
+    });
+    expect(needs(rule('{ actor_access: { below: master } }', 'close'))).toMatchObject({
+      authorAccess: false,
+      actorAccess: true,
+      mergeGate: false,
+    });
+    for (const action of ['merge', 'merge_when_build_succeeds', '{ queue: { statuses: [ci/test] } }'])
+      expect(needs(rule('{ state: opened }', action))).toMatchObject({
+        authorAccess: false,
+        actorAccess: false,
+        mergeGate: true,
+      });
+    // `authors: anyone` waives the gate: nothing to read for it.
+    expect(needs(rule('{ state: opened }', '{ merge: { authors: anyone } }'))).toMatchObject({
+      mergeGate: false,
+    });
   });
 
   it('is pure: the same input gives the same evaluation, and it survives JSON', () => {

@@ -12,7 +12,7 @@ describe('checkRules', () => {
     expect(formatProblems(await checkRules(dir('broken'))).split('\n')).toEqual([
       'test/fixtures/rules/broken/acme/web.yml:1:11: extends "../defaults.yml": no such rules file (test/fixtures/rules/broken/defaults.yml) (did you mean "../default.yml"?)',
       'test/fixtures/rules/broken/acme/web.yml:1:28: extends "../../outside.yml" points outside the rules folder',
-      'test/fixtures/rules/broken/acme/web.yml:5:22: unknown key "sha" (expected one of remove_source_branch, message)',
+      'test/fixtures/rules/broken/acme/web.yml:5:22: unknown key "sha" (expected one of remove_source_branch, message, authors)',
       'test/fixtures/rules/broken/acme/web.yml:6:5: unknown rule key "allow_bots" (did you mean "allow_bot"?)',
       'test/fixtures/rules/broken/default.yml:3:10: "on" must be one of issue.open, issue.update, issue.close, issue.reopen, issue.*, merge_request.open, merge_request.update, merge_request.close, merge_request.reopen, merge_request.merge, merge_request.*, note.created, status.changed, push, got the text "issue.opne" (did you mean "issue.open"?)',
       'test/fixtures/rules/broken/default.yml:5:9: unknown condition "titel" (did you mean "title"?)',

@@ -22,7 +22,13 @@ describe('loadRules', () => {
   it('compiles a file once and shares it between the sets that extend it', async () => {
     const loaded = await loadRules('test/fixtures/rules/projects');
     expect(loaded.byProject('acme/web').rules[0]).toBe(loaded.byProject('someone/else').rules[0]);
-    expect(loaded.byProject('acme/api').needs).toEqual({ changedFiles: true, commentMarkers: false });
+    expect(loaded.byProject('acme/api').needs).toEqual({
+      changedFiles: true,
+      commentMarkers: false,
+      authorAccess: false,
+      actorAccess: false,
+      mergeGate: false,
+    });
   });
 
   it('records where each rule is, for explain', async () => {

@@ -4,9 +4,14 @@
  * on every evaluation that plans it: a merge request already in that queue keeps its place (and its
  * progress), a changed priority or option is taken over; one in another queue moves. One the queue
  * took out with a comment does not enter again at the head it left at (it would loop: test, fail,
- * enter, test...), only after a push or once the rule stopped matching and matches again.
+ * enter, test...), only after a push, once the rule stopped matching and matches again, or on a new
+ * approval (a member's comment other than the one it left with: docs/rules.md#members-commands).
+ *
+ * Queued on a member's comment, the entry keeps the approval (who, level, note, head) and the note
+ * trigger of the evaluation: the queue's merge is checked again under that trigger.
  */
 import type { QueueEntry } from '../../../state/index.ts';
+import { commentTrigger } from '../comment-trigger.ts';
 import type { CallHandler } from '../types.ts';
 import { done, skipped } from '../types.ts';
 import { argsKey } from './keys.ts';
@@ -17,10 +22,12 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
   perform: async (ctx, call) => {
     const a = call.args;
     const found = ctx.store.queued().find((entry) => entry.itemKey === ctx.itemKey);
-    if (found?.left && found.left.sha === a.sha)
+    const newApproval = a.approval !== undefined && a.approval.noteId !== found?.left?.noteId;
+    if (found?.left && found.left.sha === a.sha && !newApproval)
       return skipped(
-        `not queued again: it left the ${found.queue} queue at ${a.sha.slice(0, 7)} (${found.left.reason}); a push, or the rule matching anew, lets it in`,
+        `not queued again: it left the ${found.queue} queue at ${a.sha.slice(0, 7)} (${found.left.reason}); a push, the rule matching anew, or a member's new comment command lets it in`,
       );
+    const trigger = commentTrigger(ctx.stored.trigger);
     // Taken out at another head: a push came since, it enters at the end as new.
     const held = found?.left ? undefined : found;
     const same =
@@ -56,9 +63,17 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       // A train's progress stays too: the car it rides in and its bisection cap (the train driver).
       ...(same && held.car !== undefined ? { car: held.car } : {}),
       ...(same && held.carCap !== undefined ? { carCap: held.carCap } : {}),
+      // Whose decision queued it: this evaluation's (a later plan without a comment drops them).
+      ...(a.approval !== undefined ? { approval: a.approval } : {}),
+      ...(trigger !== undefined ? { trigger } : {}),
     };
-    if (same && JSON.stringify(held) === JSON.stringify({ ...held, ...wanted }))
-      return skipped(`already in the ${a.queue} queue for ${a.target_branch}`);
+    if (same) {
+      const next: QueueEntry = { ...held, ...wanted };
+      if (wanted.approval === undefined) delete next.approval;
+      if (wanted.trigger === undefined) delete next.trigger;
+      if (JSON.stringify(held) === JSON.stringify(next))
+        return skipped(`already in the ${a.queue} queue for ${a.target_branch}`);
+    }
     await ctx.store.enqueue(wanted);
     return done(
       same
