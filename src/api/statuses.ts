@@ -112,17 +112,37 @@ export function createStatusesApi(http: Http, trust?: StatusTrust) {
     options: ListOptions,
     keep: (trust: StatusTrust, status: CommitStatus) => boolean,
   ): AsyncIterable<CommitStatus> {
-    const all = http.paginate({
+    if (!trust)
+      return http.paginate({
+        method: 'GET',
+        route: '/projects/:id/repository/commits/:sha/statuses',
+        params: { id: project, sha },
+        query: { ...filter },
+        schema: commitStatusSchema,
+        ...options,
+      });
+    // With a trust, the whole history is read and the latest of each name is taken among the
+    // statuses that count: the server's own latest may be someone else's newer post, which would
+    // hide the trusted account's (a developer's `ci/test` posted over the CI's, red team of issue 36:
+    // the CI's status then stayed missing until it posted a new row, never passed on her word, but
+    // held back by it). Asked for `all`, every status that counts.
+    const everything = http.paginate({
       method: 'GET',
       route: '/projects/:id/repository/commits/:sha/statuses',
       params: { id: project, sha },
-      query: { ...filter },
+      query: { ...filter, all: true },
       schema: commitStatusSchema,
       ...options,
     });
-    if (!trust) return all;
+    const whole = filter.all === true;
     return (async function* () {
-      for await (const status of all) if (keep(trust, status)) yield status;
+      const kept: CommitStatus[] = [];
+      for await (const status of everything)
+        if (keep(trust, status)) {
+          if (whole) yield status;
+          else kept.push(status);
+        }
+      if (!whole) yield* latestByName(kept);
     })();
   }
   const counts = (given: StatusTrust, status: CommitStatus): boolean =>
@@ -132,9 +152,8 @@ export function createStatusesApi(http: Http, trust?: StatusTrust) {
     /**
      * A commit's statuses (the latest per name unless `all`). With a `trust`, statuses posted by
      * others are left out, and the bot's own posted for a repository's rule: a status the rules
-     * require and nobody trusted posted is then missing, as it should be, never passed (the
-     * server's latest of a name may be the untrusted one: it hides the trusted one, and the name is
-     * missing until a trusted account posts again).
+     * require and nobody trusted posted is then missing, as it should be, never passed; the latest
+     * of a name is the latest that counts, so an untrusted newer post hides nothing.
      */
     list(
       project: ProjectRef,

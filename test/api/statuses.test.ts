@@ -208,7 +208,7 @@ describe("statusTrust: the bot's statuses for a repository's rules never count",
     it("list (every reader of a requirement): neither a developer's nor the bot's marked ones", async () => {
       api()
         .get(`/projects/8/repository/commits/${SHA}/statuses`)
-        .query({ per_page: '100' })
+        .query({ per_page: '100', all: 'true' })
         .reply(200, listing);
       expect((await collect(trusted.statuses.list(8, SHA))).map((s) => s.name)).toEqual([
         'ci/lint',
@@ -216,10 +216,24 @@ describe("statusTrust: the bot's statuses for a repository's rules never count",
       ]);
     });
 
+    it("the latest of a name among those that count: a developer's newer post hides nothing (the whole history is read)", async () => {
+      api()
+        .get(`/projects/8/repository/commits/${SHA}/statuses`)
+        .query({ per_page: '100', all: 'true' })
+        .reply(200, [
+          { ...posted(2, 'ci/lint', 'ci-runner', null), status: 'failed' },
+          posted(5, 'ci/lint', 'ci-runner', 'passed on a retry'),
+          posted(9, 'ci/lint', 'mallory', 'mine'),
+        ]);
+      expect(await collect(trusted.statuses.list(8, SHA))).toMatchObject([
+        { id: 5, name: 'ci/lint', status: 'success', author: { username: 'ci-runner' } },
+      ]);
+    });
+
     it("listWithOwn (the executor, before it posts): the bot's marked ones too, never a developer's", async () => {
       api()
         .get(`/projects/8/repository/commits/${SHA}/statuses`)
-        .query({ per_page: '100' })
+        .query({ per_page: '100', all: 'true' })
         .reply(200, listing);
       expect((await collect(trusted.statuses.listWithOwn(8, SHA))).map((s) => s.name)).toEqual([
         'ci/test',

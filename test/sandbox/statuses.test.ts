@@ -322,12 +322,21 @@ describe('commit statuses', () => {
       expect(new Set([a.body.id, b.body.id, other.body.id]).size).toBe(3);
     });
 
-    it('keeps the original author when another user moves the status on', async () => {
+    it("never moves another user's status on: her post is a new status of her own (8.x finds the open one by its poster too)", async () => {
       const { sha } = await freshCommit();
       const first = await post(sha, { state: 'pending', ref: 'master' }, developer.private_token);
       const second = await post(sha, { state: 'success', ref: 'master' });
-      expect(second.body.id).toBe(first.body.id);
-      expect(second.body.author.username).toBe('dev');
+      expect(second.status).toBe(201);
+      expect(second.body.id).not.toBe(first.body.id);
+      expect(second.body.author.username).not.toBe('dev');
+      const all = await list(sha, { all: 'true' });
+      expect(all.body.find((s: { id: number }) => s.id === first.body.id)).toMatchObject({
+        status: 'pending',
+        author: { username: 'dev' },
+      });
+      // The same user moves her own on, in place.
+      const third = await post(sha, { state: 'success', ref: 'master' }, developer.private_token);
+      expect(third.body.id).toBe(first.body.id);
     });
   });
 
@@ -438,7 +447,7 @@ describe('commit statuses', () => {
         developer.private_token,
       );
       await settled();
-      await post(sha, { state: 'success', ref: 'master', name: 'build' });
+      await post(sha, { state: 'success', ref: 'master', name: 'build' }, developer.private_token);
       const [delivery, ...more] = await settled();
       expect(more).toEqual([]);
       expect(delivery!.headers['x-gitlab-event']).toBe('Pipeline Hook');

@@ -68,13 +68,16 @@ function commentApproval(mr: MergeRequestSnapshot): Approval | string | undefine
   if (trigger.actorAccess === undefined) return `the access of ${who}, who commented, was not read`;
   if (trigger.actorAccess < DEVELOPER_ACCESS)
     return `${who}, who commented, has ${accessText(trigger.actorAccess)}: a comment approves only from a member with developer access or more`;
-  if (trigger.pushedSinceNote === undefined)
+  if (trigger.changedSinceNote === undefined)
     return `whether a push came after the comment of ${who} was not read`;
-  if (trigger.pushedSinceNote)
-    return `a push to its source branch came after the comment of ${who}: the comment approves an older head, not this one; a member comments again on the new head`;
+  if (trigger.changedSinceNote) return staleComment(trigger.changedSinceNote, who);
   if (mr.sha === null || trigger.noteId === undefined) return 'the head commit is unknown';
   return { by: trigger.actor.username, level: trigger.actorAccess, noteId: trigger.noteId, sha: mr.sha };
 }
+
+/** A comment the merge request changed after: it approves nothing of it now. */
+const staleComment = (change: string, who: string): string =>
+  `${change} came after the comment of ${who}: the comment approves an older head, not this one; a member comments again on the new head`;
 
 const accessText = (level: number): string => (level > 0 ? `${showAccess(level)} access` : 'no access');
 
@@ -91,6 +94,22 @@ const accessText = (level: number): string => (level > 0 ? `${showAccess(level)}
 export function mergeAuthority(mr: MergeRequestSnapshot): Authority {
   const byComment = commentApproval(mr);
   if (typeof byComment === 'object') return { ok: true, by: 'comment', approval: byComment };
+  // An evaluation a comment set off stands on that comment: changed after it (a push, a close and
+  // reopen, a retarget), the rule's facts about the comment speak of an older merge request, so
+  // not even its author's own access lets it through (a master's command replayed on a developer's
+  // later push, red team of issue 36). The author comments again, or her label rule decides.
+  const trigger = mr.trigger;
+  if (
+    trigger.kind === 'note' &&
+    !trigger.system &&
+    !trigger.byBot &&
+    trigger.changedSinceNote &&
+    trigger.actor
+  )
+    return {
+      ok: false,
+      reason: `${staleComment(trigger.changedSinceNote, `@${trigger.actor.username}`)} (${GATE_DOC})`,
+    };
   const level = mr.authorAccess;
   if (level !== undefined && level >= DEVELOPER_ACCESS) return { ok: true, by: 'author' };
   const author = `its author ${mr.author.username}`;

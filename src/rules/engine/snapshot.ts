@@ -87,11 +87,12 @@ export interface Trigger {
    */
   actorAccess?: number;
   /**
-   * For `note` triggers on a merge request, when the gate of merge-like actions needs it: whether a
-   * push to its source branch came after the note (a system note `Added N commit(s)` with a greater
-   * id: the comment does not approve the current head). Absent: not read.
+   * For `note` triggers on a merge request, when the gate of merge-like actions needs it: what changed
+   * the merge request after the note, in words (a push to its source branch, a close or reopen, a
+   * change of its target branch: system notes with a greater id, rules/item/pushed-since-note.ts), or
+   * false when nothing did. Changed, the comment approves nothing of it now. Absent: not read.
    */
-  pushedSinceNote?: boolean;
+  changedSinceNote?: string | false;
   /**
    * Every event of the burst was caused by the bot's own user (its comments fire `Note Hook` too).
    * From the payload for loop prevention only (a forged claim can only make the bot skip work

@@ -1,17 +1,45 @@
 /**
- * Whether a push to a merge request's source branch came after a comment: the gate of merge-like
- * actions asks it of the comment that approves a merge (docs/rules.md#members-commands).
+ * Whether a merge request changed after a comment, in what its code or its target is: the gate of
+ * merge-like actions asks it of the comment that approves a merge (docs/rules.md#members-commands).
  *
- * The v3 API has no push events per merge request, but the server writes a system note on the
- * merge request for every push to its source branch (8.x `MergeRequests::RefreshService`,
- * `SystemNoteService.add_commits`): `Added 1 commit:`, `Added 3 commits:`, and `Added 0 commits:`
- * for a push that adds none (a reset to an older commit); 7.x wrote `Added 2 new commits:`. Note
- * ids grow with time, so such a note with an id greater than the comment's means the head changed
- * after the comment. Only system notes count: a person's comment cannot pose as one.
+ * The v3 API has no push events per merge request, but the server writes system notes on the merge
+ * request, and note ids grow with time:
+ *
+ * - for every push to its source branch while it is open (8.x `MergeRequests::RefreshService`,
+ *   `SystemNoteService.add_commits`): `Added 1 commit:`, `Added 3 commits:`, and `Added 0 commits:`
+ *   for a push that adds none (a reset to an older commit); 7.x wrote `Added 2 new commits:`. The
+ *   bot's own pushes (the merge queue bringing the source branch up to its target) do not count:
+ *   they add the target's commits to the approved head, nothing of the author's;
+ * - `Status changed to closed` / `reopened`: a push while it is closed leaves no note at all (the
+ *   server refreshes open merge requests only), so a close after the comment may hide one;
+ * - `Target branch changed from ...`: the comment approved a merge into another branch.
+ *
+ * Such a note with an id greater than the comment's means the comment does not speak of the merge
+ * request as it is now (red team of issue 36: close, push, reopen; a retarget to a protected
+ * branch). Only system notes count: a person's comment cannot pose as one.
  */
-const ADDED_COMMITS = /^\s*Added \d+ (?:new )?commits?\b/;
+import { isBotUser, type BotIdentity } from '../engine/snapshot.ts';
 
-/** Whether `note` is the server's record of a push to the source branch made after note `after`. */
-export function pushedAfter(note: { id: number; system: boolean; body: string }, after: number): boolean {
-  return note.system && note.id > after && ADDED_COMMITS.test(note.body);
+const ADDED_COMMITS = /^\s*Added \d+ (?:new )?commits?\b/;
+const CLOSED_OR_REOPENED = /^\s*Status changed to (?:closed|reopened)\b/;
+const RETARGETED = /^\s*Target branch changed from\b/;
+
+interface SystemNote {
+  id: number;
+  system: boolean;
+  body: string;
+  author?: { id?: number; username?: string };
+}
+
+/**
+ * What changed the merge request after note `after`, in words (`a push to its source branch`...), or
+ * undefined when `note` is no such change.
+ */
+export function changeAfter(note: SystemNote, after: number, bot?: BotIdentity): string | undefined {
+  if (!note.system || note.id <= after) return undefined;
+  if (ADDED_COMMITS.test(note.body))
+    return note.author && isBotUser(bot, note.author) ? undefined : 'a push to its source branch';
+  if (CLOSED_OR_REOPENED.test(note.body)) return 'a close or reopen';
+  if (RETARGETED.test(note.body)) return 'a change of its target branch';
+  return undefined;
 }

@@ -24,7 +24,7 @@ import {
   type Note,
   type MergeRequest,
 } from '../../api/index.ts';
-import { pushedAfter } from './pushed-since-note.ts';
+import { changeAfter } from './pushed-since-note.ts';
 
 export interface ItemAddress {
   type: ItemKind;
@@ -134,25 +134,26 @@ export function createSnapshotReader(
 
   /**
    * One listing of the item's notes for what the rules need of them: the markers of the bot's
-   * comments, and whether a push came after note `after` (pushed-since-note.ts).
+   * comments, and what changed the merge request after note `after` (pushed-since-note.ts), the
+   * first such change in words; false when none did.
    */
   async function readNotes(
     type: ItemKind,
     projectId: number,
     id: number,
     after: number | undefined,
-  ): Promise<{ markers: string[]; pushed: boolean }> {
+  ): Promise<{ markers: string[]; changed: string | false }> {
     const notes =
       type === 'issue'
         ? client.notes.listIssueNotes(projectId, id)
         : client.notes.listMergeRequestNotes(projectId, id);
     const markers: string[] = [];
-    let pushed = false;
+    let changed: string | false = false;
     for await (const note of notes) {
       if (!bot || isBotUser(bot, note.author)) markers.push(...extractMarkers(note.body));
-      if (after !== undefined && pushedAfter(note, after)) pushed = true;
+      if (after !== undefined && changed === false) changed = changeAfter(note, after, bot) ?? false;
     }
-    return { markers, pushed };
+    return { markers, changed };
   }
 
   async function confirm(
@@ -164,7 +165,7 @@ export function createSnapshotReader(
     const noteId = given.noteId;
     if (noteId === undefined) return undefined;
     // Facts of an earlier read never carry over: they are read again below, or stay unknown.
-    const { actorAccess: _access, pushedSinceNote: _pushed, ...trigger } = given;
+    const { actorAccess: _access, changedSinceNote: _changed, ...trigger } = given;
     let note: Note;
     try {
       note =
@@ -259,7 +260,7 @@ export function createSnapshotReader(
     if (needs.commentMarkers || after !== undefined) {
       const notes = await readNotes('merge_request', projectId, mr.id, after);
       if (needs.commentMarkers) snapshot.commentMarkers = notes.markers;
-      if (after !== undefined) snapshot.trigger = { ...trigger, pushedSinceNote: notes.pushed };
+      if (after !== undefined) snapshot.trigger = { ...trigger, changedSinceNote: notes.changed };
     }
     return snapshot;
   }

@@ -168,12 +168,16 @@ export function registerStatusRoutes(router: Router, ctx: SandboxContext): void 
       const targetUrl = present(str(p, 'target_url'));
       const description = present(str(p, 'description'));
 
+      // The caller's own unfinished status of that name, ref and sha is updated in place; anyone
+      // else's is not touched: 8.x looks it up with `user: current_user` (`find_or_initialize_by`),
+      // so another developer's post is a new row of her own, never the CI's status under its name.
       const open = db.data.statuses.find(
         (s) =>
           s.project_id === project.id &&
           s.sha === commit.id &&
           s.ref === ref &&
           s.name === name &&
+          s.author_id === c.user.id &&
           (s.status === 'pending' || s.status === 'running'),
       );
       const next = transition(open ? (open.status as 'pending' | 'running') : 'created', state as State);
@@ -188,7 +192,6 @@ export function registerStatusRoutes(router: Router, ctx: SandboxContext): void 
         target_url: null,
         description: null,
         allow_failure: false,
-        // An in-place update keeps the original author, as 8.x does.
         author_id: c.user.id,
         created_at: now,
         started_at: null,

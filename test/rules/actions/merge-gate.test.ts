@@ -25,7 +25,7 @@ function comment(extra: Partial<Trigger> = {}): Trigger {
     system: false,
     actor: alice,
     actorAccess: 30,
-    pushedSinceNote: false,
+    changedSinceNote: false,
     byBot: false,
     ...extra,
   };
@@ -78,10 +78,20 @@ describe.each(ACTIONS)('the gate of $name', ({ spec, guarantees, fixture }) => {
     { why: 'no member', trigger: comment({ actorAccess: 0 }), says: /@alice, who commented, has no access/ },
     {
       why: 'a push after it',
-      trigger: comment({ pushedSinceNote: true }),
+      trigger: comment({ changedSinceNote: 'a push to its source branch' }),
       says: /a push to its source branch came after the comment of @alice/,
     },
-    { why: 'pushes not read', trigger: comment({ pushedSinceNote: undefined }), says: /was not read/ },
+    {
+      why: 'a close and reopen after it (a push while closed leaves no note)',
+      trigger: comment({ changedSinceNote: 'a close or reopen' }),
+      says: /a close or reopen came after the comment of @alice/,
+    },
+    {
+      why: 'a new target branch after it',
+      trigger: comment({ changedSinceNote: 'a change of its target branch' }),
+      says: /a change of its target branch came after the comment of @alice/,
+    },
+    { why: 'pushes not read', trigger: comment({ changedSinceNote: undefined }), says: /was not read/ },
     {
       why: 'level not read',
       trigger: comment({ actorAccess: undefined }),
@@ -149,8 +159,17 @@ describe('the gate: reasons and approvals', () => {
       )[0]?.call.args;
     expect(args(outsider(comment(), 30))?.approval).toEqual({ by: 'alice', level: 30, noteId: 41, sha: SHA });
     expect(args(outsider(labelled, 30))).not.toHaveProperty('approval');
-    // A developer author needs no approval: a comment after a push still queues it, unrecorded.
-    expect(args(outsider(comment({ pushedSinceNote: true }), 30))).not.toHaveProperty('approval');
+    // A comment the merge request changed after approves nothing, and the evaluation it set off does
+    // not fall back on the author's own access either: a master's command replayed on a developer's
+    // later push must not queue it (red team of issue 36). Her label rule decides for her.
+    expect(args(outsider(comment({ changedSinceNote: 'a push to its source branch' }), 30))).toBeUndefined();
+    expect(
+      outcome(
+        { queue: { statuses: ['ci/test'] } },
+        outsider(comment({ changedSinceNote: 'a push to its source branch' }), 30),
+        [],
+      ),
+    ).toMatchObject({ blocks: true });
   });
 
   it('never records an approval with authors: anyone', () => {
