@@ -45,6 +45,7 @@ export {
   type ExplainQuery,
 } from './item/find-decision.ts';
 export { createFreshCheck } from './item/fresh-check.ts';
+export { changeAfter } from './item/pushed-since-note.ts';
 export { decisionActed } from './item/kept-decision.ts';
 export { explainAnswer, type ExplainResult, type ExplainSelector } from './item/explain-answer.ts';
 export {

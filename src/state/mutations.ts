@@ -129,7 +129,13 @@ export const queueEntrySchema = z.object({
     .object({ at: time, sha: z.string(), reason: z.string(), noteId: z.number().int().optional() })
     .optional(),
   approval: z
-    .object({ by: z.string(), level: z.number().int(), noteId: z.number().int(), sha: z.string() })
+    .object({
+      by: z.string(),
+      level: z.number().int(),
+      noteId: z.number().int(),
+      sha: z.string(),
+      at: time.optional(),
+    })
     .optional(),
   trigger: commentTriggerSchema.optional(),
   trouble: z

@@ -211,6 +211,11 @@ export interface QueueApproval {
   level: number;
   noteId: number;
   sha: string;
+  /**
+   * When the bot recorded it (its clock): a merge train carries a fork's head only once the server
+   * has had time to note a push made right after the comment (merge-train.ts).
+   */
+  at?: number;
 }
 
 /**

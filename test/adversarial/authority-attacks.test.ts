@@ -22,6 +22,7 @@ import { createClient, type Client } from '../../src/api/client.ts';
 import { addUser } from '../../src/sandbox/factories.ts';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { FORK_APPROVAL_SETTLE_MS } from '../../src/scheduler/sweeps/merge-train.ts';
 import { gitUser } from '../helpers/git-user.ts';
 import { makeQueueWorld, type QueueWorld } from '../helpers/queue-world.ts';
 import { waitFor } from '../helpers/wait-for.ts';
@@ -395,6 +396,23 @@ rules:
           if (b.name.startsWith('hookbot/train/'))
             cars.push(...(await w.admin.commits.get(w.project.id, b.commit.id)).parent_ids);
         expect(cars).not.toContain(unreviewed);
+        expect(await o.on('master', unreviewed)).toBe(false);
+        // The server's note comes; the approval has settled: the notes read again before the first
+        // car see the push after the comment, and her merge request leaves without riding.
+        open();
+        await pushWorkIdle(sb.ctx);
+        w.clock.offset += FORK_APPROVAL_SETTLE_MS;
+        const report = (await w.sweeps.run('merge_queue')) as {
+          items: { outcome: string; detail: string }[];
+        };
+        expect(report.items).toMatchObject([
+          { outcome: 'dropped', detail: expect.stringContaining('a push to its source branch came after') },
+        ]);
+        for await (const b of w.admin.branches.list(w.project.id))
+          if (b.name.startsWith('hookbot/train/'))
+            expect((await w.admin.commits.get(w.project.id, b.commit.id)).parent_ids).not.toContain(
+              unreviewed,
+            );
         expect(await o.on('master', unreviewed)).toBe(false);
       } finally {
         clearTimeout(fallback);

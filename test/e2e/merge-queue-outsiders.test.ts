@@ -16,6 +16,7 @@ import { createClient, type Client } from '../../src/api/client.ts';
 import { addUser } from '../../src/sandbox/factories.ts';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { FORK_APPROVAL_SETTLE_MS } from '../../src/scheduler/sweeps/merge-train.ts';
 import { gitUser } from '../helpers/git-user.ts';
 import { makeQueueWorld, type QueueWorld } from '../helpers/queue-world.ts';
 
@@ -329,6 +330,13 @@ describe("merge queue: outsiders' merge requests and members' commands", { timeo
     expect(w.store.queued().find((e) => !e.left)).toMatchObject({
       approval: { by: dev.username, sha: head },
     });
+    // A fork's approval settles before its head rides (the server's note of a push may lag it).
+    const settling = (await w.sweeps.run('merge_queue')) as { items: { outcome: string; detail: string }[] };
+    expect(settling.items).toMatchObject([
+      { outcome: 'waiting', detail: expect.stringContaining('settles') },
+    ]);
+    expect(await trainBranches(w)).toEqual([]);
+    w.clock.offset += FORK_APPROVAL_SETTLE_MS;
     await w.drive(() => w.active() === 0, 'the approved fork merge request lands');
     expect(await o.state(mr.id)).toBe('merged');
     expect(await onMaster(o, head)).toBe(true);
@@ -359,6 +367,7 @@ describe("merge queue: outsiders' merge requests and members' commands", { timeo
     const { w } = o;
     const mr = await o.fromFork('fork-demoted', 'calls: foo\n');
     await w.processNote(mr.id, await o.comment(o.dev, mr.id, '/hookbot merge'));
+    w.clock.offset += FORK_APPROVAL_SETTLE_MS;
     await w.sweeps.run('merge_queue');
     expect(await trainBranches(w)).toHaveLength(1);
     await w.ci.idle();

@@ -56,6 +56,7 @@ export interface MergeQueueDeps {
     statuses: Pick<Client['statuses'], 'list'>;
     projects: Pick<Client['projects'], 'get'>;
     members: Pick<Client['members'], 'get' | 'getInGroup'>;
+    notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
   };
   store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction'>;
   executor: Executor;
@@ -472,10 +473,12 @@ export async function runMergeQueue(
       return drop(entry, `its target branch is ${mr.target_branch} now`);
     const head = await sourceHead(client, mr);
     if (head === null) return drop(entry, 'its source branch is gone');
-    // A fork's head a member approved (docs/rules.md#members-commands): the queue never pushes to a
-    // fork, so another head is a push after the approval, which it does not cover.
+    // A head a member approved (docs/rules.md#members-commands): another head than the approved one,
+    // or than the queue's own push of it brought up to the target (`pinnedSha`), is a push after
+    // the approval, which it does not cover; on a fork or not (a developer's push after a master's
+    // command while she waited her turn: red team of issue 36).
     const approved = entry.approval;
-    if (approved && mr.source_project_id !== entry.projectId && head !== approved.sha)
+    if (approved && head !== approved.sha && head !== entry.pinnedSha)
       return pushedOut(
         entry,
         `pushed after @${approved.by} approved ${short(approved.sha)}: now ${short(head)}`,

@@ -23,7 +23,7 @@
  */
 import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
-import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
+import { changeAfter, type ItemProcessorFn, type StatusBucket, type Trigger } from '../../rules/index.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 import type { SweepLog } from '../types.ts';
 import { carStatuses, type CarStatuses } from './train-statuses.ts';
@@ -45,6 +45,7 @@ export interface TrainDeps {
     mergeRequests: Pick<Client['mergeRequests'], 'get'>;
     branches: Pick<Client['branches'], 'get'>;
     statuses: Pick<Client['statuses'], 'list'>;
+    notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
   };
   store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue'>;
   updater: BranchUpdater;
@@ -66,6 +67,16 @@ const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7)
 const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
 const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
+/**
+ * How long a fork's approval settles before its head rides a car. The server moves a merge
+ * request's head in its post-receive job a moment before it writes the `Added N commits` note that
+ * says so (8.x `RefreshService`): a push made right after a member's comment, evaluated in that gap,
+ * reads as the approved head. Before its first car, the member's notes are read again once this
+ * long has passed since the approval, so such a push is seen before the project's CI builds the
+ * fork's code (red team of issue 36). A server whose background jobs lag more than this is the gap
+ * left (the landing still refuses it: it replays the comment).
+ */
+export const FORK_APPROVAL_SETTLE_MS = 10_000;
 
 /**
  * Drives one train's queue once (`entries` in queue order; `shape`, the queue's depth and batch:
@@ -135,6 +146,28 @@ export async function driveTrain(
     }
   }
 
+  /** A fork's member whose approval was recorded less than FORK_APPROVAL_SETTLE_MS ago. */
+  function forkSettling(entry: QueueEntry, mr: MergeRequest | undefined): boolean {
+    const at = entry.approval?.at;
+    return (
+      mr !== undefined &&
+      mr.source_project_id !== entry.projectId &&
+      at !== undefined &&
+      deps.now() - at < FORK_APPROVAL_SETTLE_MS
+    );
+  }
+
+  /** What changed the merge request after its approval's comment (the notes read again), if anything. */
+  async function changedSinceApproval(entry: QueueEntry): Promise<string | undefined> {
+    const noteId = entry.approval?.noteId;
+    if (noteId === undefined) return undefined;
+    for await (const note of client.notes.listMergeRequestNotes(entry.projectId, entry.mrId)) {
+      const change = changeAfter(note, noteId);
+      if (change) return change;
+    }
+    return undefined;
+  }
+
   /** A member that may not ride any more: taken out (said in the steps); true when it is still fine. */
   async function stillRides(
     entry: QueueEntry,
@@ -152,14 +185,20 @@ export async function driveTrain(
             : undefined;
     const approved = entry.approval;
     const fork = mr !== undefined && mr.source_project_id !== entry.projectId;
-    const pushed =
+    let pushed =
       gone !== undefined
         ? undefined
         : headWanted !== undefined && mr!.sha !== headWanted
           ? `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr!.sha)}`
-          : fork && approved !== undefined && approved.sha !== mr!.sha
+          : approved !== undefined && approved.sha !== mr!.sha
             ? `pushed after @${approved.by} approved ${short(approved.sha)}: now ${short(mr!.sha)}`
             : undefined;
+    // Before a fork's head first rides (a car about to be built): the server's notes since the
+    // approval, read again now that they had time to be written (FORK_APPROVAL_SETTLE_MS).
+    if (gone === undefined && pushed === undefined && fork && approved && headWanted === undefined) {
+      const change = await changedSinceApproval(entry);
+      if (change) pushed = `${change} came after @${approved.by} approved ${short(approved.sha)}`;
+    }
     // A fork's head is built in this project's CI only when a member approved that very head.
     const unapproved = gone === undefined && pushed === undefined && fork && approved === undefined;
     if (gone === undefined && pushed === undefined && !unapproved) return true;
@@ -452,11 +491,25 @@ export async function driveTrain(
     const rest = queueNow().filter((e) => !riding.has(e.itemKey));
     if (rest.length === 0) break;
     const cap = Math.min(batch, rest[0]!.carCap ?? batch);
-    const members = rest.slice(0, cap);
-    const mrs = await Promise.all(members.map(readMr));
+    let members = rest.slice(0, cap);
+    let mrs = await Promise.all(members.map(readMr));
     let fine = true;
     for (const [i, entry] of members.entries()) if (!(await stillRides(entry, mrs[i]))) fine = false;
     if (!fine) continue;
+    // A fork's approval still settling: the car stops before it, and so does the train this run.
+    const settling = members.findIndex((entry, i) => forkSettling(entry, mrs[i]));
+    if (settling === 0) {
+      say(
+        members[0]!,
+        'waiting',
+        `its approval by @${members[0]!.approval!.by} settles (${FORK_APPROVAL_SETTLE_MS / 1000} s) before a fork's head rides: the server may not have noted a push right after the comment yet`,
+      );
+      break;
+    }
+    if (settling > 0) {
+      members = members.slice(0, settling);
+      mrs = mrs.slice(0, settling);
+    }
     const iids = members.map((e) => e.iid);
     const car: TrainCar = {
       id: `${iids[0]}-${short(below)}-${cars.length + 1}`,

@@ -35,6 +35,14 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       held.project === a.project_path &&
       held.targetBranch === a.target_branch &&
       held.queue === a.queue;
+    const kept = same && held.approval?.sha === a.sha ? held.approval : undefined;
+    const approval =
+      a.approval === undefined
+        ? kept
+        : {
+            ...a.approval,
+            at: kept?.noteId === a.approval.noteId && kept.at !== undefined ? kept.at : ctx.now(),
+          };
     const wanted: QueueEntry = {
       itemKey: ctx.itemKey,
       project: a.project_path,
@@ -63,8 +71,11 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       // A train's progress stays too: the car it rides in and its bisection cap (the train driver).
       ...(same && held.car !== undefined ? { car: held.car } : {}),
       ...(same && held.carCap !== undefined ? { carCap: held.carCap } : {}),
-      // Whose decision queued it: this evaluation's (a later plan without a comment drops them).
-      ...(a.approval !== undefined ? { approval: a.approval } : {}),
+      // Whose decision queued it: this evaluation's comment (replayed before its merge), and the
+      // approval of the head: a member's approval of this very head stays when another rule plans
+      // it again without a comment (a developer's label rule on her own fork: a merge train carries
+      // a fork's head only with one), and goes with a new head.
+      ...(approval !== undefined ? { approval } : {}),
       ...(trigger !== undefined ? { trigger } : {}),
     };
     if (same) {
