@@ -9,7 +9,8 @@
  * - Entering the queue: the role opens a merge request labelled `automerge` from her own branch
  *   (reporters, guests and non-members cannot push one: `cannot`, the 403 asserted). The fork
  *   owner's cell is `only`: a developer's label does not queue her merge request, a developer's
- *   comment `/hookbot merge` does, and it is merged.
+ *   comment `/hookbot merge` does, and it is merged; and a merge request of hers approved by a
+ *   comment, then pushed to (a new head in her fork), is not merged, nor is its new head on master.
  * - The push: the project's master moves after the branch was made (a commit of the sandbox's
  *   root), so the queue must bring the branch up before it tests it. The rule says `authors:
  *   anyone`, so that the gate does not stop the admin's and the fork owner's merge requests before
@@ -70,6 +71,7 @@ describe('the authority table: merge queue rows, every role', () => {
       rules[`queue-${slug(role)}`] = QUEUE;
       rules[`push-${slug(role)}`] = PUSH;
     }
+    rules['late-fork-owner'] = QUEUE;
     w = await startAuthorityWorld({ prefix: PREFIX, rules });
   }, 60_000);
   afterAll(async () => {
@@ -162,10 +164,23 @@ describe('the authority table: merge queue rows, every role', () => {
         const mr = await open(role, project, 'queued-fork', []);
         await asDeveloper(project, mr, 'label');
         await w.quiesceQueue();
-        if ((await state(project, mr)) === 'merged') return 'yes';
+        const onLabel = await state(project, mr);
         await asDeveloper(project, mr, 'command');
         await w.quiesceQueue();
-        return (await state(project, mr)) === 'merged' ? 'only' : 'no';
+        const onCommand = await state(project, mr);
+        // Approved at one head, pushed after: nothing of that head is merged.
+        const other = await w.project('late-fork-owner');
+        const late = await open(role, other, 'queued-late', []);
+        await asDeveloper(other, late, 'command');
+        const pushed = await w.pushOnto(role, other, 'queued-late', { 'unreviewed.txt': 'unreviewed\n' });
+        if (!pushed.ok) throw new Error(`her push to her fork: ${pushed.error}`);
+        await w.settle();
+        await w.quiesceQueue();
+        const lateState = await state(other, late);
+        const landed = (await w.history(other.id, 'master')).some((commit) => commit.id === pushed.sha);
+        if (onLabel === 'opened' && onCommand === 'merged' && lateState === 'opened' && !landed)
+          return 'only';
+        return JSON.stringify({ onLabel, onCommand, lateState, landed });
       },
     },
     'queue: the push that brings a source branch up to its target': {

@@ -156,6 +156,8 @@ export interface AuthorityWorld {
 export interface MergeRequestView {
   id: number;
   iid: number;
+  /** The target project. */
+  project_id: number;
   state: string;
   labels: string[];
   sha: string;
@@ -404,6 +406,9 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
         mrOptions.files ?? { [`${branch}.txt`]: `${branch}\n` },
       );
       if (!push.ok) return { push };
+      // The head's builds first: the merge request's first evaluation reads its statuses as they
+      // stay, whatever order the status hooks and the opening reach the bot in.
+      await world.settle();
       const fork = role === 'fork owner' ? await world.forkOf(project) : undefined;
       const res = await who.as('POST', `/projects/${fork?.id ?? project.id}/merge_requests`, {
         body: {
