@@ -14,9 +14,12 @@
  * - The fork owner (`only the head a developer approved`), two merge requests from her fork: the
  *   first is labelled by a developer (no car, nothing lands), then approved by a developer's
  *   comment `/hookbot merge` (a car with its head, landed); the second is approved by a comment,
- *   after which she pushes a new head to her fork: no car may hold that head (the target's CI would
- *   build it), nothing of it lands, and it leaves the queue with one comment (docs/merge-queue.md,
- *   "Outsiders' merge requests").
+ *   after which she pushes a new head to her fork before the train built its car: no car may hold
+ *   that head (the target's CI would build it), nothing of it lands, and it leaves the queue with
+ *   one comment (docs/merge-queue.md, "Outsiders' merge requests"); the third is approved, rides a
+ *   car (its build held), and she pushes while it waits: no car holds the new head and nothing of it
+ *   lands, whatever the CI says of the cars (it leaves at once, as any merge request whose source
+ *   moved under its car).
  * - A car branch deleted: a developer's merge request in a queue named `held`, whose car builds
  *   (branches `.../held/...`) post `pending` and never finish; while it waits, the role pushes a
  *   commit onto the car's branch (reporters, guests, non-members and the fork owner cannot: 403).
@@ -74,6 +77,7 @@ describe('the authority table: merge train rows, every role', () => {
     for (const role of ['admin', 'master', 'developer', 'fork owner'] as const)
       rules[`train-${slug(role)}`] = rulesOf('default');
     rules['pushed-fork-owner'] = rulesOf('default');
+    rules['riding-fork-owner'] = rulesOf('held');
     for (const role of MEMBERS) rules[`car-${slug(role)}`] = rulesOf('held');
     w = await startAuthorityWorld({ prefix: PREFIX, rules, held: (branch) => branch.includes('/held/') });
   }, 60_000);
@@ -117,7 +121,7 @@ describe('the authority table: merge train rows, every role', () => {
       cars.some((pushed) => pushed.after === master) &&
       (await holds(project.id, 'master', head));
     const removals = (await w.botNotes(project, 'merge_requests', mr.id)).filter((body) =>
-      body.startsWith('Removed from the default merge queue'),
+      /^Removed from the \S+ merge queue/.test(body),
     ).length;
     return { car, landed, removals };
   }
@@ -146,7 +150,25 @@ describe('the authority table: merge train rows, every role', () => {
     return { car: seen.car ? 'yes' : 'no', landing: seen.landed ? 'yes' : 'no' };
   }
   async function forkScenario() {
-    // A developer's label: nothing; her comment: the approved head rides and lands.
+    const [{ labelled, approved }, before, riding] = await Promise.all([
+      approvedRide(),
+      pushedBeforeItsCar(),
+      pushedWhileRiding(),
+    ]);
+    const facts = JSON.stringify({ labelled, approved, before, riding });
+    const only = (what: 'car' | 'landed') =>
+      !labelled[what] &&
+      approved[what] &&
+      !before[what] &&
+      !riding.landed &&
+      (what === 'landed' || !riding.car) &&
+      before.removals === 1
+        ? 'only'
+        : facts;
+    return { car: only('car'), landing: only('landed') };
+  }
+  /** A developer's label: nothing; her comment: the approved head rides and lands. */
+  async function approvedRide() {
     const project = await w.project('train-fork-owner');
     const mr = await open('fork owner', project, 'ride-fork', []);
     await developer(project, mr, 'label');
@@ -154,20 +176,41 @@ describe('the authority table: merge train rows, every role', () => {
     const labelled = await ride(project, mr);
     await developer(project, mr, 'command');
     await w.quiesceQueue();
-    const approved = await ride(project, mr);
-    // Approved at one head, pushed after: that head never rides.
-    const other = await w.project('pushed-fork-owner');
-    const late = await open('fork owner', other, 'ride-late', []);
-    await developer(other, late, 'command');
-    const pushed = await w.pushOnto('fork owner', other, 'ride-late', { 'unreviewed.txt': 'unreviewed\n' });
+    return { labelled, approved: await ride(project, mr) };
+  }
+  /** Approved at one head, pushed before the train built its car: that head never rides. */
+  async function pushedBeforeItsCar(): Promise<Ride> {
+    const project = await w.project('pushed-fork-owner');
+    const mr = await open('fork owner', project, 'ride-late', []);
+    await developer(project, mr, 'command');
+    const pushed = await w.pushOnto('fork owner', project, 'ride-late', { 'unreviewed.txt': 'unreviewed\n' });
     if (!pushed.ok) throw new Error(`the fork owner's push: ${pushed.error}`);
     await w.settle();
     await w.quiesceQueue();
-    const unapproved = await ride(other, late, pushed.sha);
-    const facts = JSON.stringify({ labelled, approved, unapproved });
-    const only = (what: 'car' | 'landed') =>
-      !labelled[what] && approved[what] && !unapproved[what] && unapproved.removals === 1 ? 'only' : facts;
-    return { car: only('car'), landing: only('landed') };
+    return ride(project, mr, pushed.sha);
+  }
+  /**
+   * Approved, its car pushed (its build held), then pushed to: the new head rides no car (every car
+   * of the project passes then, as the CI would pass them) and lands nowhere.
+   */
+  async function pushedWhileRiding(): Promise<Ride> {
+    const project = await w.project('riding-fork-owner');
+    const mr = await open('fork owner', project, 'ride-held', []);
+    await developer(project, mr, 'command');
+    await w.quiesceQueue();
+    if ((await w.pushedTo(project.id, TRAIN)).length === 0) throw new Error('no car for the approved head');
+    const pushed = await w.pushOnto('fork owner', project, 'ride-held', { 'unreviewed.txt': 'unreviewed\n' });
+    if (!pushed.ok) throw new Error(`the fork owner's push: ${pushed.error}`);
+    await w.settle();
+    await w.quiesceQueue();
+    for (const car of await w.pushedTo(project.id, TRAIN)) {
+      const passed = await w.people.ci.as('POST', `/projects/${project.id}/statuses/${car.after}`, {
+        body: { state: 'success', name: 'ci/test', ref: car.ref.slice('refs/heads/'.length) },
+      });
+      if (passed.status !== 201) throw new Error(`the CI's status: ${passed.status}`);
+    }
+    await w.quiesceQueue();
+    return ride(project, mr, pushed.sha);
   }
 
   /** The deletion row's car of a role's project, once it waits for its held build. */

@@ -148,7 +148,7 @@ export interface AuthorityWorld {
   branchHead(projectId: number, branch: string): Promise<string | undefined>;
   /** Commits reachable from a ref or sha of the project. */
   history(projectId: number, ref: string): Promise<{ id: string; parent_ids: string[] }[]>;
-  /** Pushes to branches of the project whose name starts with `prefix`, oldest first: the ref, the commit, who pushed. */
+  /** Pushes to branches of the project whose name starts with `prefix` (deletions left out), oldest first: the ref, the commit, who pushed. */
   pushedTo(projectId: number, prefix: string): Promise<{ ref: string; after: string; by: number }[]>;
   close(): Promise<void>;
 }
@@ -344,6 +344,14 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
     });
   }
 
+  // One run of the merge_queue sweep at a time, as the scheduler runs it (cells run side by side).
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweepQueue = () => {
+    const run = sweeping.catch(() => undefined).then(() => runtime.sweeps.run('merge_queue'));
+    sweeping = run;
+    return run;
+  };
+
   const world: AuthorityWorld = {
     sb,
     runtime,
@@ -439,7 +447,7 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
         async () => {
           await world.settle();
           if (await done()) return true;
-          await runtime.sweeps.run('merge_queue');
+          await sweepQueue();
           await world.settle();
           return (await done()) ? true : undefined;
         },
@@ -455,7 +463,7 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
       await waitFor(
         async () => {
           await world.settle();
-          await runtime.sweeps.run('merge_queue');
+          await sweepQueue();
           await world.settle();
           const now = JSON.stringify(runtime.store.queued());
           quiet = now === last ? quiet + 1 : 0;
@@ -510,7 +518,11 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
         200,
       ) as { author_id: number; data: { ref?: string; after?: string } | null }[];
       return events
-        .filter((event) => event.data?.ref?.startsWith(`refs/heads/${branchPrefix}`))
+        .filter(
+          (event) =>
+            event.data?.ref?.startsWith(`refs/heads/${branchPrefix}`) &&
+            !/^0+$/.test(event.data.after ?? '0'),
+        )
         .map((event) => ({ ref: event.data!.ref!, after: event.data!.after!, by: event.author_id }))
         .reverse();
     },
