@@ -16,6 +16,7 @@ import { createClient, type Client } from '../../src/api/client.ts';
 import { addUser } from '../../src/sandbox/factories.ts';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { gitUser } from '../helpers/git-user.ts';
 import { makeQueueWorld, type QueueWorld } from '../helpers/queue-world.ts';
 
 // The label rule as every project had it, and a command rule that says nothing of who comments:
@@ -84,10 +85,10 @@ describe("merge queue: outsiders' merge requests and members' commands", { timeo
   }
 
   let n = 0;
-  async function outsiders(): Promise<Outsiders> {
+  async function outsiders(rules = RULES): Promise<Outsiders> {
     n += 1;
     const prefix = `mqo${n}`;
-    const w = await makeQueueWorld(sb, { prefix, rules: RULES, workDir });
+    const w = await makeQueueWorld(sb, { prefix, rules, workDir });
     cleanups.push(() => w.close());
     const db = sb.ctx.db;
     // Public, so anyone may fork it and comment.
@@ -259,5 +260,139 @@ describe("merge queue: outsiders' merge requests and members' commands", { timeo
     await w.processNote(mr.id, second);
     expect(w.store.queued()).toMatchObject([{ itemKey, approval: { noteId: second, sha: mr.head } }]);
     expect(w.store.queued()[0]).not.toHaveProperty('left');
+  });
+
+  // Issue 36, finding 3: a merge train pushes its cars into the target project, whose CI builds them
+  // with its secret variables and runners. A fork's head rides only at the head a developer approved.
+  const TRAIN_RULES = RULES.replaceAll('status_timeout: 10m }', 'status_timeout: 10m, depth: 2 }');
+
+  async function trainBranches(w: QueueWorld): Promise<string[]> {
+    const names: string[] = [];
+    for await (const b of w.admin.branches.list(w.project.id))
+      if (b.name.startsWith('hookbot/train/')) names.push(b.name);
+    return names;
+  }
+
+  it("a merge train takes a fork's merge request queued by its label out, with one comment, its head never pushed into the project; a developer's comment lets it ride, and it lands", async () => {
+    const o = await outsiders(TRAIN_RULES);
+    const { w, dev } = o;
+    // A developer's own fork: the gate lets her label queue it, the train still wants an approval.
+    const fork = await fetch(`${sb.apiUrl}/projects/fork/${w.project.id}`, {
+      method: 'POST',
+      headers: { 'private-token': dev.token },
+    });
+    expect(fork.status).toBe(201);
+    const devFork = ((await fork.json()) as { id: number }).id;
+    await dev.client.branches.create(devFork, { branch_name: 'dev-fork', ref: 'master' });
+    const committed = await fetch(`${sb.apiUrl}/projects/${devFork}/repository/files`, {
+      method: 'POST',
+      headers: { 'private-token': dev.token, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        file_path: 'dev.txt',
+        branch_name: 'dev-fork',
+        content: 'calls: foo\n',
+        commit_message: 'dev',
+      }),
+    });
+    expect(committed.status).toBe(201);
+    await pushWorkIdle(sb.ctx);
+    const head = (await w.admin.branches.get(devFork, 'dev-fork')).commit.id;
+    const mr = await dev.client.mergeRequests.create(devFork, {
+      source_branch: 'dev-fork',
+      target_branch: 'master',
+      target_project_id: w.project.id,
+      title: 'From a developer fork',
+      labels: ['automerge'],
+    });
+    await w.processItem(mr.id);
+    expect(w.active()).toBe(1);
+    const runs = w.ci.runs;
+    const report = await w.sweeps.run('merge_queue');
+    expect((report as { items: { outcome: string; detail: string }[] }).items).toMatchObject([
+      {
+        outcome: 'removed',
+        detail: expect.stringContaining("a fork's merge request rides only at a head a developer approved"),
+      },
+    ]);
+    expect(await trainBranches(w)).toEqual([]);
+    expect(w.ci.runs).toBe(runs);
+    const notes: string[] = [];
+    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mr.id))
+      if (note.author.username === w.bot.username) notes.push(note.body);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('is in another project (a fork)');
+    // Evaluated again at the same head (a status hook), it does not come back by its label.
+    await w.processItem(mr.id);
+    expect(w.active()).toBe(0);
+    // Her own comment approves the head (she is a developer): it rides, and lands.
+    await w.processNote(mr.id, await o.comment(dev, mr.id, '/hookbot merge'));
+    expect(w.store.queued().find((e) => !e.left)).toMatchObject({
+      approval: { by: dev.username, sha: head },
+    });
+    await w.drive(() => w.active() === 0, 'the approved fork merge request lands');
+    expect(await o.state(mr.id)).toBe('merged');
+    expect(await onMaster(o, head)).toBe(true);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it("a merge train never carries a fork's head pushed after the approval: taken out at once, nothing of it pushed into the project", async () => {
+    const o = await outsiders(TRAIN_RULES);
+    const { w } = o;
+    const mr = await o.fromFork('fork-train', 'calls: foo\n');
+    await w.processNote(mr.id, await o.comment(o.dev, mr.id, '/hookbot merge'));
+    expect(w.store.queued()).toMatchObject([{ approval: { sha: mr.head } }]);
+    const unreviewed = await o.pushFork('fork-train', 'unreviewed.txt');
+    await w.ci.idle();
+    const report = await w.sweeps.run('merge_queue');
+    expect((report as { items: { outcome: string; detail: string }[] }).items).toMatchObject([
+      { outcome: 'dropped', detail: expect.stringContaining(`pushed after @${o.dev.username} approved`) },
+    ]);
+    expect(await trainBranches(w)).toEqual([]);
+    await w.drive(() => w.active() === 0, 'nothing rides');
+    expect(await o.state(mr.id)).toBe('opened');
+    expect(await onMaster(o, unreviewed)).toBe(false);
+    expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it("a merge train's landing replays the comment that queued the merge request: its author demoted since, it does not land", async () => {
+    const o = await outsiders(TRAIN_RULES);
+    const { w } = o;
+    const mr = await o.fromFork('fork-demoted', 'calls: foo\n');
+    await w.processNote(mr.id, await o.comment(o.dev, mr.id, '/hookbot merge'));
+    await w.sweeps.run('merge_queue');
+    expect(await trainBranches(w)).toHaveLength(1);
+    await w.ci.idle();
+    // Between the car's build and its landing, the developer who approved is a reporter.
+    sb.ctx.db.data.groupMembers.find(
+      (m) => m.group_id === w.groupId && m.user_id === o.dev.id,
+    )!.access_level = 20;
+    sb.ctx.db.changed();
+    await w.drive(() => w.active() === 0, 'the merge request leaves the queue');
+    expect(await o.state(mr.id)).toBe('opened');
+    expect(await onMaster(o, mr.head)).toBe(false);
+    expect(o.explain(mr.id)).toContain('reporter (20)');
+  });
+
+  it("a reset of the fork's branch to an older commit after the comment voids the approval too (the server notes `Added 0 commits`)", async () => {
+    const o = await outsiders();
+    const { w, outsider } = o;
+    const mr = await o.fromFork('fork-reset', 'calls: foo\n');
+    const older = (await w.admin.commits.get(o.forkId, mr.head)).parent_ids[0]!;
+    // The developer reviewed the head; its owner puts the branch back on the commit before it.
+    const byDev = await o.comment(o.dev, mr.id, '/hookbot merge');
+    const url = (await w.admin.projects.get(o.forkId)).http_url_to_repo as string;
+    const me = await gitUser(
+      workDir,
+      { username: outsider.username, password: `${outsider.username}-password` },
+      url,
+    );
+    await me.git('push', '--quiet', '--force', 'origin', `${older}:refs/heads/fork-reset`);
+    await pushWorkIdle(sb.ctx);
+    await w.ci.idle();
+    await w.processNote(mr.id, byDev);
+    expect(w.active()).toBe(0);
+    expect(o.explain(mr.id)).toContain(
+      `a push to its source branch came after the comment of @${o.dev.username}`,
+    );
   });
 });

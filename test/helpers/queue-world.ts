@@ -7,6 +7,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { createClient, type Client } from '../../src/api/client.ts';
+import { statusTrust } from '../../src/api/statuses.ts';
 import { createBranchUpdater, type UpdateRequest } from '../../src/git/branch-updater.ts';
 import type { TrainGit } from '../../src/git/train-git.ts';
 import { createExecutor } from '../../src/rules/executor/executor.ts';
@@ -81,6 +82,11 @@ export interface QueueWorldOptions {
   trainPrefix?: string;
   /** The sweeps' log (warnings a test reads); quiet otherwise. */
   log?: SweepLog;
+  /**
+   * `rules.status_authors`: the usernames whose statuses count (the bot's own too, as in
+   * production); absent, every status counts. `ci` stands for the world's CI account.
+   */
+  statusAuthors?: readonly string[];
 }
 
 /** Files every project starts with: a definition the CI's check knows, and a file to conflict on. */
@@ -119,7 +125,18 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     initialFiles: INITIAL_FILES,
   });
   const projectPath = `${group.path}/${project.path}`;
-  const client = createClient({ baseUrl: sb.url, token: bot.private_token, retry: { limit: 0 } });
+  const trust = options.statusAuthors
+    ? statusTrust(
+        options.statusAuthors.map((name) => (name === 'ci' ? ciUser.username : name)),
+        () => bot.username,
+      )
+    : undefined;
+  const client = createClient({
+    baseUrl: sb.url,
+    token: bot.private_token,
+    retry: { limit: 0 },
+    ...(trust ? { statusTrust: trust } : {}),
+  });
   const admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
   const store = createMemoryStore();
   await store.open();

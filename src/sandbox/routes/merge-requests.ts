@@ -321,7 +321,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
           : await ctx.git.compare(push.project.id, push.before, push.project.id, push.after, {
               diffs: false,
             });
-      if (commits.length > 0) {
+      // Every push to the source branch but its creation leaves the note, a push that adds no commit
+      // (a reset to an older one) too: `Added 0 commits:` (8.x `SystemNoteService.add_commits`, run by
+      // `RefreshService#comment_mr_with_commits` whatever the new commits).
+      if (push.before !== NULL_SHA) {
         const count = `${commits.length} commit${commits.length === 1 ? '' : 's'}`;
         const list = commits.map((c) => `* ${c.short_id} - ${c.title}`).join('\n');
         addSystemNote(ctx, project, 'MergeRequest', mr, push.user, `Added ${count}:\n\n${list}`);

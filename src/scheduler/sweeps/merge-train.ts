@@ -150,13 +150,26 @@ export async function driveTrain(
           : !mr.sha
             ? 'its source branch is gone'
             : undefined;
+    const approved = entry.approval;
+    const fork = mr !== undefined && mr.source_project_id !== entry.projectId;
     const pushed =
-      gone === undefined && headWanted !== undefined && mr!.sha !== headWanted
-        ? `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr!.sha)}`
-        : undefined;
-    if (gone === undefined && pushed === undefined) return true;
+      gone !== undefined
+        ? undefined
+        : headWanted !== undefined && mr!.sha !== headWanted
+          ? `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr!.sha)}`
+          : fork && approved !== undefined && approved.sha !== mr!.sha
+            ? `pushed after @${approved.by} approved ${short(approved.sha)}: now ${short(mr!.sha)}`
+            : undefined;
+    // A fork's head is built in this project's CI only when a member approved that very head.
+    const unapproved = gone === undefined && pushed === undefined && fork && approved === undefined;
+    if (gone === undefined && pushed === undefined && !unapproved) return true;
     // The car it rode in goes with it: its branch is deleted with a lease on the car's own commit.
     if (entry.car && !stale.has(entry.car.branch)) stale.set(entry.car.branch, entry.car.sha);
+    if (unapproved) {
+      const why = `its source branch is in another project (a fork): a merge train builds its cars in this project, whose CI (its secret variables, its runners) would run the fork's code, so a fork's merge request rides only at a head a developer approved by a comment (docs/merge-queue.md#outsiders-and-forks), and nobody approved ${short(mr!.sha)}`;
+      say(entry, 'removed', (await deps.remove(entry, mr!, why, mr!.sha!)).detail);
+      return false;
+    }
     const out = gone !== undefined ? await deps.drop(entry, gone) : await deps.pushedOut(entry, pushed!);
     say(entry, 'dropped', out.detail);
     return false;
@@ -274,10 +287,12 @@ export async function driveTrain(
     let landing = green;
     if (deps.processItem && green > 0) {
       const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
+      // Under the member's comment that queued it, when one did: the note read again, its author's
+      // access read again, no push after it (docs/rules.md#members-commands).
       for (const one of cars.slice(0, green))
         for (const entry of one.entries)
           await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
-            trigger,
+            entry.trigger ?? trigger,
           ]);
       const riding = carIds();
       landing = cars.findIndex(
