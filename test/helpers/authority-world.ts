@@ -52,7 +52,7 @@ export type Role = (typeof ROLES)[number];
 const LEVELS: Partial<Record<Role, number>> = { master: 40, developer: 30, reporter: 20, guest: 10 };
 
 /** Files every project starts with (the CI's check passes them). */
-export const FILES = { 'README.md': '# web\n', 'lib.txt': 'def foo\n' };
+const FILES = { 'README.md': '# web\n', 'lib.txt': 'def foo\n' };
 
 export interface Person {
   role: Role | 'lead' | 'ci';
@@ -85,7 +85,7 @@ export interface WorldOptions {
   prefix: string;
   /** The operator's rules of each project, by project name. */
   rules: Record<string, string>;
-  /** `rules.repository.enabled` (with `queue`... nothing more allowed than the defaults). */
+  /** `rules.repository.enabled` (the allow-list left at its defaults). */
   repositoryRules?: boolean;
   /** Branches whose builds post `pending` and never report (the test posts their result). */
   held?: (branch: string) => boolean;
@@ -99,7 +99,6 @@ export interface AuthorityWorld {
   root: Caller;
   people: Record<Role | 'lead' | 'ci', Person>;
   bot: { id: number; username: string };
-  group: string;
   /** A project of the group with the rules given for `name`; made once. */
   project(name: string, options?: { protect?: boolean; namespace?: number }): Promise<Project>;
   /** A group of its own, where only the bot is a member (for moves). */
@@ -108,14 +107,14 @@ export interface AuthorityWorld {
   forkOf(project: Project): Promise<Project>;
   /**
    * `role` pushes a new branch off `from` (default master) with `files` to `project` (for the fork
-   * owner: to her fork of it, unless `upstream`), over git with her password.
+   * owner: to her fork of it), over git with her password.
    */
   pushBranch(
     role: Role | 'lead',
     project: Project,
     branch: string,
     files: Record<string, string>,
-    options?: { from?: string; upstream?: boolean },
+    options?: { from?: string },
   ): Promise<Push>;
   /** `role` pushes a commit onto an existing branch of the project (her fork's for the fork owner). */
   pushOnto(
@@ -133,9 +132,10 @@ export interface AuthorityWorld {
   ): Promise<{ push: Push; mr?: MergeRequestView; refusal?: string }>;
   /** Waits until the sandbox's deliveries, its pushes' work, the CI and the bot's pipeline are all idle. */
   settle(): Promise<void>;
-  /** Runs the merge_queue sweep (with `settle` around it) until `done`. */
-  driveQueue(done: () => Promise<boolean>, what: string): Promise<void>;
-  /** Runs the merge_queue sweep until nothing changes any more (for cells where nothing may land). */
+  /**
+   * Runs the merge_queue sweep (which drives the trains too), with `settle` around each run, until
+   * the queues stand still: what lands lands, and what may not has had every chance to.
+   */
   quiesceQueue(): Promise<void>;
   mr(project: Project, id: number): Promise<MergeRequestView>;
   /** The bot's notes on an item. */
@@ -359,7 +359,6 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
     root,
     people,
     bot: { id: botUser.id, username: botUser.username },
-    group,
     project(name, projectOptions = {}) {
       let made = projects.get(name);
       if (!made) {
@@ -399,7 +398,7 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
     },
     async pushBranch(role, project, branch, files, pushOptions = {}) {
       const who = people[role];
-      const target = role === 'fork owner' && !pushOptions.upstream ? await world.forkOf(project) : project;
+      const target = role === 'fork owner' ? await world.forkOf(project) : project;
       return pushFrom(who, target.url, branch, files, pushOptions.from);
     },
     async pushOnto(role, project, branch, files) {
@@ -441,19 +440,6 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
         // Nothing delivered during the round: the bot's work caused nothing more.
         if (sb.ctx.hooks.recent().at(-1) === before) return;
       }
-    },
-    async driveQueue(done, what) {
-      await waitFor(
-        async () => {
-          await world.settle();
-          if (await done()) return true;
-          await sweepQueue();
-          await world.settle();
-          return (await done()) ? true : undefined;
-        },
-        60_000,
-        what,
-      );
     },
     async quiesceQueue() {
       // Each run may push (an update, a car) whose builds and hooks the next run reads: three runs
