@@ -137,6 +137,11 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
         .default(10_000)
         .describe('How long one API call may take before it is abandoned.'),
       concurrency: integer(1).default(8).describe('API calls in flight at once.'),
+      push_note_lag_ms: integer(0)
+        .default(10_000)
+        .describe(
+          "How long the server may take after a push to note it on the merge request (8.x writes `Added N commits` in its post-receive background job, a moment after the merge request's head moved). A merge train carries a fork's head only once a member's approval of it is this old, the merge request's notes read again then (docs/merge-queue.md#outsiders-and-forks).",
+        ),
       retry: section({
         limit: integer(0)
           .default(3)

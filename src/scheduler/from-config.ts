@@ -32,6 +32,7 @@ export function sweepSettingsOf(config: Config, now: number = Date.now()): Sweep
     echo: echoLimitsOf(config),
     // One interval back (a cron-timed reconciliation: the gap to its next time from now).
     reconcileLookbackMs: Math.max(60_000, Math.min(nextRunAfter(reconcile, now) - now, 7 * 86_400_000)),
+    pushNoteLagMs: config.api.push_note_lag_ms,
     hooks: { url: config.hooks.url, manage: config.hooks.manage, token: config.webhook.secret },
   };
 }

@@ -82,6 +82,8 @@ export interface SweepSettings {
   echo?: EchoLimits;
   /** How far reconciliation looks back the first time: its interval. */
   reconcileLookbackMs: number;
+  /** `api.push_note_lag_ms`: how long a fork's approval settles before its head rides a train. */
+  pushNoteLagMs?: number;
   hooks: { url: string | undefined; manage: boolean; token: string | undefined };
 }
 
@@ -206,6 +208,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
             processItem,
             now,
             log,
+            ...(settings.pushNoteLagMs !== undefined ? { pushNoteLagMs: settings.pushNoteLagMs } : {}),
           },
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );

@@ -227,6 +227,10 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
   config.pipeline.debounce_ms = 10;
   config.rules.watch = false;
   config.git.cache_dir = path.join(dir, 'git');
+  // The sandbox notes a push on its merge requests before the push's work counts as done (settle()
+  // waits for it), so nothing lags for a fork's approval to settle through: 0 rather than the
+  // default 10 s of real time per fork cell (the settling itself: test/e2e/merge-queue-outsiders.test.ts).
+  config.api.push_note_lag_ms = 0;
   const runtime = await startRuntime(
     config,
     {

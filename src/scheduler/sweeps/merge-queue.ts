@@ -71,6 +71,8 @@ export interface MergeQueueDeps {
   processItem?: ItemProcessorFn;
   now: () => number;
   log: SweepLog;
+  /** How long a fork's approval settles before its head rides a train (merge-train.ts). */
+  pushNoteLagMs?: number;
 }
 
 export interface MergeQueueOptions extends SweepRunOptions {
@@ -269,6 +271,7 @@ export async function runMergeQueue(
             ...(deps.processItem ? { processItem: deps.processItem } : {}),
             now: deps.now,
             log,
+            ...(deps.pushNoteLagMs !== undefined ? { pushNoteLagMs: deps.pushNoteLagMs } : {}),
             cloneUrl,
             remove: (entry, mr, why, at) => remove(entry, mr, why, at),
             drop,

@@ -52,6 +52,8 @@ export interface TrainDeps {
   processItem?: ItemProcessorFn;
   now: () => number;
   log: SweepLog;
+  /** `api.push_note_lag_ms`: how long a fork's approval settles; FORK_APPROVAL_SETTLE_MS unless given. */
+  pushNoteLagMs?: number;
   cloneUrl(projectId: number): Promise<string>;
   /** Out with one comment, remembered at `at` (merge-queue.ts). */
   remove(entry: QueueEntry, mr: MergeRequest, why: string, at: string): Promise<{ detail: string }>;
@@ -68,7 +70,8 @@ const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
 const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
 /**
- * How long a fork's approval settles before its head rides a car. The server moves a merge
+ * How long a fork's approval settles before its head rides a car (`api.push_note_lag_ms`, this by
+ * default). The server moves a merge
  * request's head in its post-receive job a moment before it writes the `Added N commits` note that
  * says so (8.x `RefreshService`): a push made right after a member's comment, evaluated in that gap,
  * reads as the approved head. Before its first car, the member's notes are read again once this
@@ -90,6 +93,7 @@ export async function driveTrain(
   const { client, store, updater, log } = deps;
   const head = initial[0]!;
   const { depth, batch } = shape;
+  const settleMs = deps.pushNoteLagMs ?? FORK_APPROVAL_SETTLE_MS;
   const steps: TrainStep[] = [];
   const say = (
     entry: QueueEntry,
@@ -153,7 +157,7 @@ export async function driveTrain(
       mr !== undefined &&
       mr.source_project_id !== entry.projectId &&
       at !== undefined &&
-      deps.now() - at < FORK_APPROVAL_SETTLE_MS
+      deps.now() - at < settleMs
     );
   }
 
@@ -502,7 +506,7 @@ export async function driveTrain(
       say(
         members[0]!,
         'waiting',
-        `its approval by @${members[0]!.approval!.by} settles (${FORK_APPROVAL_SETTLE_MS / 1000} s) before a fork's head rides: the server may not have noted a push right after the comment yet`,
+        `its approval by @${members[0]!.approval!.by} settles (${settleMs / 1000} s, api.push_note_lag_ms) before a fork's head rides: the server may not have noted a push right after the comment yet`,
       );
       break;
     }
