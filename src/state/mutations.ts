@@ -79,6 +79,7 @@ export const watchEntrySchema = z.object({
   project: z.string(),
   mrId: z.number().int(),
   headSha: z.string(),
+  targetBranch: z.string().optional(),
   rule: z.string(),
   required: z.array(z.string()),
   since: time,

@@ -116,6 +116,12 @@ export interface WatchEntry {
   mrId: number;
   /** The head the match was made on: a different head means re-evaluate, never merge. */
   headSha: string;
+  /**
+   * The target branch it was armed for. The server keeps merge-when-build-succeeds across a close,
+   * a push while closed, a reopen and a change of target: the bot cancels it as soon as it sees the
+   * merge request at another head or target (rules/item/disarm.ts). Absent in older records.
+   */
+  targetBranch?: string;
   rule: string;
   /** Status names that must succeed. */
   required: string[];

@@ -221,7 +221,7 @@ rules:
 `;
 
     /**
-     * HOLE (high): a comment's approval is bound to the head it approved only for forks. Mallory's
+     * Was a HOLE, closed by the fixes of issue 36 (high): a comment's approval is bound to the head it approved only for forks. Mallory's
      * merge request waits behind another in the queue, queued on a master's `/hookbot merge` about
      * head H1. She pushes H2 (her own branch: she may). Her push is a `merge_request.update`, which the
      * command rule does not hear, so it stays queued (src/rules/item/process-item.ts `leaveQueue`); the
@@ -261,7 +261,7 @@ rules:
     });
 
     /**
-     * HOLE (high): the same in a merge train: a merge request not yet in a car is read at its current
+     * Was a HOLE, closed by the fixes of issue 36 (high): the same in a merge train: a merge request not yet in a car is read at its current
      * head when its car is built (src/scheduler/sweeps/merge-train.ts `stillRides`: the approval's
      * sha is compared for forks only), and the landing replays the master's comment, which still
      * holds for a developer's merge request.
@@ -297,7 +297,7 @@ rules:
     });
 
     /**
-     * HOLE (high): the operator's rule arms merges for `staging` only. Mallory labels her own merge
+     * Was a HOLE, closed by the fixes of issue 36 (high): the operator's rule arms merges for `staging` only. Mallory labels her own merge
      * request into staging (a developer may), the bot arms merge-when-build-succeeds (as a master),
      * and she edits the target branch to protected master: the server does not disarm it, and merges
      * into master as the bot when the build succeeds. She could not merge into master herself.
@@ -342,7 +342,7 @@ rules:
     });
 
     /**
-     * HOLE (high): merge-when-build-succeeds armed on a master's command survives her close, push,
+     * Was a HOLE, closed by the fixes of issue 36 (high): merge-when-build-succeeds armed on a master's command survives her close, push,
      * reopen (the server disarms it on a push only while the merge request is open), and the server
      * merges her unreviewed head into master as the bot.
      */
@@ -383,33 +383,31 @@ rules:
     });
 
     /**
-     * HOLE (medium; the docs' advice): docs/merge-queue.md says a review that a train's statuses
-     * cannot carry belongs in "a condition of its rule ..., such as a label or `upvotes`". An upvote
-     * is anyone's act: whoever may comment on a public project (a non-member, a second account of the
-     * author's) adds one with a `:+1:` comment or an award, and the v3 `upvotes` count says nothing of
-     * who (src/rules/conditions/upvotes.ts counts them all). Mallory's code lands on a stranger's
-     * thumbs up. Either the docs stop offering `upvotes` as a review, or the bot counts only members'
-     * votes (8.9's award emoji API names the users).
+     * Was a hole (medium; the docs' advice): docs/merge-queue.md said a review that a train's
+     * statuses cannot carry belongs in "a condition of its rule ..., such as a label or `upvotes`".
+     * An upvote is anyone's act (whoever may comment on a public project adds one with `:+1:`), and
+     * a label on her own merge request is Mallory's own act (a developer labels). The docs now advise
+     * a member's command as the review (`actor_access: master`), and the `upvotes` condition says what
+     * it counts. Resisted, the way the docs advise: a stranger's `:+1:` and command, and Mallory's own
+     * command, are no review; a master's is.
      */
-    it("merge train with the review as `upvotes`, as docs/merge-queue.md advises: a non-member's +1 is no review", async () => {
-      const d = await developers(`
-rules:
-  - name: reviewed code
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } }, { upvotes: { at_least: 1 } } ]
-    do:
-      - queue: { statuses: [ci/test], depth: 2 }
-`);
+    it("merge train with the review as a master's command, as docs/merge-queue.md advises: a non-member's +1 or command, and her own, are no review", async () => {
+      const d = await developers(MASTER_COMMAND('{ statuses: [ci/test], depth: 2 }'));
       const { w } = d;
       const mine = await d.open(d.mallory, 'mine', 'calls: foo\n', { labels: ['automerge'] });
-      await w.processItem(mine.id);
+      for (const [who, body] of [
+        [d.stranger, ':+1:'],
+        [d.stranger, '/hookbot merge'],
+        [d.mallory, '/hookbot merge'],
+      ] as const)
+        await w.processNote(mine.id, await d.comment(who, mine.id, body));
+      expect((await w.admin.mergeRequests.get(w.project.id, mine.id)).upvotes).toBeGreaterThan(0);
       expect(w.active()).toBe(0);
-      await d.comment(d.stranger, mine.id, ':+1:');
-      await w.processItem(mine.id);
       await w.drive(() => true, 'one run');
-      await w.drive(() => w.active() === 0, 'the queue to settle');
       expect(await d.on('master', mine.head)).toBe(false);
+      await w.processNote(mine.id, await d.comment(d.master, mine.id, '/hookbot merge'));
+      await w.drive(() => w.active() === 0, 'the reviewed merge request lands');
+      expect(await d.on('master', mine.head)).toBe(true);
     });
 
     const TRAIN = `
@@ -423,7 +421,7 @@ rules:
 `;
 
     /**
-     * HOLE (sandbox, medium): the sandbox's `POST /projects/:id/statuses/:sha` updates an unfinished
+     * Was a HOLE, closed by the fixes of issue 36 (sandbox, medium): the sandbox's `POST /projects/:id/statuses/:sha` updates an unfinished
      * status of the same sha, ref and name in place whoever posts, keeping its author
      * (src/sandbox/routes/statuses.ts: "An in-place update keeps the original author, as 8.x does").
      * 8.x looks the open status up WITH the caller (`GenericCommitStatus.running_or_pending

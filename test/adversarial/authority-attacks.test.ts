@@ -11,8 +11,10 @@
  * Target project: public, `master` protected (masters push and merge), the bot a master.
  *
  * An attack the bot resists is asserted as resisted (nothing of the attacker's lands). An attack
- * that works is asserted with the SAFE outcome, so it fails until the hole is closed (see the
- * report in the commit message and the comments of each test).
+ * that worked was asserted with the SAFE outcome, so it failed until the hole was closed: every one
+ * found by issue 36's red team is closed, and each test's comment says what it found and where the
+ * defence now stands (rules/item/disarm.ts, rules/item/pushed-since-note.ts, merge-train.ts
+ * FORK_APPROVAL_SETTLE_MS, the merge_when_build_succeeds action's refusal of forks).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -214,7 +216,7 @@ rules:
 `;
 
     /**
-     * HOLE (high): the server disarms merge-when-build-succeeds on a push to the source branch only
+     * Was a HOLE, closed by the fixes of issue 36 (high): the server disarms merge-when-build-succeeds on a push to the source branch only
      * while the merge request is open (8.x `RefreshService` works on open merge requests; the sandbox
      * follows it), and closing or reopening does not disarm it. The fork's owner closes her merge
      * request, pushes an unreviewed head, reopens it: the merge the bot armed (as a master, on a
@@ -231,9 +233,12 @@ rules:
       o.hold.on = true;
       const mr = await o.fromFork('feature', 'calls: foo\n');
       await o.ciStatus(mr.head, 'pending');
-      // A developer reviewed this head; its build is still running; she comments the command.
+      // A developer reviewed this head; its build is still running; she comments the command. The bot
+      // never arms the server's merge for a fork (the server would judge the fork's own build, whose
+      // statuses its owner posts): the attack has nothing to ride. (With a member's merge request,
+      // the same close, push, reopen is met by the disarm: authority-attacks-developer.test.ts.)
       await w.processNote(mr.id, await o.comment(o.dev, mr.id, '/hookbot merge'));
-      expect((await o.mr(mr.id)).merge_when_build_succeeds).toBe(true);
+      expect((await o.mr(mr.id)).merge_when_build_succeeds).toBe(false);
 
       // The fork's owner, with her own account only.
       await o.outsider.client.mergeRequests.close(w.project.id, mr.id);
@@ -243,9 +248,9 @@ rules:
       await w.processItem(mr.id);
       await w.sweeps.run('merge_watch');
       await w.sweeps.run('merge_queue');
-      // Before its build ends: nothing landed, and the merge the bot armed still stands.
+      // Before its build ends: nothing landed, and nothing is armed.
       expect(await o.on('master', planted)).toBe(false);
-      expect((await o.mr(mr.id)).merge_when_build_succeeds).toBe(true);
+      expect((await o.mr(mr.id)).merge_when_build_succeeds).toBe(false);
       // The new head's build finishes green (the CI's own account: trusted).
       await o.ciStatus(planted, 'pending');
       await o.ci.statuses.create(o.forkId, planted, { state: 'success', name: 'ci/test', ref: 'feature' });
@@ -257,7 +262,7 @@ rules:
     });
 
     /**
-     * HOLE (high): same mechanism, the target branch instead of the head. The operator's command rule
+     * Was a HOLE, closed by the fixes of issue 36 (high): same mechanism, the target branch instead of the head. The operator's command rule
      * arms merges into `staging` only (`target_branch: staging`); after the bot armed it, the author
      * edits her merge request's target branch to protected `master` (8.x lets the author edit it, and
      * does not disarm merge-when-build-succeeds). When the build succeeds the server merges into
@@ -274,7 +279,9 @@ rules:
       const mr = await o.fromFork('for-staging', 'calls: foo\n', 'staging');
       await o.ciStatus(mr.head, 'pending');
       await w.processNote(mr.id, await o.comment(o.dev, mr.id, '/hookbot merge'));
-      expect((await o.mr(mr.id)).merge_when_build_succeeds).toBe(true);
+      // Never armed for a fork (the server would judge the fork's own build); a member's merge
+      // request retargeted after the arming is disarmed: authority-attacks-developer.test.ts.
+      expect((await o.mr(mr.id)).merge_when_build_succeeds).toBe(false);
 
       await o.outsider.client.mergeRequests.update(w.project.id, mr.id, { target_branch: 'master' });
       expect((await o.mr(mr.id)).target_branch).toBe('master');
@@ -293,7 +300,7 @@ rules:
     });
 
     /**
-     * HOLE (high, where the project's hook has no secret): "no push after the comment" is read from
+     * Was a HOLE, closed by the fixes of issue 36 (high, where the project's hook has no secret): "no push after the comment" is read from
      * the server's `Added N commits` notes, which 8.x writes only for open merge requests. A
      * developer's `/hookbot merge` about the reviewed head did nothing (its build was still running).
      * The fork's owner closes, pushes an unreviewed head, reopens, lets its build pass, and forges a
@@ -339,7 +346,7 @@ rules:
     });
 
     /**
-     * HOLE (medium, a timing race): "a fork's merge request rides a car only at the head a member
+     * Was a HOLE, closed by the fixes of issue 36 (medium, a timing race): "a fork's merge request rides a car only at the head a member
      * approved", and the approved head is the head the evaluation of the comment read. 8.x moves the
      * merge request's head (its `refs/merge-requests/<iid>/head` and diff) in its post-receive job
      * BEFORE it writes the `Added N commits` note (`RefreshService`: `reload_merge_requests`, then

@@ -217,7 +217,7 @@ describe('merge watch', () => {
     expect(world.store.watched()).toMatchObject([{ itemKey, headSha: armedAt }]);
   });
 
-  it('drops a merge request closed meanwhile, without merging it', async () => {
+  it("keeps a merge request closed while armed watched, without merging it; reopened at another head, the server's merge is cancelled first", async () => {
     const world = await makeWorld(sandbox().sb, { prefix: 'watch5', rules: ARM_RULE, repository: true });
     const { mr, sha } = await armedMergeRequest(world);
     await world.admin.mergeRequests.close(world.project.id, mr.id);
@@ -226,9 +226,32 @@ describe('merge watch', () => {
 
     const report = await watchOnce(world);
 
-    expect(report.items).toMatchObject([{ outcome: 'dropped', detail: 'the merge request is closed' }]);
+    // The server keeps its arming across a close (and a push while closed does not disarm it).
+    expect(report.items).toMatchObject([
+      { outcome: 'waiting', detail: expect.stringContaining('closed while armed') },
+    ]);
     expect(await stateOf(world, mr)).toBe('closed');
-    expect(world.store.watched()).toEqual([]);
+    expect(world.store.watched()).toHaveLength(1);
+    // A push while closed, then the reopen: the merge the bot armed at `sha` is cancelled.
+    const moved = await world.admin.files.update(world.project.id, {
+      file_path: 'feature.txt',
+      branch_name: 'feature',
+      content: 'moved while closed\n',
+      commit_message: 'while closed',
+    });
+    expect(moved).toBeDefined();
+    await world.sb.ctx.hooks.idle();
+    await world.admin.mergeRequests.reopen(world.project.id, mr.id);
+    expect((await world.admin.mergeRequests.get(world.project.id, mr.id)).merge_when_build_succeeds).toBe(
+      true,
+    );
+    const after = await watchOnce(world);
+    expect(after.items).toMatchObject([
+      { outcome: 'reevaluated', detail: expect.stringContaining('cancelled') },
+    ]);
+    const now = await world.admin.mergeRequests.get(world.project.id, mr.id);
+    expect(now.merge_when_build_succeeds).toBe(false);
+    expect(now.state).not.toBe('merged');
   });
 
   it("armed on a developer's comment for an outsider's merge request: the watch's merge replays that comment", async () => {

@@ -15,7 +15,7 @@ export const mergeWhenBuildSucceeds = defineAction({
   inRepositories: 'operator',
   name: 'merge_when_build_succeeds',
   summary:
-    "Sets merge-when-build-succeeds, pinned to the head commit. Only when a `statuses` condition with `state: pending` held in the same rule: the required statuses of the head are all reported, some still pending or running, none failed. Never on a head commit that has no status yet (the server would merge it at once). On a member's authority, as `merge` ([Members' commands](#members-commands)).",
+    "Sets merge-when-build-succeeds, pinned to the head commit. Only when a `statuses` condition with `state: pending` held in the same rule: the required statuses of the head are all reported, some still pending or running, none failed. Never on a head commit that has no status yet (the server would merge it at once). On a member's authority, as `merge` ([Members' commands](#members-commands)), and never for a merge request from a fork (the server would judge the fork's own build, whose statuses its owner posts). The bot cancels the server's merge as soon as it sees the merge request at another head or target than it armed for (a close, a push and a reopen; a new target branch), which the server does not.",
   example: { remove_source_branch: true },
   bareParams: {},
   params: z.strictObject({ remove_source_branch: z.boolean().optional(), authors: authorsSchema }),
@@ -32,6 +32,12 @@ export const mergeWhenBuildSucceeds = defineAction({
     if (p.authors !== 'anyone') {
       const authority = mergeAuthority(mr);
       if (!authority.ok) return blocked(authority.reason);
+      // The server judges the build of the head's own project: a fork's, whose statuses its owner
+      // posts as she likes, so the merge would be hers to trigger (red team of issue 36).
+      if (mr.source_project_id !== undefined && mr.source_project_id !== mr.project.id)
+        return blocked(
+          "its source branch is in a fork: the server would merge it when the fork's own build succeeds, and the fork's owner posts its statuses as she likes; use merge or queue for a fork's merge request (docs/rules.md#members-commands)",
+        );
     }
     if (!mr.statuses || mr.statuses.length === 0)
       return blocked('the head commit has no status yet: merge_when_build_succeeds is never armed on it');

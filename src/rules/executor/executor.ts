@@ -331,7 +331,9 @@ export function createExecutor(options: ExecutorOptions): Executor {
     let result: CallResult;
     try {
       const verdict =
-        options.freshCheck && needsFreshCheck(stored.planned.call.op)
+        // A disarm is the bot taking back its own arming (rules/item/disarm.ts): no rule plans it,
+        // and nothing may stop it.
+        options.freshCheck && needsFreshCheck(stored.planned.call.op) && stored.origin !== 'disarm'
           ? await options.freshCheck(itemKey, stored)
           : undefined;
       if (verdict && !verdict.planned) return await withdraw(id, itemKey, stored, verdict.reason);

@@ -103,6 +103,9 @@ async function ensureWatched(
     project: ctx.stored.project,
     mrId: args.merge_request_id,
     headSha: args.sha,
+    ...(ctx.fresh?.kind === 'merge_request' && ctx.fresh.id === args.merge_request_id
+      ? { targetBranch: ctx.fresh.target_branch }
+      : {}),
     rule: ctx.stored.planned.rule,
     required,
     since: ctx.now(),

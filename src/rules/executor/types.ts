@@ -86,7 +86,7 @@ export interface StoredCall {
    * A merge the merge watch makes for an armed merge request, or the merge queue for the tested head
    * of a queue (no rule plans either as such).
    */
-  origin?: 'merge_watch' | 'merge_queue';
+  origin?: 'merge_watch' | 'merge_queue' | 'disarm';
 }
 
 /** What a handler needs besides the call. */

@@ -19,6 +19,7 @@ import type { CallReport, ExecutionReport, Executor, StoredCall } from '../execu
 import { ANY_EVENT, itemAddressOf, withdrawalReason } from './fresh-check.ts';
 import { canonicalJson } from '../executor/ids.ts';
 import { withdrawUnplanned } from './withdraw.ts';
+import { disarmIfOutgrown } from './disarm.ts';
 import { decisionActed } from './kept-decision.ts';
 import { createEchoBrake, type EchoBrake } from './echo-brake.ts';
 import type { BrakeStore } from './brake.ts';
@@ -49,7 +50,12 @@ export interface ItemProcessorOptions {
   client: SnapshotClient;
   /** Decisions are recorded; the outbox is read to withdraw what the latest evaluation no longer plans. */
   store: Pick<StateStore, 'recordDecision'> &
-    Partial<Pick<StateStore, 'dueActions' | 'listParked' | 'queued' | 'dequeue'>>;
+    Partial<
+      Pick<
+        StateStore,
+        'dueActions' | 'listParked' | 'queued' | 'dequeue' | 'watched' | 'putAction' | 'getAction'
+      >
+    >;
   rules: ProjectRules;
   executor: Executor;
   reader?: SnapshotReader;
@@ -165,6 +171,25 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     return { evaluation, execution };
   }
 
+  function disarm(itemKey: string, snapshot: ItemSnapshot) {
+    const { watched, putAction, getAction } = store;
+    if (snapshot.kind !== 'merge_request' || !watched || !putAction || !getAction) return undefined;
+    return disarmIfOutgrown(
+      {
+        store: {
+          watched: watched.bind(store),
+          putAction: putAction.bind(store),
+          getAction: getAction.bind(store),
+        },
+        executor,
+        now,
+      },
+      itemKey,
+      snapshot.project.path_with_namespace,
+      { ...snapshot, project_id: snapshot.project.id },
+    );
+  }
+
   /**
    * One evaluation of the item on a fresh read, its plan carried out, the item's pending actions
    * that this evaluation judged and no longer plans withdrawn, and the decision recorded. Returns
@@ -204,12 +229,17 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       );
       return undefined;
     }
-    const snapshot = await reader.read(item, trigger, set.needs);
+    let snapshot = await reader.read(item, trigger, set.needs);
     if (!snapshot) {
       log.info({ itemKey }, 'item is gone (404): nothing to evaluate');
       return undefined;
     }
+    // The server's merge the bot armed, at another head or target now (a close, push and reopen; a
+    // retarget): cancelled first, and the rules judge the merge request as it is (disarm.ts).
+    const disarmed = await disarm(itemKey, snapshot);
+    if (disarmed?.status === 'done') snapshot = (await reader.read(item, trigger, set.needs)) ?? snapshot;
     let { evaluation, execution } = await round(set, snapshot, itemKey);
+    if (disarmed) execution = { ...execution, calls: [disarmed, ...execution.calls] };
     let superseded: Decision['superseded'];
     if (execution.headMoved) {
       const reason = 'a merge was skipped because the head moved';

@@ -39,7 +39,7 @@ export async function withdrawUnplanned(
     if (plannedIds.has(action.id)) continue;
     // The merge watch's merge is planned by no rule as such; the fresh check gates it before the call.
     const origin = (action.call as { origin?: unknown }).origin;
-    if (origin === 'merge_watch' || origin === 'merge_queue') continue;
+    if (origin === 'merge_watch' || origin === 'merge_queue' || origin === 'disarm') continue;
     // What a note planned is judged only by an evaluation of that note: another comment on the
     // item (by someone else, with other text) says nothing about the first one's command.
     const planner = (action.call as { trigger?: { kind?: string; noteId?: number } }).trigger;

@@ -30,6 +30,7 @@ import {
   type StatusBucket,
   type StoredCall,
   type Trigger,
+  disarmIfOutgrown,
 } from '../../rules/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
@@ -179,8 +180,28 @@ export async function runMergeWatch(
         return drop(entry, 'the merge request is gone (404)');
       throw error;
     }
-    if (!isOpen(mr.state)) return drop(entry, `the merge request is ${mr.state}`);
+    if (!isOpen(mr.state)) {
+      // Closed while armed: the server keeps the arming (8.x cancels it on no close, and a push
+      // while closed does not disarm it), so the merge request stays watched: at its reopen, the
+      // bot sees whether it is still the head and target it armed for (rules/item/disarm.ts).
+      if (mr.state === 'closed' && mr.merge_when_build_succeeds)
+        return {
+          ...base(entry),
+          outcome: 'waiting',
+          detail: `closed while armed at ${short(entry.headSha)}: watched, so that a reopen at another head or target cancels the server's merge`,
+        };
+      return drop(entry, `the merge request is ${mr.state}`);
+    }
     const head = await sourceHead(client, mr);
+    // Armed, at another head or target than the bot armed for: the server's merge is cancelled first.
+    const disarmed = dryRun
+      ? undefined
+      : await disarmIfOutgrown({ store, executor, now: deps.now }, entry.itemKey, entry.project, {
+          ...mr,
+          sha: head,
+        });
+    if (disarmed)
+      return headMoved(entry, mr, head, `${disarmed.reason.replace(/^disarm: /, '')}: ${disarmed.detail}`);
     if (head !== entry.headSha) return headMoved(entry, mr, head);
 
     const statuses = await requiredBuckets(client, mr, entry.headSha, entry.required);
@@ -205,9 +226,10 @@ export async function runMergeWatch(
     entry: WatchEntry,
     mr: MergeRequest,
     head: string | null | undefined,
+    disarmed?: string,
   ): Promise<WatchItemReport> {
     const now = head === undefined ? 'a newer commit' : head === null ? 'no branch' : short(head);
-    const detail = `head moved: armed at ${short(entry.headSha)}, now ${now}`;
+    const detail = disarmed ?? `head moved: armed at ${short(entry.headSha)}, now ${now}`;
     if (dryRun)
       return { ...base(entry), outcome: 'would-reevaluate', detail: `${detail}; would evaluate again` };
     // Unwatched first: the new evaluation may arm the new head and watch it under the same key.
