@@ -453,6 +453,15 @@ describe('sandbox merge requests', () => {
   });
 
   describe('PUT .../merge', () => {
+    it('merges several merge requests asked at once, each into the target as the others move it (8.x always ends its mergeability check on a verdict)', async () => {
+      const many = [];
+      for (let i = 0; i < 8; i++) many.push(await featureMr(`at-once-${i}`));
+      // Every merge pushes master, which marks the others unchecked while their own check runs.
+      const answers = await Promise.all(many.map((mr) => w.developer.as('PUT', `${mrs()}/${mr.id}/merge`)));
+      expect(answers.map((res) => res.status)).toEqual(many.map(() => 200));
+      for (const mr of many) expect((await get(mr.id)).state).toBe('merged');
+    });
+
     it('merges for real: a merge commit with two parents on the target, `merge` hook, push of the target, `accepted`', async () => {
       const mr = await featureMr('merge-1');
       const before = await head('master');
