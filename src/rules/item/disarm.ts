@@ -14,12 +14,9 @@
  * cannot be cancelled (the server answers 405): it stays watched, and its reopen is seen.
  */
 import type { StateStore, WatchEntry } from '../../state/index.ts';
-import type { CallReport, Executor, StoredCall } from '../executor/executor.ts';
-import { actionIdOf } from '../executor/ids.ts';
+import type { CallReport, StoredCall } from '../executor/executor.ts';
+import { runNow, type OutboxNowDeps } from '../executor/outbox-now.ts';
 import type { PlannedCall } from '../engine/planned-call.ts';
-
-/** The lease of the cancel the executor runs now (the retry sweep leaves it alone meanwhile). */
-const LEASE_MS = 60_000;
 
 /** What of the merge request decides (the snapshot's or the API's fields). */
 export interface ArmedFacts {
@@ -45,10 +42,9 @@ export function armingOutgrown(entry: WatchEntry, mr: ArmedFacts): string | unde
   return undefined;
 }
 
-export interface DisarmDeps {
+export interface DisarmDeps extends OutboxNowDeps {
   store: Pick<StateStore, 'watched' | 'putAction' | 'getAction'>;
-  executor: Pick<Executor, 'retryAction' | 'dryRun'>;
-  now: () => number;
+  executor: OutboxNowDeps['executor'] & { readonly dryRun: boolean };
 }
 
 /**
@@ -82,15 +78,5 @@ export async function disarmIfOutgrown(
     origin: 'disarm',
     trigger: { kind: 'merge_request', action: 'update', byBot: false },
   };
-  const id = actionIdOf(itemKey, entry.rule, planned.call);
-  await deps.store.putAction({
-    id,
-    itemKey,
-    rule: entry.rule,
-    call: stored,
-    nextTryAt: deps.now() + LEASE_MS,
-  });
-  const action = deps.store.getAction(id);
-  if (!action) throw new Error(`outbox lost action ${id}`);
-  return deps.executor.retryAction(action);
+  return runNow(deps, itemKey, stored);
 }

@@ -32,7 +32,8 @@ import { queueShape, queuesOf } from '../../state/index.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import { counted } from '../../text/index.ts';
 import {
-  actionIdOf,
+  runOutbox as runQueued,
+  toOutbox as queueOutbox,
   type CallReport,
   type Executor,
   type PlannedCall,
@@ -111,7 +112,6 @@ export interface MergeQueueReport {
   aborted: boolean;
 }
 
-const LEASE_MS = 60_000;
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
 const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
 
@@ -423,33 +423,18 @@ export async function runMergeQueue(
   }
 
   /** Puts a planned call in the outbox under its id (the retry sweep sends it if this process cannot). */
-  async function toOutbox(
-    entry: QueueEntry,
-    planned: PlannedCall,
-    extra: Partial<StoredCall>,
-  ): Promise<string> {
-    const id = actionIdOf(entry.itemKey, entry.rule, planned.call);
-    const stored: StoredCall = {
+  function toOutbox(entry: QueueEntry, planned: PlannedCall, extra: Partial<StoredCall>): Promise<string> {
+    return queueOutbox({ store, executor, now: deps.now }, entry.itemKey, {
       v: 1,
       planned,
       project: entry.project,
       trigger: { kind: 'merge_request', action: 'update', byBot: false },
       ...extra,
-    };
-    await store.putAction({
-      id,
-      itemKey: entry.itemKey,
-      rule: entry.rule,
-      call: stored,
-      nextTryAt: deps.now() + LEASE_MS,
     });
-    return id;
   }
 
-  async function runOutbox(id: string): Promise<CallReport> {
-    const action = store.getAction(id);
-    if (!action) throw new Error(`outbox lost action ${id}`);
-    return executor.retryAction(action);
+  function runOutbox(id: string): Promise<CallReport> {
+    return runQueued({ store, executor, now: deps.now }, id);
   }
 
   async function cloneUrl(projectId: number): Promise<string> {

@@ -23,12 +23,15 @@
  */
 import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
-import { changeAfter, type ItemProcessorFn, type StatusBucket, type Trigger } from '../../rules/index.ts';
+import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 import type { SweepLog } from '../types.ts';
 import { carStatuses, type CarStatuses } from './train-statuses.ts';
 import { blockedBy, carsOf, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
+import { FORK_APPROVAL_SETTLE_MS, forkSettling, riderVerdict } from './train-riders.ts';
+
+export { FORK_APPROVAL_SETTLE_MS } from './train-riders.ts';
 
 export type TrainOutcome = 'waiting' | 'updated' | 'merged' | 'dropped' | 'removed' | 'error';
 
@@ -68,18 +71,6 @@ const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7)
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
 const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
-const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
-/**
- * How long a fork's approval settles before its head rides a car (`api.push_note_lag_ms`, this by
- * default). The server moves a merge
- * request's head in its post-receive job a moment before it writes the `Added N commits` note that
- * says so (8.x `RefreshService`): a push made right after a member's comment, evaluated in that gap,
- * reads as the approved head. Before its first car, the member's notes are read again once this
- * long has passed since the approval, so such a push is seen before the project's CI builds the
- * fork's code (red team of issue 36). A server whose background jobs lag more than this is the gap
- * left (the landing still refuses it: it replays the comment).
- */
-export const FORK_APPROVAL_SETTLE_MS = 10_000;
 
 /**
  * Drives one train's queue once (`entries` in queue order; `shape`, the queue's depth and batch:
@@ -150,70 +141,24 @@ export async function driveTrain(
     }
   }
 
-  /** A fork's member whose approval was recorded less than FORK_APPROVAL_SETTLE_MS ago. */
-  function forkSettling(entry: QueueEntry, mr: MergeRequest | undefined): boolean {
-    const at = entry.approval?.at;
-    return (
-      mr !== undefined &&
-      mr.source_project_id !== entry.projectId &&
-      at !== undefined &&
-      deps.now() - at < settleMs
-    );
-  }
-
-  /** What changed the merge request after its approval's comment (the notes read again), if anything. */
-  async function changedSinceApproval(entry: QueueEntry): Promise<string | undefined> {
-    const noteId = entry.approval?.noteId;
-    if (noteId === undefined) return undefined;
-    for await (const note of client.notes.listMergeRequestNotes(entry.projectId, entry.mrId)) {
-      const change = changeAfter(note, noteId);
-      if (change) return change;
-    }
-    return undefined;
-  }
-
   /** A member that may not ride any more: taken out (said in the steps); true when it is still fine. */
   async function stillRides(
     entry: QueueEntry,
     mr: MergeRequest | undefined,
     headWanted?: string,
   ): Promise<boolean> {
-    const gone = !mr
-      ? 'the merge request is gone (404)'
-      : !isOpen(mr.state)
-        ? `the merge request is ${mr.state}`
-        : mr.target_branch !== entry.targetBranch
-          ? `its target branch is ${mr.target_branch} now`
-          : !mr.sha
-            ? 'its source branch is gone'
-            : undefined;
-    const approved = entry.approval;
-    const fork = mr !== undefined && mr.source_project_id !== entry.projectId;
-    let pushed =
-      gone !== undefined
-        ? undefined
-        : headWanted !== undefined && mr!.sha !== headWanted
-          ? `pushed by someone else: the train tested ${short(headWanted)}, the branch is at ${short(mr!.sha)}`
-          : approved !== undefined && approved.sha !== mr!.sha
-            ? `pushed after @${approved.by} approved ${short(approved.sha)}: now ${short(mr!.sha)}`
-            : undefined;
-    // Before a fork's head first rides (a car about to be built): the server's notes since the
-    // approval, read again now that they had time to be written (FORK_APPROVAL_SETTLE_MS).
-    if (gone === undefined && pushed === undefined && fork && approved && headWanted === undefined) {
-      const change = await changedSinceApproval(entry);
-      if (change) pushed = `${change} came after @${approved.by} approved ${short(approved.sha)}`;
-    }
-    // A fork's head is built in this project's CI only when a member approved that very head.
-    const unapproved = gone === undefined && pushed === undefined && fork && approved === undefined;
-    if (gone === undefined && pushed === undefined && !unapproved) return true;
+    const verdict = await riderVerdict(client, entry, mr, headWanted);
+    if (verdict.kind === 'rides') return true;
     // The car it rode in goes with it: its branch is deleted with a lease on the car's own commit.
     if (entry.car && !stale.has(entry.car.branch)) stale.set(entry.car.branch, entry.car.sha);
-    if (unapproved) {
-      const why = `its source branch is in another project (a fork): a merge train builds its cars in this project, whose CI (its secret variables, its runners) would run the fork's code, so a fork's merge request rides only at a head a developer approved by a comment (docs/merge-queue.md#outsiders-and-forks), and nobody approved ${short(mr!.sha)}`;
-      say(entry, 'removed', (await deps.remove(entry, mr!, why, mr!.sha!)).detail);
+    if (verdict.kind === 'unapproved') {
+      say(entry, 'removed', (await deps.remove(entry, mr!, verdict.why, mr!.sha!)).detail);
       return false;
     }
-    const out = gone !== undefined ? await deps.drop(entry, gone) : await deps.pushedOut(entry, pushed!);
+    const out =
+      verdict.kind === 'gone'
+        ? await deps.drop(entry, verdict.why)
+        : await deps.pushedOut(entry, verdict.why);
     say(entry, 'dropped', out.detail);
     return false;
   }
@@ -501,7 +446,7 @@ export async function driveTrain(
     for (const [i, entry] of members.entries()) if (!(await stillRides(entry, mrs[i]))) fine = false;
     if (!fine) continue;
     // A fork's approval still settling: the car stops before it, and so does the train this run.
-    const settling = members.findIndex((entry, i) => forkSettling(entry, mrs[i]));
+    const settling = members.findIndex((entry, i) => forkSettling(entry, mrs[i], deps.now(), settleMs));
     if (settling === 0) {
       say(
         members[0]!,

@@ -31,6 +31,7 @@ import {
   type StoredCall,
   type Trigger,
   disarmIfOutgrown,
+  runNow,
 } from '../../rules/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
@@ -92,9 +93,6 @@ export interface MergeWatchReport {
   counts: Record<WatchOutcome, number>;
   aborted: boolean;
 }
-
-/** The lease of a merge the watch hands to the executor: the retry sweep leaves it alone meanwhile. */
-const LEASE_MS = 60_000;
 
 const short = (sha: string): string => sha.slice(0, 8);
 const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
@@ -297,16 +295,7 @@ export async function runMergeWatch(
       // Armed on a member's comment: that comment is replayed (the rule's gate holds on it).
       trigger: entry.trigger ?? { kind: 'merge_request', action: 'update', byBot: false },
     };
-    await store.putAction({
-      id,
-      itemKey: entry.itemKey,
-      rule: entry.rule,
-      call: stored,
-      nextTryAt: deps.now() + LEASE_MS,
-    });
-    const action = store.getAction(id);
-    if (!action) throw new Error(`outbox lost action ${id}`);
-    const call = await executor.retryAction(action);
+    const call = await runNow({ store, executor, now: deps.now }, entry.itemKey, stored);
     if (call.headMoved) return headMoved(entry, mr, undefined);
     if (call.status === 'withdrawn') {
       // The rule no longer holds (a label removed, a required status failed...): stop watching.
