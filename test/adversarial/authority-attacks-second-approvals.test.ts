@@ -248,6 +248,23 @@ rules:
     });
 
     /**
+     * Resisted: an approval carried to another merge request. Mallory has two merge requests; a
+     * master approved one. A delivery naming the master's note on her other one (forged where the hook
+     * has no secret) is dropped: the note is read on the merge request it names, where it is not.
+     */
+    it("developer: a master's command on her other merge request, named by a forged delivery, approves nothing", async () => {
+      const a = await world(QUEUE_ON_COMMAND('{ statuses: [ci/test] }', 'master'));
+      const { w } = a;
+      const reviewed = await a.open(a.mallory, 'reviewed', 'reviewed\n');
+      const other = await a.open(a.mallory, 'other', 'calls: foo\n');
+      const byMaster = await a.comment(a.master, reviewed.id, '/hookbot merge');
+      await w.processNote(other.id, byMaster);
+      expect(w.store.queued()).toEqual([]);
+      await w.drive(() => true, 'one run');
+      expect(await a.on('master', other.head)).toBe(false);
+    });
+
+    /**
      * Resisted: a push between the settle's read of the notes and the car's build. The fork's owner
      * pushes while the train builds her car (here: right as the car's build starts). The car merges
      * the head the train read and recorded (train-git.ts `buildCar` merges `member.head`, fetched
