@@ -194,6 +194,12 @@ export async function startRuntime(
   // request in a queue (its status changed, it was queued, relabelled, pushed to, merged, closed),
   // the merge_queue sweep is woken instead of waiting for its next tick. Set once the scheduler runs.
   let wakeQueue: (() => void) | undefined;
+  // The same for the merge watch (the bot's own merge when the build succeeds): a status hook of a
+  // watched merge request runs it at once rather than at its next tick.
+  let wakeWatch: (() => void) | undefined;
+  const watched = (item: { type: string; projectId: number; id: number }): boolean =>
+    item.type === 'merge_request' &&
+    store.watched().some((entry) => entry.itemKey === itemKeyOf('merge_request', item.projectId, item.id));
   const inQueue = (item: { type: string; projectId: number; id: number }): boolean =>
     item.type === 'merge_request' &&
     store
@@ -251,7 +257,10 @@ export async function startRuntime(
         // One reader and one executor for hooks and sweeps alike: the executor's per-item lock
         // keeps them from acting on one item at once. Merges, armings and cancels are made only
         // while a fresh evaluation still plans them (fresh-check.ts).
-        reader = createSnapshotReader(client, { bot });
+        reader = createSnapshotReader(client, {
+          bot,
+          watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
+        });
         executor = createExecutor({
           client,
           store,
@@ -279,6 +288,7 @@ export async function startRuntime(
           } finally {
             // Queued by this run, or taken out by it (its head then moves on), or news of it.
             if (wasQueued || inQueue(item)) wakeQueue?.();
+            if (watched(item)) wakeWatch?.();
           }
           await repository
             ?.reviewMergeRequest(item, triggers)
@@ -381,6 +391,7 @@ export async function startRuntime(
   if (overrides.scheduler !== false) {
     scheduler.start();
     if (config.scheduler.sweeps.merge_queue.enabled) wakeQueue = () => scheduler.wake('merge_queue');
+    if (config.scheduler.sweeps.merge_watch.enabled) wakeWatch = () => scheduler.wake('merge_watch');
   }
 
   let closing: Promise<void> | undefined;

@@ -276,14 +276,16 @@ export const demoSteps: DemoStep[] = [
       world.say(`   alice opens !${mr.iid} "${mr.title}" labelled automerge; builds start`);
       await world.alice.statuses.create(WEB, sha, { state: 'running', name: 'ci/build' });
       await world.alice.statuses.create(WEB, sha, { state: 'pending', name: 'ci/test' });
+      const watching = () => world.runtime.store.watched().some((entry) => entry.itemKey === key);
       await waitFor(
         'merge-when-build-succeeds set',
-        async () =>
-          (await world.admin.mergeRequests.get(WEB, mr.id)).merge_when_build_succeeds ? true : undefined,
+        async () => (watching() ? true : undefined),
         WAIT_MS,
         expecting(world, 'arm merge when build succeeds', key),
       );
-      world.say('   the bot set merge-when-build-succeeds (builds pending, none failed)');
+      world.say(
+        '   the bot set merge-when-build-succeeds (builds pending, none failed): it merges this head itself once they pass',
+      );
       await tellWhy(world, key, 'arm merge when build succeeds');
       await world.alice.mergeRequests.update(WEB, mr.id, { labels: ['automerge', 'do-not-merge'] });
       world.say('   alice adds do-not-merge');
@@ -291,7 +293,7 @@ export const demoSteps: DemoStep[] = [
         'merge-when-build-succeeds cancelled',
         async () => {
           const m = await world.admin.mergeRequests.get(WEB, mr.id);
-          return !m.merge_when_build_succeeds && m.state === 'opened' ? true : undefined;
+          return !watching() && !m.merge_when_build_succeeds && m.state === 'opened' ? true : undefined;
         },
         WAIT_MS,
         expecting(world, 'stop auto-merge when blocked', key),

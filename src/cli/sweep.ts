@@ -161,7 +161,10 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
         return 1;
       }
     }
-    const reader = createSnapshotReader(client, { bot: me });
+    const reader = createSnapshotReader(client, {
+      bot: me,
+      watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
+    });
     const executor = createExecutor({
       client,
       store,

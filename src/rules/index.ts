@@ -46,7 +46,7 @@ export {
 } from './item/find-decision.ts';
 export { createFreshCheck } from './item/fresh-check.ts';
 export { changeAfter } from './item/pushed-since-note.ts';
-export { disarmIfOutgrown } from './item/disarm.ts';
+export { cancelServerMerge, disarmIfOutgrown } from './item/disarm.ts';
 export { runNow, runOutbox, toOutbox } from './executor/outbox-now.ts';
 export { decisionActed } from './item/kept-decision.ts';
 export { explainAnswer, type ExplainResult, type ExplainSelector } from './item/explain-answer.ts';

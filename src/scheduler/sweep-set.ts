@@ -108,7 +108,13 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
   const { client, store, rules, executor } = deps;
   const now = deps.now ?? (() => Date.now());
   const log = deps.log ?? quietLog;
-  const reader = deps.reader ?? createSnapshotReader(client, { now, ...(deps.bot ? { bot: deps.bot } : {}) });
+  const reader =
+    deps.reader ??
+    createSnapshotReader(client, {
+      now,
+      ...(deps.bot ? { bot: deps.bot } : {}),
+      watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
+    });
   // A dry run records no decision either: it writes nothing to the store.
   const decisions = executor.dryRun ? { recordDecision: async () => undefined } : store;
   const processor = deps.processItem

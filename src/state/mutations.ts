@@ -80,6 +80,7 @@ export const watchEntrySchema = z.object({
   mrId: z.number().int(),
   headSha: z.string(),
   targetBranch: z.string().optional(),
+  onServer: z.boolean().optional(),
   rule: z.string(),
   required: z.array(z.string()),
   since: time,

@@ -122,6 +122,11 @@ export interface WatchEntry {
    * merge request at another head or target (rules/item/disarm.ts). Absent in older records.
    */
   targetBranch?: string;
+  /**
+   * The server's own merge-when-build-succeeds was armed too (`on_server: true`): before the bot stops
+   * watching it while the server still has it armed, it cancels the server's merge.
+   */
+  onServer?: boolean;
   rule: string;
   /** Status names that must succeed. */
   required: string[];

@@ -148,7 +148,11 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
   const clock = { offset: 0 };
   const now = () => Date.now() + clock.offset;
   const me = { id: bot.id, username: bot.username };
-  const reader = createSnapshotReader(client, { bot: me, now });
+  const reader = createSnapshotReader(client, {
+    bot: me,
+    now,
+    watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
+  });
   const executor = createExecutor({
     client,
     store,

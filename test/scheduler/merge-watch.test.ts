@@ -218,7 +218,11 @@ describe('merge watch', () => {
   });
 
   it("keeps a merge request closed while armed watched, without merging it; reopened at another head, the server's merge is cancelled first", async () => {
-    const world = await makeWorld(sandbox().sb, { prefix: 'watch5', rules: ARM_RULE, repository: true });
+    const onServer = ARM_RULE.replace(
+      'do: [ merge_when_build_succeeds ]',
+      'do: [ { merge_when_build_succeeds: { on_server: true } } ]',
+    );
+    const world = await makeWorld(sandbox().sb, { prefix: 'watch5', rules: onServer, repository: true });
     const { mr, sha } = await armedMergeRequest(world);
     await world.admin.mergeRequests.close(world.project.id, mr.id);
     await post(world, sha, 'ci/build', 'success');

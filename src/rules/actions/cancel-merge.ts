@@ -6,7 +6,8 @@ import { isOpen } from '../engine/build-calls.ts';
 export const cancelMerge = defineAction({
   inRepositories: 'operator',
   name: 'cancel_merge',
-  summary: 'Cancels merge-when-build-succeeds; nothing when it is not set.',
+  summary:
+    "Cancels merge-when-build-succeeds, the server's and the bot's own (its watch); nothing when neither is set.",
   example: null,
   bareParams: null,
   params: z.null(),
@@ -15,7 +16,8 @@ export const cancelMerge = defineAction({
   plan: (_params, { snapshot }) => {
     if (snapshot.kind !== 'merge_request') return [];
     if (!isOpen(snapshot)) return skip(`the merge request is ${snapshot.state}`);
-    if (!snapshot.merge_when_build_succeeds) return skip('merge_when_build_succeeds is not set');
+    if (!snapshot.merge_when_build_succeeds && snapshot.botMerge !== true)
+      return skip('merge_when_build_succeeds is not set');
     return [
       {
         call: { op: 'mergeRequests.cancelMergeWhenBuildSucceeds', args: mergeRequestTarget(snapshot) },

@@ -3,7 +3,8 @@ import { defineCondition, MERGE_REQUESTS_ONLY } from '../engine/define-condition
 
 export const mergeWhenBuildSucceeds = defineCondition({
   name: 'merge_when_build_succeeds',
-  summary: 'Whether merge-when-build-succeeds is set on the merge request.',
+  summary:
+    "Whether the merge request is set to merge when its build succeeds: the server's merge-when-build-succeeds, or the bot's own (the `merge_when_build_succeeds` action's watch).",
   example: true,
   params: z.boolean(),
   itemKinds: MERGE_REQUESTS_ONLY,
@@ -11,7 +12,9 @@ export const mergeWhenBuildSucceeds = defineCondition({
   compile:
     (wanted) =>
     ({ snapshot }) => {
-      const value = snapshot.kind === 'merge_request' && snapshot.merge_when_build_succeeds;
+      const value =
+        snapshot.kind === 'merge_request' &&
+        (snapshot.merge_when_build_succeeds || snapshot.botMerge === true);
       return { value, ok: value === wanted };
     },
 });

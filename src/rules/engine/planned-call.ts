@@ -73,6 +73,11 @@ export interface CallArgs {
   'mergeRequests.mergeWhenBuildSucceeds': MergeRequestTarget & {
     sha: string;
     should_remove_source_branch?: boolean;
+    /**
+     * Arm the server's own merge-when-build-succeeds too (the action's `on_server: true`); absent,
+     * the bot watches and merges itself (rules/actions/merge-when-build-succeeds.ts says why).
+     */
+    on_server?: boolean;
   };
   'mergeRequests.cancelMergeWhenBuildSucceeds': MergeRequestTarget;
   /** Not an API call: the merge request goes into a merge queue of the store (docs/merge-queue.md). */

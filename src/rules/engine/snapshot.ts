@@ -156,6 +156,11 @@ export interface MergeRequestSnapshot extends ItemSnapshotBase {
   /** `can_be_merged`, `cannot_be_merged`, `unchecked`. */
   merge_status: string;
   merge_when_build_succeeds: boolean;
+  /**
+   * The bot watches it to merge it itself when its build succeeds (the `merge_when_build_succeeds`
+   * action, which arms no server merge by default): known where the reader can see the merge watch.
+   */
+  botMerge?: boolean;
   upvotes: number;
   downvotes: number;
   /** The head commit of the source branch, or null when it was not read. */

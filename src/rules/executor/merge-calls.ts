@@ -37,6 +37,7 @@ function headMoved(planned: string, now: string | null | undefined): CallResult 
 interface MergeFacts {
   state: string;
   head: string | null;
+  target_branch: string;
   work_in_progress: boolean;
   merge_when_build_succeeds: boolean;
 }
@@ -55,6 +56,7 @@ async function factsBeforeCall(
     return {
       state: fresh.state,
       head: fresh.sha,
+      target_branch: fresh.target_branch,
       work_in_progress: fresh.work_in_progress,
       merge_when_build_succeeds: fresh.merge_when_build_succeeds,
     };
@@ -62,6 +64,7 @@ async function factsBeforeCall(
   return {
     state: mr.state,
     head: isOpenState(mr.state) ? await headOf(ctx, mr) : null,
+    target_branch: mr.target_branch,
     work_in_progress: mr.work_in_progress,
     merge_when_build_succeeds: mr.merge_when_build_succeeds,
   };
@@ -88,6 +91,7 @@ const isOutcome = (value: MergeFacts | CallResult): value is CallResult =>
 async function ensureWatched(
   ctx: CallContext,
   args: CallArgs['mergeRequests.mergeWhenBuildSucceeds'],
+  targetBranch?: string,
 ): Promise<string> {
   const required = ctx.stored.required;
   if (!required || required.length === 0) {
@@ -103,9 +107,8 @@ async function ensureWatched(
     project: ctx.stored.project,
     mrId: args.merge_request_id,
     headSha: args.sha,
-    ...(ctx.fresh?.kind === 'merge_request' && ctx.fresh.id === args.merge_request_id
-      ? { targetBranch: ctx.fresh.target_branch }
-      : {}),
+    ...(targetBranch !== undefined ? { targetBranch } : {}),
+    ...(args.on_server ? { onServer: true } : {}),
     rule: ctx.stored.planned.rule,
     required,
     since: ctx.now(),
@@ -140,7 +143,9 @@ async function resolveUncertain(
     return done(`merged (${why}; the re-read shows it merged)`);
   }
   if (arming && isOpenState(mr.state) && mr.merge_when_build_succeeds)
-    return done(`armed (${why}; the re-read shows it armed); ${await ensureWatched(ctx, args)}`);
+    return done(
+      `armed (${why}; the re-read shows it armed); ${await ensureWatched(ctx, args, mr.target_branch)}`,
+    );
   if (mr.state === 'locked')
     return {
       status: 'ambiguous',
@@ -202,8 +207,19 @@ export async function mergeWhenBuildSucceeds(
 ): Promise<CallResult> {
   const checked = await recheck(ctx, args);
   if (isOutcome(checked)) return checked;
+  // The bot's own merge when the build succeeds: watched and merged by the merge watch, pinned to this
+  // head, on the statuses the bot trusts; the server's merge is not armed (it would merge as the bot
+  // whatever the merge request became: rules/actions/merge-when-build-succeeds.ts).
+  if (!args.on_server) {
+    const held = ctx.store.watched().find((entry) => entry.itemKey === ctx.itemKey);
+    if (held?.headSha === args.sha && !held.onServer) return skipped(`already watched at ${short(args.sha)}`);
+    return done(
+      `the bot merges at ${short(args.sha)} when the build succeeds; ${await ensureWatched(ctx, args, checked.target_branch)}`,
+    );
+  }
   // A crash between arming and watching left it armed: make sure it is watched.
-  if (checked.merge_when_build_succeeds) return skipped(`already armed; ${await ensureWatched(ctx, args)}`);
+  if (checked.merge_when_build_succeeds)
+    return skipped(`already armed; ${await ensureWatched(ctx, args, checked.target_branch)}`);
   const outcome = await ctx.client.mergeRequests.merge(args.project, args.merge_request_id, {
     sha: args.sha,
     merge_when_build_succeeds: true,
@@ -213,7 +229,7 @@ export async function mergeWhenBuildSucceeds(
   });
   switch (outcome.outcome) {
     case 'armed':
-      return done(`armed at ${short(args.sha)}; ${await ensureWatched(ctx, args)}`);
+      return done(`armed at ${short(args.sha)}; ${await ensureWatched(ctx, args, checked.target_branch)}`);
     case 'merged':
       // The build finished between evaluation and call: the server merged at once.
       await ctx.store.unwatch(ctx.itemKey);
@@ -238,22 +254,36 @@ export async function cancelMergeWhenBuildSucceeds(
     fresh?.kind === 'merge_request' && fresh.id === args.merge_request_id
       ? fresh
       : await ctx.client.mergeRequests.get(args.project, args.merge_request_id);
-  // Whatever happens next, the bot no longer waits to merge it.
-  await ctx.store.unwatch(ctx.itemKey);
-  if (!isOpenState(mr.state)) return skipped(`the merge request is ${mr.state}`);
-  if (!mr.merge_when_build_succeeds) return skipped('merge_when_build_succeeds is not set');
+  // The bot stops waiting to merge it only once the server's merge cannot happen either: cancelled,
+  // not armed, or merged. A closed one the server keeps armed stays watched (its reopen is seen:
+  // rules/item/disarm.ts), or a close in the instant before this call would leave it armed, unwatched.
+  if (mr.state === 'merged') {
+    await ctx.store.unwatch(ctx.itemKey);
+    return skipped('the merge request is merged');
+  }
+  if (!mr.merge_when_build_succeeds) {
+    // The bot's own merge when the build succeeds (its watch, no server arming): that is what stops.
+    const watched = ctx.store.watched().some((entry) => entry.itemKey === ctx.itemKey);
+    await ctx.store.unwatch(ctx.itemKey);
+    return watched
+      ? done('the bot no longer merges it when its build succeeds')
+      : skipped('merge_when_build_succeeds is not set');
+  }
+  if (!isOpenState(mr.state))
+    return skipped(`the merge request is ${mr.state}: kept watched until it is reopened`);
   try {
     const change = await ctx.client.mergeRequests.cancelMergeWhenBuildSucceeds(
       args.project,
       args.merge_request_id,
     );
+    await ctx.store.unwatch(ctx.itemKey);
     return change.changed
       ? done('cancelled merge_when_build_succeeds')
       : skipped('merge_when_build_succeeds was not set');
   } catch (error) {
-    // 405: merged or closed in between.
+    // 405: merged or closed in between: kept watched (its reopen, or its merge, is seen).
     if (error instanceof ApiError && error.status === 405)
-      return skipped('the merge request is no longer open');
+      return skipped('the merge request is no longer open: kept watched until it is reopened');
     throw error;
   }
 }

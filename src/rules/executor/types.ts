@@ -31,6 +31,7 @@ export type ExecutorStore = Pick<
   | 'parkAction'
   | 'watch'
   | 'unwatch'
+  | 'watched'
   | 'enqueue'
   | 'queued'
 >;

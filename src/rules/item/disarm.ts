@@ -62,6 +62,22 @@ export async function disarmIfOutgrown(
   if (!entry || deps.executor.dryRun) return undefined;
   const why = armingOutgrown(entry, mr);
   if (why === undefined) return undefined;
+  return cancelServerMerge(deps, entry, project, mr, why);
+}
+
+/**
+ * Cancels the server's merge-when-build-succeeds of watched `entry` (the bot's own taking back, no
+ * rule's plan: no fresh check stops it), `why` said in the outbox and explain. The executor's
+ * handler stops watching it once the server's merge cannot happen any more (cancelled, not armed,
+ * merged); a closed one stays watched for its reopen.
+ */
+export function cancelServerMerge(
+  deps: Omit<DisarmDeps, 'store'> & { store: Pick<StateStore, 'putAction' | 'getAction'> },
+  entry: WatchEntry,
+  project: string,
+  mr: Pick<ArmedFacts, 'project_id' | 'id'>,
+  why: string,
+): Promise<CallReport> {
   const planned: PlannedCall = {
     action: 'merge_when_build_succeeds',
     rule: entry.rule,
@@ -78,5 +94,5 @@ export async function disarmIfOutgrown(
     origin: 'disarm',
     trigger: { kind: 'merge_request', action: 'update', byBot: false },
   };
-  return runNow(deps, itemKey, stored);
+  return runNow(deps, entry.itemKey, stored);
 }

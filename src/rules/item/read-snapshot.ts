@@ -25,6 +25,7 @@ import {
   type MergeRequest,
 } from '../../api/index.ts';
 import { changeAfter } from './pushed-since-note.ts';
+import { itemKeyOf } from '../executor/ids.ts';
 
 export interface ItemAddress {
   type: ItemKind;
@@ -83,6 +84,8 @@ export interface SnapshotReaderOptions {
    * markers count.
    */
   bot?: BotIdentity;
+  /** Whether the merge watch holds a merge request (its item key): the snapshot's `botMerge`. */
+  watching?: (itemKey: string) => boolean;
 }
 
 export function createSnapshotReader(
@@ -254,6 +257,8 @@ export function createSnapshotReader(
       trigger,
     };
     if (mr.subscribed !== undefined) snapshot.subscribed = mr.subscribed;
+    if (options.watching && snapshot.kind === 'merge_request')
+      snapshot.botMerge = options.watching(itemKeyOf('merge_request', projectId, mr.id));
     if (needs.authorAccess || needs.mergeGate) snapshot.authorAccess = await accessTo(projectId, mr.author);
     // The gate asks of a comment that approves a merge whether a push came after it.
     const after = needs.mergeGate && trigger.kind === 'note' && !trigger.system ? trigger.noteId : undefined;

@@ -13,8 +13,10 @@
  *
  * Decisions (docs/sandbox.md#simulated-ci):
  * - One build per commit and project: a commit pushed again (to another branch, or a branch fast-
- *   forwarded to a commit already built, as a merge train lands) posts nothing new; its verdict is
- *   the commit's. Remembered for the last 100,000 commits.
+ *   forwarded to a commit already built, as a merge train lands) is not built again; its verdict is
+ *   the commit's, posted for that branch too once the build has one (a CI of that era builds each
+ *   ref, and the bot reads a train car's statuses on its own branch). Remembered for the last
+ *   100,000 commits.
  * - Bounded: `parallel` builds at once (a build holds its runner from the wait to the result, as a
  *   runner does), at most `queueLimit` waiting; one past that gets `canceled` with the reason.
  * - `pending` is posted when the build is queued, the result when it ends; the script's output never
@@ -137,7 +139,10 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
   let busy = 0;
   /** Builds triggered that hold no runner yet (their `pending` may still be on its way). */
   let queued = 0;
-  const seen = new Map<string, true>();
+  /** Each commit's build (by project and sha): its final status, once it has one. */
+  const seen = new Map<string, Promise<{ state: string; description: string }>>();
+  /** The branches each commit's status was posted for (project, sha, branch). */
+  const postedFor = new Set<string>();
 
   const projectPath = (project: ProjectRec) => pathWithNamespace(ctx.db, project);
 
@@ -199,7 +204,22 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     }
   }
 
-  async function build(b: CiBuild): Promise<void> {
+  /**
+   * A commit built already, pushed to another branch: its build's verdict is posted for that branch
+   * too, once the build has one (a CI of that era builds each ref it is pushed to; this one does not
+   * run it again, so the runs stay one per commit).
+   */
+  async function relay(b: CiBuild, verdict: Promise<{ state: string; description: string }>): Promise<void> {
+    await post(b, 'pending', 'the same commit is built on another branch');
+    // A held build never ends, and a stop ends the wait: nothing more is posted then.
+    const stopped = new Promise<undefined>((resolve) =>
+      stopping.signal.addEventListener('abort', () => resolve(undefined), { once: true }),
+    );
+    const result = await Promise.race([verdict, stopped]);
+    if (result) await post(b, result.state, result.description);
+  }
+
+  async function build(b: CiBuild, done: (state: string, description: string) => void): Promise<void> {
     await post(b, 'pending', 'waiting for a runner of the simulated CI');
     await runner();
     try {
@@ -219,10 +239,13 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
           `simulated CI: ${b.projectPath}@${b.sha.slice(0, 11)} (${b.branch}) failed: ${result.reason}${tail ? `\n${tail}` : ''}`,
         );
       }
+      done(result.ok ? 'success' : 'failed', result.ok ? 'passed' : result.reason);
       await post(b, result.ok ? 'success' : 'failed', result.ok ? 'passed' : result.reason);
     } catch (error) {
       if (!stopping.signal.aborted) throw error;
     } finally {
+      // Ended without a verdict (stopped, or failed to post): the same commit on other branches is canceled.
+      done('canceled', 'the build of this commit ended without a verdict');
       release();
     }
   }
@@ -237,29 +260,37 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     if (stopping.signal.aborted || !event.ref.startsWith('refs/heads/') || event.after === NULL_SHA) return;
     if (!buildsFor(event.project)) return;
     const key = `${event.project.id}:${event.after}`;
-    if (seen.has(key)) return;
-    if (seen.size >= SEEN_LIMIT) seen.delete(seen.keys().next().value!);
-    seen.set(key, true);
-    runs++;
     const b: CiBuild = {
       projectId: event.project.id,
       projectPath: projectPath(event.project),
       branch: event.ref.slice('refs/heads/'.length),
       sha: event.after,
     };
+    const forBranch = `${key}:${b.branch}`;
+    if (postedFor.has(forBranch)) return;
+    if (postedFor.size >= SEEN_LIMIT) postedFor.delete(postedFor.keys().next().value!);
+    postedFor.add(forBranch);
+    const built = seen.get(key);
+    if (built) {
+      track(posting, relay(b, built));
+      return;
+    }
+    if (seen.size >= SEEN_LIMIT) seen.delete(seen.keys().next().value!);
+    let done!: (state: string, description: string) => void;
+    seen.set(key, new Promise((resolve) => (done = (state, description) => resolve({ state, description }))));
+    runs++;
     if (options.hold?.(b)) {
       track(posting, post(b, 'pending', 'waiting for a runner of the simulated CI'));
       return;
     }
     if (queued >= settings.queueLimit && busy >= settings.parallel) {
-      track(
-        posting,
-        post(b, 'canceled', `not built: the simulated CI has ${settings.queueLimit} builds waiting already`),
-      );
+      const why = `not built: the simulated CI has ${settings.queueLimit} builds waiting already`;
+      done('canceled', why);
+      track(posting, post(b, 'canceled', why));
       return;
     }
     queued++;
-    track(active, build(b));
+    track(active, build(b, done));
   };
   ctx.on.push.push(listener);
 

@@ -31,15 +31,21 @@ export function requiredBuckets(
   return bucketsAt(client, mr.source_project_id, sha, required);
 }
 
-/** The same on a commit of `projectId` (a train car's, in the target project). */
+/**
+ * The same on a commit of `projectId`; with `ref`, only the statuses posted for that branch (a train
+ * car's, on its own branch: the same commit pushed to another branch, a developer's, and built there
+ * says nothing of the car's own build; red team of issue 36).
+ */
 export async function bucketsAt(
   client: HeadClient,
   projectId: number,
   sha: string,
   required: readonly string[],
+  ref?: string,
 ): Promise<Record<string, StatusBucket>> {
   const all = [];
-  for await (const status of client.statuses.list(projectId, sha)) all.push(status);
+  for await (const status of client.statuses.list(projectId, sha, ref === undefined ? {} : { ref_name: ref }))
+    all.push(status);
   const latest = latestByName(all);
   const buckets: Record<string, StatusBucket> = {};
   for (const name of required) {

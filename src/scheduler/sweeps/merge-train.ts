@@ -257,7 +257,13 @@ export async function driveTrain(
     for (const [i, entry] of one.entries.entries())
       if (!(await stillRides(entry, await readMr(entry), one.car.heads[i]))) fine = false;
     if (!fine) return { kind: 'left' };
-    return carStatuses(client, head.projectId, one.car.sha!, one.entries, deps.now() - one.car.pushedAt);
+    return carStatuses(
+      client,
+      head.projectId,
+      { sha: one.car.sha!, branch: one.car.branch },
+      one.entries,
+      deps.now() - one.car.pushedAt,
+    );
   }
   /** The car each merge request still in a queue rides in now (after an evaluation may have moved it). */
   const carIds = () => new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]])));

@@ -30,6 +30,7 @@ import {
   type StatusBucket,
   type StoredCall,
   type Trigger,
+  cancelServerMerge,
   disarmIfOutgrown,
   runNow,
 } from '../../rules/index.ts';
@@ -298,8 +299,12 @@ export async function runMergeWatch(
     const call = await runNow({ store, executor, now: deps.now }, entry.itemKey, stored);
     if (call.headMoved) return headMoved(entry, mr, undefined);
     if (call.status === 'withdrawn') {
-      // The rule no longer holds (a label removed, a required status failed...): stop watching.
-      await store.unwatch(entry.itemKey);
+      // The rule no longer holds (a label removed, a required status failed, work in progress...):
+      // stop watching, and first cancel the server's merge where it was armed too (on_server), or it
+      // would merge later on its own, whatever the merge request becomes (red team of issue 36).
+      if (entry.onServer && mr.merge_when_build_succeeds)
+        await cancelServerMerge({ store, executor, now: deps.now }, entry, entry.project, mr, call.detail);
+      else await store.unwatch(entry.itemKey);
       return { ...base(entry), outcome: 'dropped', statuses, call, detail: call.detail };
     }
     if (call.status === 'done')

@@ -26,12 +26,13 @@ export type CarStatuses =
 export async function carStatuses(
   client: HeadClient,
   projectId: number,
-  sha: string,
+  car: { sha: string; branch: string },
   members: readonly QueueEntry[],
   waitedMs: number,
 ): Promise<CarStatuses> {
   const names = [...new Set(members.flatMap((entry) => entry.required))];
-  const statuses = await bucketsAt(client, projectId, sha, names);
+  // The car's own build: the statuses of its commit on its own branch.
+  const statuses = await bucketsAt(client, projectId, car.sha, names, car.branch);
   const red = names.filter((name) => statuses[name] === 'failed');
   if (red.length > 0) return { kind: 'red', red, statuses };
   const pending = names.flatMap((name): [string, StatusBucket][] =>

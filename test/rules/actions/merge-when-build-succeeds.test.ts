@@ -5,7 +5,7 @@ import { mergeRequest, runAction } from '../support.ts';
 const building: Guarantee[] = [{ kind: 'statuses', state: 'pending', required: ['ci/build', 'ci/test'] }];
 
 describe('merge_when_build_succeeds action', () => {
-  it('arms it on a head commit whose required statuses are running, pinned to that commit', () => {
+  it('plans the merge on a head commit whose required statuses are running, pinned to that commit (the bot merges itself)', () => {
     expect(
       runAction(
         { merge_when_build_succeeds: { remove_source_branch: true } },
@@ -23,9 +23,37 @@ describe('merge_when_build_succeeds action', () => {
             should_remove_source_branch: true,
           },
         },
+        reason: 'merge when the build succeeds at 2a3b4c5d: ci/build, ci/test running',
+      },
+    ]);
+  });
+
+  it("with on_server, arms the server's merge too; never for a fork, nor on a comment", () => {
+    expect(
+      runAction({ merge_when_build_succeeds: { on_server: true } }, mergeRequest('mr-pending'), building),
+    ).toMatchObject([
+      {
+        call: { args: { on_server: true } },
         reason: 'arm merge_when_build_succeeds at 2a3b4c5d: ci/build, ci/test running',
       },
     ]);
+    const fork = mergeRequest('mr-pending', { source_project_id: 99 });
+    expect(runAction({ merge_when_build_succeeds: { on_server: true } }, fork, building)).toMatchObject({
+      blocks: true,
+      skipped: expect.stringContaining("the fork's own build"),
+    });
+    // The bot's own merge judges the statuses it trusts: a fork's merge request on a member's authority.
+    expect(runAction('merge_when_build_succeeds', fork, building)).toHaveLength(1);
+  });
+
+  it('plans nothing when the bot already merges it itself (its watch) or the server is armed', () => {
+    for (const item of [
+      mergeRequest('mr-pending', { botMerge: true }),
+      mergeRequest('mr-pending', { merge_when_build_succeeds: true }),
+    ])
+      expect(runAction('merge_when_build_succeeds', item, building)).toMatchObject({
+        skipped: 'merge_when_build_succeeds is already set',
+      });
   });
 
   it.each([

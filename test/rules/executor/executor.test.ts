@@ -9,6 +9,8 @@ import { ApiError } from '../../../src/api/errors.ts';
 import { extractMarkers } from '../../../src/rules/engine/comment-marker.ts';
 import { backoffMs } from '../../../src/rules/executor/ids.ts';
 import { createExecutor, type ExecutorOptions } from '../../../src/rules/executor/executor.ts';
+import { evaluate } from '../../../src/rules/engine/engine.ts';
+import { createSnapshotReader } from '../../../src/rules/item/read-snapshot.ts';
 import { createMemoryStore } from '../../../src/state/memory-store.ts';
 import type { StateStore } from '../../../src/state/store.ts';
 import { startFaultProxy, type FaultMode, type FaultProxy } from '../../helpers/fault-proxy.ts';
@@ -317,13 +319,14 @@ describe('merges', () => {
 });
 
 describe('merge when build succeeds', () => {
+  // The server's own merge armed too (`on_server`); the default, the bot's own merge, below.
   const arming = rulesFrom(`rules:
   - name: arm when building
     on: [merge_request.update]
     if:
       - labels: { any: [automerge] }
       - statuses: { required: [ci/build, ci/test], state: pending }
-    do: [ merge_when_build_succeeds ]
+    do: [ { merge_when_build_succeeds: { on_server: true } } ]
   - name: stop auto-merge when blocked
     on: [merge_request.update]
     if: [ { labels: { any: [do-not-merge] } }, { merge_when_build_succeeds: true } ]
@@ -357,12 +360,70 @@ describe('merge when build succeeds', () => {
         project: project.path,
         mrId: mr.id,
         headSha: mr.sha,
+        targetBranch: 'master',
+        onServer: true,
         rule: 'arm when building',
         required: ['ci/build', 'ci/test'],
         since: expect.any(Number),
       },
     ]);
     expect(store.watched()[0]!.since).toBeGreaterThanOrEqual(before);
+  });
+
+  it('by default arms nothing on the server: the bot watches the head and target it judged, and cancel_merge ends its watch', async () => {
+    const own = rulesFrom(`rules:
+  - name: arm when building
+    on: [merge_request.update]
+    if:
+      - labels: { any: [automerge] }
+      - statuses: { required: [ci/build, ci/test], state: pending }
+    do: [ merge_when_build_succeeds ]
+  - name: stop auto-merge when blocked
+    on: [merge_request.update]
+    if: [ { labels: { any: [do-not-merge] } }, { merge_when_build_succeeds: true } ]
+    do: [ cancel_merge ]
+`);
+    const project = await world.newProject('arm-own');
+    const mr = await openMergeRequest(world.admin, project.id, 'feature', {
+      labels: ['automerge'],
+      statuses: { 'ci/build': 'running', 'ci/test': 'pending' },
+    });
+    const bot = world.botClient();
+    const store = await openStore();
+    const executor = executorFor(bot, store);
+    const armed = await evaluateItem(bot, own, 'merge_request', project.id, mr.id);
+    const report = await executor.execute(armed.evaluation, armed.snapshot, { rules: own });
+    expect(report.calls[0]).toMatchObject({
+      status: 'done',
+      detail: expect.stringContaining('the bot merges at'),
+    });
+    expect((await world.admin.mergeRequests.get(project.id, mr.id)).merge_when_build_succeeds).toBe(false);
+    expect(store.watched()).toMatchObject([{ headSha: mr.sha, targetBranch: 'master' }]);
+    expect(store.watched()[0]).not.toHaveProperty('onServer');
+    // Planned again (the watch not seen by this reader): the executor finds it watched.
+    const again = await executor.execute(armed.evaluation, armed.snapshot, { rules: own });
+    expect(again.calls[0]).toMatchObject({
+      status: 'skipped',
+      detail: expect.stringContaining('already watched'),
+    });
+
+    await world.admin.mergeRequests.update(project.id, mr.id, { labels: ['automerge', 'do-not-merge'] });
+    const reader = createSnapshotReader(bot, {
+      watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
+    });
+    const snapshot = (await reader.read(
+      { type: 'merge_request', projectId: project.id, id: mr.id },
+      { kind: 'merge_request', action: 'update', byBot: false },
+      own.needs,
+    ))!;
+    const blocked = evaluate(own, snapshot, { now: Date.now() });
+    expect(blocked.plan.map((call) => call.call.op)).toEqual(['mergeRequests.cancelMergeWhenBuildSucceeds']);
+    const cancelled = await executor.execute(blocked, snapshot, { rules: own });
+    expect(cancelled.calls[0]).toMatchObject({
+      status: 'done',
+      detail: 'the bot no longer merges it when its build succeeds',
+    });
+    expect(store.watched()).toEqual([]);
   });
 
   it('a crash between arming and watching is repaired by running the plan again', async () => {
