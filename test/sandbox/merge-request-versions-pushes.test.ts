@@ -307,6 +307,46 @@ describe('sandbox: merge request versions and the notes of a push', { timeout: 6
     }
   });
 
+  it("the target's own commits a push brings are summed up on one line, the merge request's listed", async () => {
+    const t = await world();
+    await t.branch('sync', 'master');
+    await t.commit('sync', 'a.txt', 'Add a');
+    const mr = await t.open('sync');
+    const before = await t.head('sync');
+    await t.commit('master', 'm1.txt', 'Master one', t.w.master);
+    const m2 = await t.commit('master', 'm2.txt', 'Master two', t.w.master);
+    const dev = await t.clone(t.w.developer);
+    await dev.git('fetch', '--quiet', 'origin');
+    await dev.git('checkout', '--quiet', '-B', 'sync', 'origin/sync');
+    await dev.git('merge', '--quiet', '--no-ff', '-m', 'Sync with master', 'origin/master');
+    await dev.git('push', '--quiet', 'origin', 'HEAD:refs/heads/sync');
+    const merge = await t.head('sync');
+    expect(await t.systemNotes(mr.id)).toEqual([
+      `Added 3 commits:\n\n* ${before.slice(0, 8)}...${m2.short_id} - 2 commits from branch \`master\`\n* ${merge.slice(0, 11)} - Sync with master`,
+    ]);
+  });
+
+  it("from a fork, the target's commits are named with the target's namespace", async () => {
+    const t = await world(20);
+    const owner = t.w.outsider;
+    const forked = await owner.as('POST', `/projects/fork/${t.w.project.id}`);
+    const fork = t.sb.ctx.db.data.projects.find((p) => p.id === forked.body.id)!;
+    await t.branch('feat', 'master', owner, fork.id);
+    await t.commit('feat', 'a.txt', 'Add a', owner, fork.id);
+    const mr = await t.open('feat', owner, { target_project_id: t.w.project.id }, fork.id);
+    const upstream = await t.commit('master', 'up.txt', 'Upstream', t.w.master);
+    const mine = await t.clone(owner, fork);
+    const ns = t.sb.ctx.db.data.namespaces.find((x) => x.id === t.w.project.namespace_id)!;
+    await mine.git('fetch', '--quiet', `${t.sb.url}/${ns.path}/${t.w.project.path}.git`, 'master');
+    await mine.git('checkout', '--quiet', '-B', 'feat', 'origin/feat');
+    await mine.git('merge', '--quiet', '--no-ff', '-m', 'Sync', 'FETCH_HEAD');
+    await mine.git('push', '--quiet', 'origin', 'HEAD:refs/heads/feat');
+    const merge = await t.head('feat', fork.id);
+    expect(await t.systemNotes(mr.id)).toEqual([
+      `Added 2 commits:\n\n* ${upstream.short_id} - 1 commit from branch \`${ns.path}:master\`\n* ${merge.slice(0, 11)} - Sync`,
+    ]);
+  });
+
   it('what a branch made again brings past the version head before it is noted (8.x `find_new_commits`)', async () => {
     // A version made at start for a merge request the sandbox did not see being made (here: its
     // first version taken away) has a head; a branch made again past it notes the commits between.

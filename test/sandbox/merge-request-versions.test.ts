@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/api/client.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { makeWorld, type Member, type World } from '../helpers/issuable-world.ts';
 import { useSandbox } from '../helpers/sandbox.ts';
@@ -99,6 +100,16 @@ describe('sandbox: the merge request versions API', () => {
     const current = versions.find((v) => v.created_at <= comment.created_at);
     expect(current?.head_commit_sha).toBe(seen);
     expect(versions[0]!.created_at > comment.created_at).toBe(true);
+  });
+
+  it("the bot's client reads both (its schemas take the sandbox's answers)", async () => {
+    const client = createClient({ baseUrl: sandbox().sb.url, token: priv.reporter.user.private_token });
+    const versions = [];
+    for await (const v of client.mergeRequests.versions(priv.project.id, mrId)) versions.push(v);
+    expect(versions.map((v) => v.head_commit_sha)).toEqual([heads[2], heads[1], heads[0]]);
+    const one = await client.mergeRequests.version(priv.project.id, mrId, versions[0]!.id);
+    expect(one.commits.map((c) => c.id)).toEqual([heads[2], heads[1], heads[0]]);
+    expect(one.diffs).toHaveLength(3);
   });
 
   it('pages as the other lists: per_page and page, X-Total, Link', async () => {
