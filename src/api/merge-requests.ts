@@ -1,6 +1,6 @@
 /**
- * Merge requests (docs/api-v3.md#merge-requests): list, read, diff, create, edit, delete, subscribe,
- * accept (merge) and cancel merge-when-build-succeeds. Paths always use the plural
+ * Merge requests (docs/api-v3.md#merge-requests): list, read, diff, versions (8.12+), create, edit,
+ * delete, subscribe, accept (merge) and cancel merge-when-build-succeeds. Paths always use the plural
  * `/merge_requests/:merge_request_id` form with the global `id`, never the `iid` (the deprecated
  * singular `/merge_request/:id` path of real servers is never used).
  */
@@ -56,6 +56,33 @@ export type MergeRequest = z.infer<typeof mergeRequestSchema>;
 export const mergeRequestChangesSchema = mergeRequestSchema.extend({ changes: z.array(diffEntrySchema) });
 /** A merge request with its diff (`GET .../changes`). */
 export type MergeRequestChanges = z.infer<typeof mergeRequestChangesSchema>;
+
+/**
+ * One version of a merge request (servers 8.12 and later, docs/api-v3.md#merge-request-version): the
+ * diff the server made of it at `created_at`. `head_commit_sha` is the source head then, null when the
+ * branch was gone. Versions come newest first; the one current at a comment's `created_at` holds the
+ * head its writer saw (docs/server-behaviour.md#merge-request-versions).
+ */
+export const mergeRequestVersionSchema = z.looseObject({
+  id: z.number(),
+  head_commit_sha: z.string().nullable(),
+  base_commit_sha: z.string().nullable(),
+  start_commit_sha: z.string().nullable(),
+  created_at: z.string(),
+  merge_request_id: z.number(),
+  /** `collected`, `empty`, `overflow`. */
+  state: z.string(),
+  /** Files changed, as a string (`"1"`, `"100+"`); null without commits. */
+  real_size: z.union([z.string(), z.number()]).nullish(),
+});
+export type MergeRequestVersion = z.infer<typeof mergeRequestVersionSchema>;
+
+/** One version with its commits (newest first, the list form without `allow_failure`) and its diff. */
+export const mergeRequestVersionDetailSchema = mergeRequestVersionSchema.extend({
+  commits: z.array(z.looseObject({ id: z.string(), title: z.string(), created_at: z.string() })),
+  diffs: z.array(diffEntrySchema),
+});
+export type MergeRequestVersionDetail = z.infer<typeof mergeRequestVersionDetailSchema>;
 
 /** The commits of a merge request: the list form of a commit without `allow_failure`. */
 export type MergeRequestCommit = Omit<Commit, 'allow_failure'>;
@@ -201,6 +228,42 @@ export function createMergeRequestsApi(http: Http) {
         method: 'GET',
         route: `${MR}/commits`,
         params: mrParams(project, mergeRequestId),
+        ...options,
+      });
+    },
+
+    /**
+     * The merge request's versions, newest first (servers 8.12 and later; paginated from a later 8.x
+     * release, whole on 8.12: both read as one list). A server without the endpoint answers 404
+     * `{"error":"404 Not Found"}`: thrown as the ApiError it is (`kind` `not_found`, `messageKey`
+     * `error`; a missing merge request says `message`), for the caller to fall back on what it has.
+     */
+    versions(
+      project: ProjectRef,
+      mergeRequestId: number,
+      options: ListOptions = {},
+    ): AsyncIterable<MergeRequestVersion> {
+      return http.paginate({
+        method: 'GET',
+        route: `${MR}/versions`,
+        params: mrParams(project, mergeRequestId),
+        schema: mergeRequestVersionSchema,
+        ...options,
+      });
+    },
+
+    /** One version with its commits and diff (as large as the change: `maxBytes` bounds what is read). */
+    version(
+      project: ProjectRef,
+      mergeRequestId: number,
+      versionId: number,
+      options: BoundedCallOptions = {},
+    ): Promise<MergeRequestVersionDetail> {
+      return http.request({
+        method: 'GET',
+        route: `${MR}/versions/:version_id`,
+        params: { ...mrParams(project, mergeRequestId), version_id: versionId },
+        schema: mergeRequestVersionDetailSchema,
         ...options,
       });
     },

@@ -13,7 +13,7 @@
  */
 import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { SandboxData } from './db.ts';
+import { withAllCollections, type SandboxData } from './db.ts';
 
 export const DATA_FILE_MODE = 0o600;
 export const DATA_FOLDER_MODE = 0o700;
@@ -77,7 +77,8 @@ export function dataFile(file: string): DataFile {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
       }
-      return JSON.parse(text) as SandboxData;
+      // A file of an earlier version lacks the collections kept since: they start empty.
+      return withAllCollections(JSON.parse(text) as SandboxData);
     },
     async write(data) {
       // A temporary file a crash left behind may be 0644: made anew, never reused.

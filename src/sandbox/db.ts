@@ -207,6 +207,27 @@ export interface MergeRequestRec {
   updated_at: Timestamp;
 }
 
+/**
+ * One version of a merge request (8.12+ `MergeRequestDiff`, the API's "merge request diff version"):
+ * the diff the server made of it at one moment. 8.x makes one when the merge request is created, at
+ * every push to its source branch while it is open (a reset, a force push, the branch deleted or made
+ * again), at a push to its target branch that is a force push or brings some of its commits, when it
+ * is reopened and when its target branch changes (docs/server-behaviour.md#merge-request-versions).
+ * What the versions API answers beside these (`base_commit_sha`, `state`, `real_size`, the diffs)
+ * follows from them and is worked out when read (merge-request-versions.ts).
+ */
+export interface MergeRequestDiffRec {
+  id: number;
+  merge_request_id: number;
+  /** The source branch's head then; null when the branch was gone (a version of state `empty`). */
+  head_commit_sha: string | null;
+  /** The target branch's head then; null when it was gone. */
+  start_commit_sha: string | null;
+  /** The commits of `start..head` then, newest first (8.x keeps them with the version: `st_commits`). */
+  commit_shas: string[];
+  created_at: Timestamp;
+}
+
 export interface NoteRec {
   id: number;
   project_id: number;
@@ -319,6 +340,8 @@ export interface SandboxData {
   milestones: MilestoneRec[];
   issues: IssueRec[];
   mergeRequests: MergeRequestRec[];
+  /** Merge request versions, oldest first (ids grow). Absent from data files of earlier versions. */
+  mergeRequestDiffs: MergeRequestDiffRec[];
   notes: NoteRec[];
   subscriptions: SubscriptionRec[];
   statuses: StatusRec[];
@@ -345,6 +368,7 @@ export function emptyData(now: Timestamp): SandboxData {
     milestones: [],
     issues: [],
     mergeRequests: [],
+    mergeRequestDiffs: [],
     notes: [],
     subscriptions: [],
     statuses: [],
@@ -372,6 +396,19 @@ export function emptyData(now: Timestamp): SandboxData {
       updated_at: now,
     },
   };
+}
+
+/**
+ * Data as read from a file, made whole: a collection this version keeps and the file's version did
+ * not (merge request versions, in files written before the sandbox kept them) starts empty, so an
+ * older data file loads as it is. Fills in place and answers the same object.
+ */
+export function withAllCollections(stored: SandboxData): SandboxData {
+  const fresh = emptyData(new Date(0).toISOString()) as unknown as Record<string, unknown>;
+  const data = stored as unknown as Record<string, unknown>;
+  for (const [kind, empty] of Object.entries(fresh))
+    if (Array.isArray(empty) && !Array.isArray(data[kind])) data[kind] = [];
+  return stored;
 }
 
 /** The live data plus the few operations every route needs. */

@@ -10,6 +10,10 @@
  * 2. `reload_merge_requests`' `fetch_ref`: the open merge requests from the pushed branch get their
  *    `refs/merge-requests/<iid>/head` moved to the new head in their target repository
  *    (merge-request-refs.ts), before the `update` hook of routes/merge-requests.ts tells anyone.
+ * 3. `reload_merge_requests` itself: the merge requests around the pushed branch get a new version
+ *    when 8.x makes one (merge-request-versions.ts).
+ * 4. The system notes on the open merge requests from the pushed branch: `Deleted source branch` /
+ *    `Restored source branch`, `Added N commits` (source-branch-notes.ts).
  *
  * It is registered before the merge requests' own listener (routes/index.ts), which then refreshes
  * the open ones left and fires their `update` hooks, in 8.x's order.
@@ -19,7 +23,9 @@ import type { GitCommit, PushEvent, SandboxContext } from './context.ts';
 import type { MergeRequestRec } from './db.ts';
 import { inStateScope } from './issuables.ts';
 import { commitsBetween, keepMergeRequestRef, mergeRequestRefHead } from './merge-request-refs.ts';
+import { latestVersion, recordVersionsOnPush } from './merge-request-versions.ts';
 import { closesIssues, postMerge } from './post-merge.ts';
+import { noteSourceBranchPush, sourceMergeRequests } from './source-branch-notes.ts';
 
 const NULL_SHA = '0000000000000000000000000000000000000000';
 
@@ -76,5 +82,10 @@ export function registerRefreshMergeRequests(_router: Router, ctx: SandboxContex
     const branch = push.ref.slice('refs/heads/'.length);
     await closeMergedByPush(ctx, push, branch);
     await keepRefs(ctx, push, branch);
+    // 8.x reads the versions' heads before it makes new ones (`find_new_commits` comes first).
+    const from = sourceMergeRequests(ctx, push, branch);
+    const priorHeads = new Map(from.map((mr) => [mr.id, latestVersion(ctx, mr)?.head_commit_sha ?? null]));
+    await recordVersionsOnPush(ctx, push, branch);
+    await noteSourceBranchPush(ctx, push, from, priorHeads);
   });
 }

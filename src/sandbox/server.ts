@@ -16,6 +16,7 @@ import { createDb, emptyData, type Db, type SandboxData, type UserRec } from './
 import { createGitRepos } from './git.ts';
 import { installPushHooks, pushWorkIdle } from './git-access.ts';
 import { ensureMergeRequestRefs } from './merge-request-refs.ts';
+import { ensureMergeRequestVersions } from './merge-request-versions.ts';
 import { registerGitHttp } from './git-http.ts';
 import { type GitSshServer, startGitSsh } from './git-ssh.ts';
 import { createHookDispatcher } from './hook-dispatcher.ts';
@@ -209,6 +210,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     await seedDemo(ctx);
   }
   await ensureMergeRequestRefs(ctx);
+  await ensureMergeRequestVersions(ctx);
   db.changed();
   // Before listening: a refused CI (a user of its name that is not its own) stops the start cleanly.
   let ci: SimulatedCi | undefined;

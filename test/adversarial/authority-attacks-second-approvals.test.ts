@@ -119,8 +119,12 @@ describe(
       await a.createBranch(a.outsider, a.forkId, 'feat', unreviewed);
       await w.ci.idle();
       expect((await a.mr(mr.id)).sha).toBe(unreviewed);
-      // Nothing on the merge request says that its head changed after the comment.
-      expect(await systemNotesAfter(a, mr.id, byMaster)).toEqual([]);
+      // Nothing on the merge request says that its head changed after the comment but the branch's
+      // presence notes 8.x writes (no `Added N commits`: the version before the new head had none).
+      expect(await systemNotesAfter(a, mr.id, byMaster)).toEqual([
+        'Deleted source branch `feat`',
+        'Restored source branch `feat`',
+      ]);
 
       await w.processNote(mr.id, byMaster);
       // The approval has settled; the train runs.
@@ -149,7 +153,10 @@ describe(
       await a.deleteBranch(a.mallory, w.project.id, 'mine');
       await a.createBranch(a.mallory, w.project.id, 'mine', unreviewed);
       await w.ci.idle();
-      expect(await systemNotesAfter(a, mine.id, byMaster)).toEqual([]);
+      expect(await systemNotesAfter(a, mine.id, byMaster)).toEqual([
+        'Deleted source branch `mine`',
+        'Restored source branch `mine`',
+      ]);
 
       await w.processNote(mine.id, byMaster);
       await w.drive(() => w.active() === 0, 'the queue to stand still');

@@ -9,6 +9,7 @@ import { registerHookRoutes } from './hooks.ts';
 import { registerIssueRoutes } from './issues.ts';
 import { registerLabelRoutes } from './labels.ts';
 import { registerMemberRoutes } from './members.ts';
+import { registerMergeRequestVersionRoutes } from './merge-request-versions.ts';
 import { registerMergeRequestRoutes } from './merge-requests.ts';
 import { registerNoteRoutes } from './notes.ts';
 import { registerProjectRoutes } from './projects.ts';
@@ -32,6 +33,7 @@ export const routeFamilies: RegisterRoutes[] = [
   // Before the merge requests' own push listener: merged-by-push and the refs first, as 8.x does.
   registerRefreshMergeRequests,
   registerMergeRequestRoutes,
+  registerMergeRequestVersionRoutes,
   registerUserRoutes,
   registerSettingsRoutes,
   registerProjectRoutes,

@@ -48,6 +48,7 @@ import {
   sourceHead,
 } from '../merge-request-view.ts';
 import { keepMergeRequestRef } from '../merge-request-refs.ts';
+import { recordVersion } from '../merge-request-versions.ts';
 import { buildActive, buildStatus, registerMergeWhenBuildSucceeds } from '../merge-when-build-succeeds.ts';
 import { mergeRequestPayload, type MergeRequestAction } from '../payloads/index.ts';
 import {
@@ -151,8 +152,11 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
     addSystemNote(ctx, project, 'MergeRequest', mr, user, `Status changed to ${status}`);
     event(mr, user, status);
     db.changed();
-    // 8.x `ReopenService` reloads the diff, which fetches `refs/merge-requests/<iid>/head` again.
-    if (action === 'reopen') await keepMergeRequestRef(ctx, mr);
+    // 8.x `ReopenService` reloads the diff (a new version), which fetches `refs/merge-requests/<iid>/head` again.
+    if (action === 'reopen') {
+      await keepMergeRequestRef(ctx, mr);
+      await recordVersion(ctx, mr);
+    }
     await emit(mr, user, action);
     return true;
   }
@@ -297,8 +301,8 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
 
   /**
    * A push to a branch refreshes the `merge_status` of the open merge requests from or into it; one to
-   * a source branch also leaves a system note (`Added 1 commit`) and fires `Merge Request Hook` `update`
-   * with `oldrev` (real 8.x `MergeRequests::RefreshService`).
+   * a source branch also fires `Merge Request Hook` `update` with `oldrev` (real 8.x
+   * `MergeRequests::RefreshService`; its versions and system notes: refresh-merge-requests.ts).
    */
   ctx.on.push.push(async (push) => {
     if (!push.ref.startsWith('refs/heads/')) return;
@@ -317,21 +321,7 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
         mr.merge_user_id = null;
         mr.merge_params = {};
       }
-      const project = projectById(mr.project_id)!;
-      const { commits } =
-        push.before === NULL_SHA
-          ? { commits: [] }
-          : await ctx.git.compare(push.project.id, push.before, push.project.id, push.after, {
-              diffs: false,
-            });
-      // Every push to the source branch but its creation leaves the note, a push that adds no commit
-      // (a reset to an older one) too: `Added 0 commits:` (8.x `SystemNoteService.add_commits`, run by
-      // `RefreshService#comment_mr_with_commits` whatever the new commits).
-      if (push.before !== NULL_SHA) {
-        const count = `${commits.length} commit${commits.length === 1 ? '' : 's'}`;
-        const list = commits.map((c) => `* ${c.short_id} - ${c.title}`).join('\n');
-        addSystemNote(ctx, project, 'MergeRequest', mr, push.user, `Added ${count}:\n\n${list}`);
-      }
+      // Its version and its system notes were made before (refresh-merge-requests.ts), as in 8.x.
       mr.updated_at = db.now();
       db.changed();
       await emit(mr, push.user, 'update', { oldrev: push.before });
@@ -423,8 +413,9 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       refreshMergeStatus(mr);
       event(mr, who.user, 'opened');
       db.changed();
-      // 8.x makes the first diff on create, which fetches `refs/merge-requests/<iid>/head`.
+      // 8.x makes the first diff (version) on create, which fetches `refs/merge-requests/<iid>/head`.
       await keepMergeRequestRef(ctx, mr);
+      await recordVersion(ctx, mr);
       await emit(mr, who.user, 'open');
       res.status(200).json(await view(mr, who));
     }),
@@ -549,6 +540,8 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
             );
             mr.target_branch = edits.target_branch;
             refreshMergeStatus(mr);
+            // 8.x `reload_diff_if_branch_changed`: a new version, while it is open.
+            if (isOpen(mr)) await recordVersion(ctx, mr);
           }
           if (edits.assignee_id !== undefined && edits.assignee_id !== mr.assignee_id) {
             const assignee = db.data.users.find((u) => u.id === edits.assignee_id);
