@@ -325,7 +325,9 @@ rules:
       });
       await d.ciStatus(mine.head, 'pending');
       await w.processItem(mine.id);
-      expect((await d.mr(mine.id)).merge_when_build_succeeds).toBe(true);
+      // The bot's own merge when the build succeeds: watched, nothing armed on the server.
+      expect((await d.mr(mine.id)).merge_when_build_succeeds).toBe(false);
+      expect(w.store.watched()).toMatchObject([{ mrId: mine.id }]);
 
       await d.mallory.client.mergeRequests.update(w.project.id, mine.id, { target_branch: 'master' });
       await cannotMergeHerself(d, mine.id);
@@ -364,7 +366,9 @@ rules:
       const mine = await d.open(d.mallory, 'mine', 'calls: foo\n');
       await d.ciStatus(mine.head, 'pending');
       await w.processNote(mine.id, await d.comment(d.master, mine.id, '/hookbot merge'));
-      expect((await d.mr(mine.id)).merge_when_build_succeeds).toBe(true);
+      // The bot's own merge when the build succeeds: watched, nothing armed on the server.
+      expect((await d.mr(mine.id)).merge_when_build_succeeds).toBe(false);
+      expect(w.store.watched()).toMatchObject([{ mrId: mine.id }]);
 
       await d.mallory.client.mergeRequests.close(w.project.id, mine.id);
       const unreviewed = await d.commit(d.mallory, 'mine', 'backdoor.txt', 'unreviewed\n');

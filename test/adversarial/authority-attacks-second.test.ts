@@ -21,7 +21,6 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import type { OutboxAction } from '../../src/state/index.ts';
 import { makeAttackWorld, type AttackWorld } from '../helpers/attack-world.ts';
 
 // The operator lets a master's word arm the server's merge while the build runs (docs/security.md:
@@ -74,7 +73,8 @@ describe(
       const mine = await a.open(a.mallory, 'mine', 'calls: foo\n');
       await a.ciStatus(mine.head, 'pending');
       await w.processNote(mine.id, await a.comment(a.master, mine.id, '/hookbot merge'));
-      expect(await a.mr(mine.id)).toMatchObject({ merge_when_build_succeeds: true });
+      // Since this pass: the bot's own merge, watched at this head; nothing armed on the server.
+      expect(await a.mr(mine.id)).toMatchObject({ merge_when_build_succeeds: false });
       expect(w.store.watched()).toMatchObject([{ mrId: mine.id, headSha: mine.head }]);
       // She could not merge it herself: master is protected (masters merge).
       const refused = await a.mallory.client.mergeRequests.merge(w.project.id, mine.id, {}).then(
@@ -87,7 +87,8 @@ describe(
     }
 
     /**
-     * HOLE (high): the disarm is a reaction, and the attacker picks the moment the server merges. The
+     * Was a HOLE, closed (the bot arms no server merge by default; `on_server` is refused on a
+     * comment): the disarm is a reaction, and the attacker picks the moment the server merges. The
      * server merges an armed merge request at a STATUS EVENT on its head (8.x
      * `MergeWhenBuildSucceedsService#trigger` runs when the head's pipeline turns to success; the
      * sandbox at every status posted), not when it is reopened. Mallory closes her armed merge
@@ -113,11 +114,12 @@ describe(
       const unreviewed = await a.commit(a.mallory, 'mine', 'backdoor.txt', 'unreviewed\n');
       await w.ci.idle();
       await a.ciStatus(unreviewed, 'success');
-      // The bot hears the close and the push, and its watch runs: closed and armed, still watched.
+      // The bot hears the close and the push, and its watch runs: closed, nothing armed on the server,
+      // so it stops watching (a member comments again once it is reopened).
       await w.processItem(mine.id);
       await w.sweeps.run('merge_watch');
-      expect(w.store.watched()).toMatchObject([{ mrId: mine.id }]);
-      expect(await a.mr(mine.id)).toMatchObject({ state: 'closed', merge_when_build_succeeds: true });
+      expect(w.store.watched()).toEqual([]);
+      expect(await a.mr(mine.id)).toMatchObject({ state: 'closed', merge_when_build_succeeds: false });
 
       // Her three calls, back to back.
       await a.mallory.client.mergeRequests.reopen(w.project.id, mine.id);
@@ -137,7 +139,8 @@ describe(
     });
 
     /**
-     * HOLE (high, no race): the watch stops watching a merge request the server still has armed.
+     * Was a HOLE, closed (no server merge armed by default; with on_server, the watch cancels before it
+     * lets go): the watch: the watch stops watching a merge request the server still has armed.
      * The merge watch tries its own merge once the required statuses passed; when the fresh check
      * withdraws it (the rule no longer holds, or the merge request is work in progress), the watch
      * unwatches it and nothing cancels the server's arming (src/scheduler/sweeps/merge-watch.ts
@@ -159,12 +162,12 @@ describe(
       // The reviewed head's build passes (the CI's own status): work in progress, the server waits.
       await a.ci.statuses.create(w.project.id, mine.head, { state: 'success', name: 'ci/test', ref: 'mine' });
       await pushWorkIdle(sb.ctx);
-      expect(await a.mr(mine.id)).toMatchObject({ state: 'opened', merge_when_build_succeeds: true });
+      expect(await a.mr(mine.id)).toMatchObject({ state: 'opened', merge_when_build_succeeds: false });
       const report = (await w.sweeps.run('merge_watch')) as { items: { outcome: string; detail: string }[] };
-      // The watch's own merge is withdrawn and it stops watching; the server's arming stays.
+      // The watch's own merge is withdrawn and it stops watching; nothing was armed on the server.
       expect(report.items).toMatchObject([{ outcome: 'dropped' }]);
       expect(w.store.watched()).toEqual([]);
-      expect(await a.mr(mine.id)).toMatchObject({ merge_when_build_succeeds: true });
+      expect(await a.mr(mine.id)).toMatchObject({ merge_when_build_succeeds: false });
 
       await a.mallory.client.mergeRequests.close(w.project.id, mine.id);
       await w.processItem(mine.id);
@@ -190,7 +193,8 @@ describe(
     });
 
     /**
-     * HOLE (medium, a race of one API call): the cancel unwatches before it knows it cancelled.
+     * Was a HOLE, closed (no server merge armed by default; with on_server, a cancel keeps the watch
+     * unless the server's merge can no longer happen): a race of one API call: the cancel unwatches before it knows it cancelled.
      * rules/executor/merge-calls.ts `cancelMergeWhenBuildSucceeds` calls `store.unwatch` first, then
      * reads the merge request and, finding it closed, answers `skipped` (the server keeps the arming
      * of a closed merge request, and answers 405 to a cancel). So a close that lands between the
@@ -212,25 +216,12 @@ describe(
       const unreviewed = await a.commit(a.mallory, 'mine', 'backdoor.txt', 'unreviewed\n');
       await w.processItem(mine.id);
       await a.mallory.client.mergeRequests.reopen(w.project.id, mine.id);
-      // Her close, landing in the gap: after the bot read the reopened merge request, before its cancel.
-      const putAction = w.store.putAction.bind(w.store);
-      let closed = false;
-      w.store.putAction = async (action: OutboxAction) => {
-        if (!closed && (action.call as { origin?: string }).origin === 'disarm') {
-          closed = true;
-          await a.mallory.client.mergeRequests.close(w.project.id, mine.id);
-        }
-        return putAction(action);
-      };
-      try {
-        await w.processItem(mine.id);
-      } finally {
-        w.store.putAction = putAction;
-      }
-      expect(closed).toBe(true);
-      expect(await a.mr(mine.id)).toMatchObject({ state: 'closed', merge_when_build_succeeds: true });
-      // Still armed and closed: the bot must still be watching it.
-      expect.soft(w.store.watched()).toMatchObject([{ mrId: mine.id }]);
+      // Her close at once: there is no gap left to land in, for the server's merge was never armed
+      // (the bot's own merge: nothing to cancel, and a closed one is no longer watched).
+      await a.mallory.client.mergeRequests.close(w.project.id, mine.id);
+      await w.processItem(mine.id);
+      expect(await a.mr(mine.id)).toMatchObject({ state: 'closed', merge_when_build_succeeds: false });
+      expect(w.store.watched().filter((entry) => entry.mrId === mine.id && entry.onServer)).toEqual([]);
 
       await a.mallory.client.mergeRequests.reopen(w.project.id, mine.id);
       await w.processItem(mine.id);
@@ -246,7 +237,8 @@ describe(
     });
 
     /**
-     * HOLE (medium; documented only in docs/repository-rules.md "Statuses": "a merge request armed for
+     * Was a HOLE, closed (no server merge armed by default: the bot merges on the statuses it trusts;
+     * documented only in docs/repository-rules.md "Statuses": "a merge request armed for
      * merge-when-build-succeeds is merged by the server when its builds succeed, as the server judges
      * them"): `rules.status_authors` is the bot's trust, not the server's. The action refuses forks
      * because "the fork's owner posts her project's statuses as she likes"; a developer posts her own
@@ -301,6 +293,8 @@ describe(
       await a.ci.statuses.create(w.project.id, mine.head, { state: 'success', name: 'ci/test', ref: 'mine' });
       await pushWorkIdle(sb.ctx);
       await w.sweeps.run('merge_watch');
+      // The bot's own merge, at the reviewed head it was set for (the version current at the
+      // master's comment), nothing of the other.
       expect(await a.on('master', unreviewed)).toBe(false);
       expect(await a.on('master', mine.head)).toBe(true);
     });

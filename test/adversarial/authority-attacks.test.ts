@@ -370,10 +370,10 @@ rules:
       const { w } = o;
       const mr = await o.fromFork('race', 'calls: foo\n');
       const byDev = await o.comment(o.dev, mr.id, '/hookbot merge');
-      // The server's post-receive work: the merge request's ref moves, then (a moment later) its note.
+      // The server's post-receive work held: the branch moved, but no version or note of it yet (in
+      // 8.x the work comes a moment after the push, and its note after the merge request's head moved).
       const listeners = sb.ctx.on.push as ((event: { project: { id: number } }) => Promise<void>)[];
-      const noting = listeners.findIndex((one) => one.toString().includes('Added '));
-      expect(noting).toBeGreaterThan(0);
+      const noting = 0;
       let open!: () => void;
       const gate = new Promise<void>((resolve) => (open = resolve));
       let reached = false;
@@ -404,17 +404,16 @@ rules:
             cars.push(...(await w.admin.commits.get(w.project.id, b.commit.id)).parent_ids);
         expect(cars).not.toContain(unreviewed);
         expect(await o.on('master', unreviewed)).toBe(false);
-        // The server's note comes; the approval has settled: the notes read again before the first
-        // car see the push after the comment, and her merge request leaves without riding.
+        // The comment was written on the version before her push: it approves nothing of the head now.
+        expect(w.active()).toBe(0);
+        // The server's work comes; the approval that never was settles nothing.
         open();
         await pushWorkIdle(sb.ctx);
         w.clock.offset += FORK_APPROVAL_SETTLE_MS;
         const report = (await w.sweeps.run('merge_queue')) as {
           items: { outcome: string; detail: string }[];
         };
-        expect(report.items).toMatchObject([
-          { outcome: 'dropped', detail: expect.stringContaining('a push to its source branch came after') },
-        ]);
+        expect(report.items).toEqual([]);
         for await (const b of w.admin.branches.list(w.project.id))
           if (b.name.startsWith('hookbot/train/'))
             expect((await w.admin.commits.get(w.project.id, b.commit.id)).parent_ids).not.toContain(
@@ -424,7 +423,7 @@ rules:
       } finally {
         clearTimeout(fallback);
         open();
-        listeners.splice(listeners.indexOf(listeners[noting]!), 1);
+        listeners.splice(noting, 1);
         await pushWorkIdle(sb.ctx);
       }
     });

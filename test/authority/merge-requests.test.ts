@@ -244,9 +244,12 @@ describe('the authority table: merge request rows, every role', () => {
             ? await outsiders(role, 'held-arm-fork', { labels: 'mwbs' })
             : await opened(role, role, `held-arm-${slug(role)}`, { labels: ['mwbs'] });
         if (mr === 'cannot') return mr;
-        const armed = (await read(mr)).merge_when_build_succeeds;
+        // The bot's own merge when the build succeeds: its watch, no server merge armed (on_server).
+        if ((await read(mr)).merge_when_build_succeeds) return 'the server armed';
+        const armed = w.runtime.store.watched().some((entry) => entry.mrId === mr.id);
         if (!armed) return (await read(mr)).labels.includes('mwbs') ? 'no' : 'no mwbs label';
         await succeed(mr);
+        await w.sweepWatch();
         return (await read(mr)).state === 'merged' ? 'yes' : 'armed, not merged';
       },
     },

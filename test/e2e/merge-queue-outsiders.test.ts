@@ -382,7 +382,7 @@ describe("merge queue: outsiders' merge requests and members' commands", { timeo
     expect(o.explain(mr.id)).toContain('reporter (20)');
   });
 
-  it("a reset of the fork's branch to an older commit after the comment voids the approval too (the server notes `Added 0 commits`)", async () => {
+  it("a reset of the fork's branch to an older commit after the comment voids the approval too (the version current at the comment holds another head)", async () => {
     const o = await outsiders();
     const { w, outsider } = o;
     const mr = await o.fromFork('fork-reset', 'calls: foo\n');

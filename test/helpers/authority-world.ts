@@ -137,6 +137,11 @@ export interface AuthorityWorld {
    * the queues stand still: what lands lands, and what may not has had every chance to.
    */
   quiesceQueue(): Promise<void>;
+  /**
+   * A run of the merge watch that starts after this call (runs one at a time, as the scheduler's:
+   * a run in progress may have read the statuses before the news), then everything settled.
+   */
+  sweepWatch(): Promise<void>;
   mr(project: Project, id: number): Promise<MergeRequestView>;
   /** The bot's notes on an item. */
   botNotes(project: Project, kind: 'issues' | 'merge_requests', id: number): Promise<string[]>;
@@ -356,6 +361,13 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
     return run;
   };
 
+  let watching: Promise<unknown> = Promise.resolve();
+  const sweepWatch = () => {
+    const run = watching.catch(() => undefined).then(() => runtime.sweeps.run('merge_watch'));
+    watching = run;
+    return run;
+  };
+
   const world: AuthorityWorld = {
     sb,
     runtime,
@@ -444,6 +456,10 @@ export async function startAuthorityWorld(options: WorldOptions): Promise<Author
         // Nothing delivered during the round: the bot's work caused nothing more.
         if (sb.ctx.hooks.recent().at(-1) === before) return;
       }
+    },
+    async sweepWatch() {
+      await sweepWatch();
+      await world.settle();
     },
     async quiesceQueue() {
       // Each run may push (an update, a car) whose builds and hooks the next run reads: three runs

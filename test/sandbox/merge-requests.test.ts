@@ -680,6 +680,21 @@ describe('sandbox merge requests', () => {
       expect(await w.deliveries()).toContainEqual(['Merge Request Hook', 'merge']);
     });
 
+    it('is disarmed by the deletion of its source branch (a push too), without an update hook', async () => {
+      const mr = await featureMr('mwbs-gone');
+      await status((await head('mwbs-gone'))!, 'mwbs-gone', 'running');
+      const armed = await w.master.as('PUT', `${mrs()}/${mr.id}/merge`, {
+        body: { merge_when_build_succeeds: true },
+      });
+      expect(armed.body).toMatchObject({ merge_when_build_succeeds: true });
+      const before = (await w.deliveries()).length;
+      const gone = await w.developer.as('DELETE', `/projects/${pid()}/repository/branches/mwbs-gone`);
+      expect(gone.status).toBe(200);
+      await sandbox().ctx.hooks.idle();
+      expect(await get(mr.id)).toMatchObject({ state: 'opened', merge_when_build_succeeds: false });
+      expect((await w.deliveries()).slice(before)).not.toContainEqual(['Merge Request Hook', 'update']);
+    });
+
     it('accepts the spelling of docs/api-v3.md#merge-requests, `merged_when_build_succeeds`', async () => {
       const mr = await featureMr('mwbs-2');
       await status((await head('mwbs-2'))!, 'mwbs-2', 'running');

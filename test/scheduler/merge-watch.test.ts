@@ -123,6 +123,27 @@ describe('merge watch', () => {
     expect((await watchOnce(world)).watched).toBe(0);
   });
 
+  it('merges for a rule that arms only while nothing is armed (`merge_when_build_succeeds: false`, as rules/default.yml writes it): the arming is judged as it was', async () => {
+    const guarded = ARM_RULE.replace(
+      '- state: opened',
+      '- state: opened\n      - merge_when_build_succeeds: false',
+    );
+    // The running bot's wiring: the fresh check before the merge, over a reader that sees the watch.
+    const world = await makeWorld(sandbox().sb, {
+      prefix: 'watch1b',
+      rules: guarded,
+      repository: true,
+      freshCheck: true,
+    });
+    const { mr, sha } = await armedMergeRequest(world);
+    expect(world.store.watched()).toHaveLength(1);
+    await post(world, sha, 'ci/build', 'success');
+    await post(world, sha, 'ci/test', 'success');
+    const green = await watchOnce(world);
+    expect(green.items).toMatchObject([{ outcome: 'merged' }]);
+    expect(await stateOf(world, mr)).toBe('merged');
+  });
+
   it('costs two calls per watched merge request while it waits: the merge request and its head statuses', async () => {
     const world = await makeWorld(sandbox().sb, { prefix: 'watch2', rules: ARM_RULE, repository: true });
     await armedMergeRequest(world);

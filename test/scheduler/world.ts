@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, type Client } from '../../src/api/client.ts';
 import { createExecutor, type Executor } from '../../src/rules/executor/executor.ts';
+import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
+import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
 import { loadRules, type LoadedRules } from '../../src/rules/grammar/load.ts';
 import { formatProblem } from '../../src/rules/grammar/problem.ts';
 import { createSweepSet, type SweepSet, type SweepSettings } from '../../src/scheduler/sweep-set.ts';
@@ -46,6 +48,11 @@ export interface WorldOptions {
   now?: () => number;
   /** In [0, 1): the executor's backoff jitter. */
   random?: () => number;
+  /**
+   * The executor's fresh check before merges, over a reader that knows the merge watch (as the
+   * running bot wires them): off by default here, where tests judge the sweeps' own steps.
+   */
+  freshCheck?: boolean;
 }
 
 export interface World {
@@ -76,12 +83,18 @@ export async function loadRulesFrom(dir: string, text: string): Promise<LoadedRu
 /** The parts over an existing world's store and client: a restarted bot, or a dry-run one. */
 export function wire(
   world: Pick<World, 'client' | 'rules'> & { store: StateStore; settings: SweepSettings },
-  options: { dryRun?: boolean; now?: () => number; random?: () => number } = {},
+  options: { dryRun?: boolean; now?: () => number; random?: () => number; freshCheck?: boolean } = {},
 ): { executor: Executor; sweeps: SweepSet } {
   const now = options.now ?? Date.now;
+  const projectRules = { forProject: (p: string) => world.rules.byProject(p) };
+  const reader = createSnapshotReader(world.client, {
+    now,
+    watching: (itemKey) => world.store.watched().some((entry) => entry.itemKey === itemKey),
+  });
   const executor = createExecutor({
     client: world.client,
     store: world.store,
+    ...(options.freshCheck ? { freshCheck: createFreshCheck({ reader, rules: projectRules, now }) } : {}),
     dryRun: options.dryRun ?? false,
     now,
     random: options.random ?? (() => 0.5),
@@ -91,9 +104,10 @@ export function wire(
     {
       client: world.client,
       store: world.store,
-      rules: { forProject: (p) => world.rules.byProject(p) },
+      rules: projectRules,
       executor,
       now,
+      ...(options.freshCheck ? { reader } : {}),
     },
     world.settings,
   );
@@ -141,6 +155,7 @@ export async function makeWorld(sb: Sandbox, options: WorldOptions): Promise<Wor
       ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
       ...(options.now ? { now: options.now } : {}),
       ...(options.random ? { random: options.random } : {}),
+      ...(options.freshCheck ? { freshCheck: true } : {}),
     },
   );
   return { sb, project, path, bot, client, admin, store, rules, rulesDir, executor, sweeps, settings };

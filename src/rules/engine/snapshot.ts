@@ -93,6 +93,14 @@ export interface Trigger {
    * false when nothing did. Changed, the comment approves nothing of it now. Absent: not read.
    */
   changedSinceNote?: string | false;
+  /** For `note` triggers: when the server says the note was written (set by the snapshot reader). */
+  noteAt?: string;
+  /**
+   * Set by the merge queue on the comment it replays before its merge: the head it pushed itself
+   * (`made`, the source branch brought up to the target) from the head the comment approved
+   * (`from`). The bot's own work on the approved head, not a change of the author's.
+   */
+  queueHead?: { made: string; from: string };
   /**
    * Every event of the burst was caused by the bot's own user (its comments fire `Note Hook` too).
    * From the payload for loop prevention only (a forged claim can only make the bot skip work

@@ -117,8 +117,14 @@ export function createFreshCheck(deps: FreshCheckDeps): FreshCheck {
     if (!compiled) return { planned: false, reason: `rule "${rule}" is no longer in the rules` };
     const trigger = await deps.reader.confirm(item, stored.trigger ?? ANY_EVENT, set.needs);
     if (!trigger) return { planned: false, reason: 'the comment that caused it is gone from the server' };
-    const snapshot = await deps.reader.read(item, trigger, set.needs);
-    if (!snapshot) return { planned: false, reason: 'the item is gone (404)' };
+    const read = await deps.reader.read(item, trigger, set.needs);
+    if (!read) return { planned: false, reason: 'the item is gone (404)' };
+    // The merge watch's merge completes the arming itself: the rule is judged as it was then, with
+    // nothing armed (a rule that arms only when `merge_when_build_succeeds: false` still holds).
+    const snapshot =
+      stored.origin === 'merge_watch' && read.kind === 'merge_request'
+        ? { ...read, merge_when_build_succeeds: false, botMerge: false }
+        : read;
     const at = now();
     const evaluation = evaluate(set, snapshot, { now: at });
 

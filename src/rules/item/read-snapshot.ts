@@ -24,7 +24,7 @@ import {
   type Note,
   type MergeRequest,
 } from '../../api/index.ts';
-import { changeAfter } from './pushed-since-note.ts';
+import { changeAfter, RETARGETED } from './pushed-since-note.ts';
 import { itemKeyOf } from '../executor/ids.ts';
 
 export interface ItemAddress {
@@ -145,18 +145,22 @@ export function createSnapshotReader(
     projectId: number,
     id: number,
     after: number | undefined,
-  ): Promise<{ markers: string[]; changed: string | false }> {
+  ): Promise<{ markers: string[]; changed: string | false; retargeted: boolean }> {
     const notes =
       type === 'issue'
         ? client.notes.listIssueNotes(projectId, id)
         : client.notes.listMergeRequestNotes(projectId, id);
     const markers: string[] = [];
     let changed: string | false = false;
+    let retargeted = false;
     for await (const note of notes) {
       if (!bot || isBotUser(bot, note.author)) markers.push(...extractMarkers(note.body));
-      if (after !== undefined && changed === false) changed = changeAfter(note, after, bot) ?? false;
+      if (after === undefined) continue;
+      const change = changeAfter(note, after, bot);
+      if (change && changed === false) changed = change;
+      if (change === RETARGETED) retargeted = true;
     }
-    return { markers, changed };
+    return { markers, changed, retargeted };
   }
 
   async function confirm(
@@ -168,7 +172,7 @@ export function createSnapshotReader(
     const noteId = given.noteId;
     if (noteId === undefined) return undefined;
     // Facts of an earlier read never carry over: they are read again below, or stay unknown.
-    const { actorAccess: _access, changedSinceNote: _changed, ...trigger } = given;
+    const { actorAccess: _access, changedSinceNote: _changed, noteAt: _at, ...trigger } = given;
     let note: Note;
     try {
       note =
@@ -186,6 +190,7 @@ export function createSnapshotReader(
       note: note.body,
       system: note.system,
       actor: author,
+      noteAt: note.created_at,
       byBot: isBotUser(bot, author),
       ...(wanted ? { actorAccess: await accessTo(item.projectId, note.author) } : {}),
     };
@@ -265,9 +270,53 @@ export function createSnapshotReader(
     if (needs.commentMarkers || after !== undefined) {
       const notes = await readNotes('merge_request', projectId, mr.id, after);
       if (needs.commentMarkers) snapshot.commentMarkers = notes.markers;
-      if (after !== undefined) snapshot.trigger = { ...trigger, changedSinceNote: notes.changed };
+      if (after !== undefined)
+        snapshot.trigger = { ...trigger, changedSinceNote: await changedSince(mr, sha, trigger, notes) };
     }
     return snapshot;
+  }
+
+  /**
+   * What changed the merge request after the comment of `trigger`, in words, or false. Where the
+   * server has merge request versions (8.12 on), the head the comment was written on is the one of
+   * the version current at the comment's time: another head now is a change (a push, a reset, the
+   * branch deleted and made again, whoever made it; the merge queue's own push from that head
+   * excepted: `queueHead`), and the notes say only a change of target branch. Elsewhere the notes
+   * say it all (pushed-since-note.ts).
+   */
+  async function changedSince(
+    mr: MergeRequest,
+    sha: string | null,
+    trigger: Trigger,
+    notes: { changed: string | false; retargeted: boolean },
+  ): Promise<string | false> {
+    const seen = trigger.noteAt === undefined ? undefined : await headAt(mr, trigger.noteAt);
+    if (seen === undefined) return notes.changed;
+    if (notes.retargeted) return 'a change of its target branch';
+    const own = trigger.queueHead;
+    if (seen !== null && sha === seen) return false;
+    if (own && seen === own.from && sha === own.made) return false;
+    // Another head than the one the comment was written on (the version current then).
+    return 'a push to its source branch';
+  }
+
+  /**
+   * The merge request's head when `at` (a note's time) was: the version current then, the latest
+   * made at or before it (ids and times grow together; equal times: the later version). Undefined
+   * when the server has no versions (before 8.12: 404) or none is that old; null for a version
+   * without a head (the source branch deleted).
+   */
+  async function headAt(mr: MergeRequest, at: string): Promise<string | null | undefined> {
+    const when = Date.parse(at);
+    if (Number.isNaN(when)) return undefined;
+    try {
+      for await (const version of client.mergeRequests.versions(mr.project_id, mr.id))
+        if (Date.parse(version.created_at) <= when) return version.head_commit_sha ?? null;
+      return undefined;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return undefined;
+      throw error;
+    }
   }
 
   /** Servers of that era do not put the head sha in the MR: the source branch's head is it. */

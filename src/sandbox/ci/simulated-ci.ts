@@ -272,7 +272,11 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     postedFor.add(forBranch);
     const built = seen.get(key);
     if (built) {
-      track(posting, relay(b, built));
+      // A held branch holds whatever is pushed to it: pending, for ever.
+      track(
+        posting,
+        options.hold?.(b) ? post(b, 'pending', 'waiting for a runner of the simulated CI') : relay(b, built),
+      );
       return;
     }
     if (seen.size >= SEEN_LIMIT) seen.delete(seen.keys().next().value!);

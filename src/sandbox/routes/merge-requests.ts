@@ -313,9 +313,10 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       const intoIt = mr.target_project_id === push.project.id && mr.target_branch === branch;
       if (!fromIt && !intoIt) continue;
       refreshMergeStatus(mr);
-      if (!fromIt || push.after === NULL_SHA) continue;
+      if (!fromIt) continue;
       // Real servers (8.3 on, `RefreshService#reset_merge_when_build_succeeds`): a push to the source
-      // branch disarms merge-when-build-succeeds, quietly; whoever wants it must accept again.
+      // branch disarms merge-when-build-succeeds, quietly, its deletion included; whoever wants it
+      // must accept again.
       if (mr.merge_when_build_succeeds) {
         mr.merge_when_build_succeeds = false;
         mr.merge_user_id = null;
@@ -324,7 +325,8 @@ export function registerMergeRequestRoutes(router: Router, ctx: SandboxContext):
       // Its version and its system notes were made before (refresh-merge-requests.ts), as in 8.x.
       mr.updated_at = db.now();
       db.changed();
-      await emit(mr, push.user, 'update', { oldrev: push.before });
+      // A deletion sends no `update` (8.x notes the branch's presence instead of running the hooks).
+      if (push.after !== NULL_SHA) await emit(mr, push.user, 'update', { oldrev: push.before });
     }
   });
 

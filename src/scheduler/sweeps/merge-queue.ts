@@ -128,6 +128,21 @@ function emptyCounts(): Record<QueueOutcome, number> {
   };
 }
 
+/**
+ * The comment that queued `entry`, to replay before its merge: with the head the queue pushed itself
+ * from the approved one (the source branch brought up to the target), which is the bot's own work on
+ * the approved head, not a change of the author's (rules/item/read-snapshot.ts `changedSince`).
+ */
+function replayed(entry: QueueEntry): Trigger {
+  const { approval, pinnedSha } = entry;
+  return {
+    ...entry.trigger!,
+    ...(approval && pinnedSha !== undefined && pinnedSha !== approval.sha
+      ? { queueHead: { made: pinnedSha, from: approval.sha } }
+      : {}),
+  };
+}
+
 const REENTER =
   'It leaves the merge queue; it enters again at the end once the rule matches it again (push a fix, or remove and add the label again).';
 
@@ -673,7 +688,7 @@ export async function runMergeQueue(
     const call = await viaExecutor(entry, planned, {
       required: entry.required,
       origin: 'merge_queue',
-      ...(entry.trigger ? { trigger: entry.trigger } : {}),
+      ...(entry.trigger ? { trigger: replayed(entry) } : {}),
     });
     if (call.status === 'done') {
       await store.dequeue(entry.itemKey);

@@ -25,6 +25,9 @@ describe('what changed a merge request after a comment, from the server’s syst
     ['Status changed to closed', 'a close or reopen'],
     ['Status changed to reopened', 'a close or reopen'],
     ['Target branch changed from `staging` to `master`', 'a change of its target branch'],
+    // The branch deleted and made again (the last 8.x releases write no `Added` note then).
+    ['Deleted source branch `feature`', 'a deletion or restore of its source branch'],
+    ['Restored source branch `feature`', 'a deletion or restore of its source branch'],
   ])('%s', (body, change) => {
     expect(changeAfter(system(12, body), 11, bot)).toBe(change);
   });
