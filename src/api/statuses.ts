@@ -112,32 +112,24 @@ export function createStatusesApi(http: Http, trust?: StatusTrust) {
     options: ListOptions,
     keep: (trust: StatusTrust, status: CommitStatus) => boolean,
   ): AsyncIterable<CommitStatus> {
-    if (!trust)
-      return http.paginate({
-        method: 'GET',
-        route: '/projects/:id/repository/commits/:sha/statuses',
-        params: { id: project, sha },
-        query: { ...filter },
-        schema: commitStatusSchema,
-        ...options,
-      });
     // With a trust, the whole history is read and the latest of each name is taken among the
     // statuses that count: the server's own latest may be someone else's newer post, which would
     // hide the trusted account's (a developer's `ci/test` posted over the CI's, red team of issue 36:
     // the CI's status then stayed missing until it posted a new row, never passed on her word, but
     // held back by it). Asked for `all`, every status that counts.
-    const everything = http.paginate({
+    const listing = http.paginate({
       method: 'GET',
       route: '/projects/:id/repository/commits/:sha/statuses',
       params: { id: project, sha },
-      query: { ...filter, all: true },
+      query: trust ? { ...filter, all: true } : { ...filter },
       schema: commitStatusSchema,
       ...options,
     });
+    if (!trust) return listing;
     const whole = filter.all === true;
     return (async function* () {
       const kept: CommitStatus[] = [];
-      for await (const status of everything)
+      for await (const status of listing)
         if (keep(trust, status)) {
           if (whole) yield status;
           else kept.push(status);
