@@ -76,3 +76,16 @@ export { repositoryPolicy } from './repository/allow-list.ts';
 export { MAX_BATCH, MAX_DEPTH } from './actions/queue.ts';
 export { checkRepositoryFile } from './repository/repository-file.ts';
 export { planChange, planLines, type PlanReport } from './repository/plan.ts';
+export {
+  CAR_OUTCOMES,
+  createQueueEvents,
+  noQueueEvents,
+  QUEUE_MODES,
+  REMOVAL_CODES,
+  type CarOutcome,
+  type QueueEvents,
+  type QueueMetricsSink,
+  type QueueMode,
+  type RemovalCode,
+} from './queue/queue-events.ts';
+export { queueStory, type QueueStoryLine } from './queue/queue-story.ts';

@@ -28,6 +28,7 @@ import {
   type Executor,
   type ItemProcessorFn,
   type ProjectRules,
+  type QueueEvents,
   type SnapshotReader,
 } from '../rules/index.ts';
 import type { Client } from '../api/index.ts';
@@ -70,6 +71,8 @@ export interface SweepSetDeps {
   gitSsh?: boolean;
   /** Each evaluation's duration in the default item processor (metrics). */
   onEvaluated?: (seconds: number) => void;
+  /** Where the merge queue tells its landings, removals, cars and rounds (explain, metrics). */
+  queueEvents?: QueueEvents;
 }
 
 export interface SweepSettings {
@@ -215,6 +218,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
             now,
             log,
             ...(settings.pushNoteLagMs !== undefined ? { pushNoteLagMs: settings.pushNoteLagMs } : {}),
+            ...(deps.queueEvents ? { events: deps.queueEvents } : {}),
           },
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );
