@@ -85,11 +85,14 @@ function linesOf(record: DecisionRecord, left: boolean): QueueStoryLine[] {
   return lines;
 }
 
-/** The story from an item's kept decisions (any order), oldest first. */
+/**
+ * The story from an item's kept decisions, newest first as the store gives them; oldest first. Two
+ * recorded in the same millisecond keep the store's order.
+ */
 export function queueStory(records: readonly DecisionRecord[]): QueueStoryLine[] {
   const story: QueueStoryLine[] = [];
   let left = false;
-  for (const record of [...records].sort((a, b) => a.at - b.at)) {
+  for (const record of [...records].reverse().sort((a, b) => a.at - b.at)) {
     for (const line of linesOf(record, left)) {
       story.push(line);
       if (line.kind === 'removed' || line.kind === 'dropped') left = true;
