@@ -288,6 +288,7 @@ export async function startRuntime(
           brake,
           log: log.child({ part: 'process' }),
           onEvaluated,
+          queueMetrics: metrics.mergeQueue,
         });
         const reviewLog = log.child({ part: 'repository-rules' });
         return async (item, triggers) => {
@@ -370,6 +371,7 @@ export async function startRuntime(
       log: log.child({ part: 'sweep' }),
       onEvaluated,
       queueEvents,
+      queueMetrics: metrics.mergeQueue,
       ...gitAccessOf(
         overrides.git ? { ...config, git: { ...config.git, ...overrides.git } } : config,
         identity?.username,

@@ -13,12 +13,7 @@
  * the most entries; the others are summed into one series whose labels are all `(other)`.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import {
-  CAR_OUTCOMES,
-  QUEUE_MODES,
-  REMOVAL_CODES,
-  type QueueMetricsSink,
-} from '../rules/index.ts';
+import { CAR_OUTCOMES, QUEUE_MODES, REMOVAL_CODES, type QueueMetricsSink } from '../rules/index.ts';
 import { queuesOf, type QueueEntry } from '../state/index.ts';
 
 /** The queue entries as the store holds them now (`store.queued()`). */

@@ -82,10 +82,7 @@ export {
   noQueueEvents,
   QUEUE_MODES,
   REMOVAL_CODES,
-  type CarOutcome,
   type QueueEvents,
   type QueueMetricsSink,
-  type QueueMode,
   type RemovalCode,
 } from './queue/queue-events.ts';
-export { queueStory, type QueueStoryLine } from './queue/queue-story.ts';

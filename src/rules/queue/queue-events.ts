@@ -286,7 +286,11 @@ export function createQueueEvents(deps: QueueEventDeps): QueueEvents {
     },
     async dropped(entry, removal, mr) {
       metrics?.removed(removal.code);
-      await record(entry, { kind: 'dropped', ...base(entry), code: removal.code, reason: removal.reason }, mr);
+      await record(
+        entry,
+        { kind: 'dropped', ...base(entry), code: removal.code, reason: removal.reason },
+        mr,
+      );
     },
     carBuilt: (outcome) => metrics?.carBuilt(outcome),
     round: (mode) => metrics?.round(mode),

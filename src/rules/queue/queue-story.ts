@@ -81,7 +81,13 @@ function linesOf(record: DecisionRecord, left: boolean): QueueStoryLine[] {
     });
   }
   if (typeof decision?.leftQueue === 'string')
-    lines.push({ at: iso(record.at), kind: 'dropped', code: 'rule_stopped', text: decision.leftQueue, ...id });
+    lines.push({
+      at: iso(record.at),
+      kind: 'dropped',
+      code: 'rule_stopped',
+      text: decision.leftQueue,
+      ...id,
+    });
   return lines;
 }
 

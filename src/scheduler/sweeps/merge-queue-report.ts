@@ -45,4 +45,3 @@ export function emptyCounts(): Record<QueueOutcome, number> {
     error: 0,
   };
 }
-

@@ -630,7 +630,13 @@ export async function runMergeQueue(
           { sweep: 'merge_queue', itemKey: entry.itemKey, err: outcome.message },
           'merge queue: git refused the bot',
         );
-        return remove(entry, mr, 'push_refused', `the bot could not update the branch (${outcome.message})`, head);
+        return remove(
+          entry,
+          mr,
+          'push_refused',
+          `the bot could not update the branch (${outcome.message})`,
+          head,
+        );
     }
   }
 

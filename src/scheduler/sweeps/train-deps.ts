@@ -45,4 +45,3 @@ export interface TrainDeps {
   /** Landings and car builds told (rules/queue/queue-events.ts); default: nowhere. */
   events?: QueueEvents;
 }
-
