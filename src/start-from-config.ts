@@ -47,6 +47,7 @@ import {
   type RulesHolder,
   type SnapshotReader,
   withdrawRemovedRules,
+  createQueueEvents,
 } from './rules/index.ts';
 
 export interface Runtime {
@@ -148,6 +149,14 @@ export async function startRuntime(
 
   // Every decision recorded (hooks and sweeps) also counts into the metrics.
   const observed = withDecisionMetrics(store, metrics);
+  // The merge queue's story (explain, the actions list) and metrics (docs/merge-queue.md#where-it-shows).
+  metrics.watchMergeQueues(() => store.queued());
+  const queueEvents = createQueueEvents({
+    store: observed,
+    now: () => Date.now(),
+    metrics: metrics.mergeQueue,
+    log: log.child({ part: 'sweep' }),
+  });
   // What became of each action, as the executor settles it (docs/operations.md#metrics): its result,
   // and for an action an item run of deliveries carried out, how long after their acceptance.
   const hookToAction = createHookToAction({
@@ -279,6 +288,7 @@ export async function startRuntime(
           brake,
           log: log.child({ part: 'process' }),
           onEvaluated,
+          queueMetrics: metrics.mergeQueue,
         });
         const reviewLog = log.child({ part: 'repository-rules' });
         return async (item, triggers) => {
@@ -360,6 +370,8 @@ export async function startRuntime(
       ...(identity ? { bot: identity } : {}),
       log: log.child({ part: 'sweep' }),
       onEvaluated,
+      queueEvents,
+      queueMetrics: metrics.mergeQueue,
       ...gitAccessOf(
         overrides.git ? { ...config, git: { ...config.git, ...overrides.git } } : config,
         identity?.username,

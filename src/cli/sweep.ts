@@ -61,8 +61,14 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
   const { loadRules, createRepositoryRules, repositoryPolicy, formatProblem } =
     await import('../rules/index.ts');
   const { createClient, statusTrust } = await import('../api/index.ts');
-  const { approveEcho, createExecutor, createFreshCheck, createSnapshotReader, echoPauses } =
-    await import('../rules/index.ts');
+  const {
+    approveEcho,
+    createExecutor,
+    createFreshCheck,
+    createQueueEvents,
+    createSnapshotReader,
+    echoPauses,
+  } = await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/index.ts');
   const {
@@ -183,6 +189,8 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
         reader,
         bot: me,
         log,
+        // The queue's story for explain (no metrics: a one-off run has no /metrics).
+        queueEvents: createQueueEvents({ store, now: () => Date.now(), log }),
         ...gitAccessOf(config, me.username),
       },
       sweepSettingsOf(config),

@@ -10,6 +10,8 @@ import type { Metrics } from './metrics.ts';
 import type { StateStore } from '../state/index.ts';
 
 interface DecisionShape {
+  /** A merge queue's event (rules/queue/queue-events.ts): recorded as a decision, but no evaluation. */
+  queueEvent?: unknown;
   evaluation?: { rules?: { rule: string; matched: boolean }[]; trigger?: { kind?: string } };
 }
 
@@ -39,6 +41,7 @@ export function withDecisionMetrics(store: StateStore, metrics: Metrics): StateS
 }
 
 function count(metrics: Metrics, decision: DecisionShape): void {
+  if (decision.queueEvent !== undefined) return;
   // A sweep's run carries its job id (scheduler.ts, sweep-set.ts): the reconcile, merge watch and
   // merge queue sweeps evaluate items under the triggers of hooks, so the trigger cannot tell.
   const bySweep = currentLogContext()?.job !== undefined || decision.evaluation?.trigger?.kind === 'schedule';

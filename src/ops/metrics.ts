@@ -6,7 +6,8 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { KNOWN_KINDS, type DeliveryOutcome } from '../events/index.ts';
-import type { CallStatus } from '../rules/index.ts';
+import type { CallStatus, QueueMetricsSink } from '../rules/index.ts';
+import { mergeQueueMetrics, type QueueSource } from './queue-metrics.ts';
 
 export type { DeliveryOutcome };
 
@@ -108,6 +109,10 @@ export interface Metrics {
   hookToAction(seconds: number): void;
   sweepRun(sweep: string, result: SweepResult): void;
   breakerTrip(rule: string): void;
+  /** The merge queue's events (`hookbot_merge_queue_*`, queue-metrics.ts). */
+  readonly mergeQueue: QueueMetricsSink;
+  /** Where `hookbot_merge_queue_entries` and `_trouble` read the queues from when scraped (the store). */
+  watchMergeQueues(source: QueueSource): void;
 }
 
 export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
@@ -197,9 +202,13 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     registers,
   });
 
+  const mergeQueue = mergeQueueMetrics(registers);
+
   return {
     registry,
     contentType: registry.contentType,
+    mergeQueue: mergeQueue.sink,
+    watchMergeQueues: mergeQueue.watch,
     text: () => registry.metrics(),
     delivery: (kind, outcome) => deliveries.inc({ kind: deliveryKindLabel(kind), outcome }),
     queueDepth: (depth) => queueDepth.set(depth),

@@ -76,3 +76,13 @@ export { repositoryPolicy } from './repository/allow-list.ts';
 export { MAX_BATCH, MAX_DEPTH } from './actions/queue.ts';
 export { checkRepositoryFile } from './repository/repository-file.ts';
 export { planChange, planLines, type PlanReport } from './repository/plan.ts';
+export {
+  CAR_OUTCOMES,
+  createQueueEvents,
+  noQueueEvents,
+  QUEUE_MODES,
+  REMOVAL_CODES,
+  type QueueEvents,
+  type QueueMetricsSink,
+  type RemovalCode,
+} from './queue/queue-events.ts';

@@ -28,6 +28,8 @@ import {
   type Executor,
   type ItemProcessorFn,
   type ProjectRules,
+  type QueueEvents,
+  type QueueMetricsSink,
   type SnapshotReader,
 } from '../rules/index.ts';
 import type { Client } from '../api/index.ts';
@@ -70,6 +72,10 @@ export interface SweepSetDeps {
   gitSsh?: boolean;
   /** Each evaluation's duration in the default item processor (metrics). */
   onEvaluated?: (seconds: number) => void;
+  /** Where the merge queue tells its landings, removals, cars and rounds (explain, metrics). */
+  queueEvents?: QueueEvents;
+  /** Counts a merge request its rule took out of its queue, in the default item processor (metrics). */
+  queueMetrics?: Pick<QueueMetricsSink, 'removed'>;
 }
 
 export interface SweepSettings {
@@ -132,6 +138,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
           deps.brake ??
           createEchoBrake({ store, now, log, ...(settings.echo ? { limits: settings.echo } : {}) }),
         ...(deps.onEvaluated ? { onEvaluated: deps.onEvaluated } : {}),
+        ...(deps.queueMetrics ? { queueMetrics: deps.queueMetrics } : {}),
       });
   const processItem: ItemProcessorFn = deps.processItem ?? processor!;
   const snapshots = createListedSnapshots(client, reader, deps.bot);
@@ -215,6 +222,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
             now,
             log,
             ...(settings.pushNoteLagMs !== undefined ? { pushNoteLagMs: settings.pushNoteLagMs } : {}),
+            ...(deps.queueEvents ? { events: deps.queueEvents } : {}),
           },
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );

@@ -20,6 +20,7 @@ import { OTHER_VARIABLES } from '../../src/config/unknown-env.ts';
 import { KNOWN_KINDS } from '../../src/events/index.ts';
 import { ACTION_RESULTS, createMetrics, EVALUATION_SOURCES, SWEEP_RESULTS } from '../../src/ops/metrics.ts';
 import { actionDefinitions } from '../../src/rules/actions/index.ts';
+import { CAR_OUTCOMES, QUEUE_MODES, REMOVAL_CODES } from '../../src/rules/queue/queue-events.ts';
 import { codeWords, readDoc, ROOT, tableUnder } from '../helpers/docs-tables.ts';
 
 /** Every Markdown file a user reads: the README and docs/. */
@@ -260,6 +261,10 @@ describe('metrics', () => {
     expect(values('`hookbot_sweep_runs_total` `result`')).toEqual([...SWEEP_RESULTS].sort());
     expect(values('`hookbot_evaluations_total` `source`')).toEqual([...EVALUATION_SOURCES].sort());
     expect(values('`hookbot_deliveries_total` `kind`')).toEqual([...KNOWN_KINDS, 'unknown', 'other'].sort());
+    expect(values('`hookbot_merge_queue_landed_total` `mode`')).toEqual([...QUEUE_MODES].sort());
+    expect(values('`hookbot_merge_queue_rounds_total` `mode`')).toEqual([...QUEUE_MODES].sort());
+    expect(values('`hookbot_merge_queue_removed_total` `reason`')).toEqual([...REMOVAL_CODES].sort());
+    expect(values('`hookbot_merge_queue_car_builds_total` `outcome`')).toEqual([...CAR_OUTCOMES].sort());
     // The outcomes are a type: read from its declaration.
     const declaration = /export type DeliveryOutcome =([\s\S]*?);\n/.exec(
       readFileSync(path.join(ROOT, 'src/events/delivery.ts'), 'utf8'),

@@ -19,6 +19,7 @@ import type { RuleEvaluation } from '../engine/evaluation.ts';
 import { ruleLines } from '../engine/explain.ts';
 import type { ExplainAnswer } from './find-decision.ts';
 import { decisionActed } from './kept-decision.ts';
+import { queueEventOf, queueStory, queueStoryText, type QueueStoryLine } from '../queue/queue-story.ts';
 
 export interface ExplainSelector {
   /** A decision by its id (the status page's decision cards). */
@@ -75,6 +76,11 @@ export interface ExplainBody {
   acting: Record<string, unknown>[];
   /** Every kept evaluation, newest first. */
   history: HistoryLine[];
+  /**
+   * Its story in merge queues, oldest first (entered, landed, removed with the comment, came back),
+   * when it has one (docs/merge-queue.md#where-it-shows).
+   */
+  queue?: QueueStoryLine[];
   /** The whole answer in words: what `GET /explain` answers as text and `hookbot explain` prints. */
   explanation: string;
 }
@@ -270,6 +276,7 @@ function select(
     const record = records.find(
       (one) =>
         acted(one) &&
+        queueEventOf(one) === undefined &&
         callsOf(one).some(
           (call) => sent(call) && call.status !== 'withdrawn' && ruleNames(call.rule).includes(rule),
         ),
@@ -284,10 +291,13 @@ function explanation(
   shown: DecisionRecord,
   asked: boolean,
   actions: readonly ActionEntry[],
+  story: readonly QueueStoryLine[],
 ): string {
   const latest = records[0] as DecisionRecord;
   if (records.length <= 1 && !asked) return textOf(shown);
   const lines: string[] = [];
+  if (story.length > 0)
+    lines.push(`in the merge queue, oldest first (${story.length}):`, ...queueStoryText(story), '');
   if (asked)
     lines.push(
       sameRecord(shown, latest)
@@ -323,7 +333,13 @@ function explanation(
     lines.push('');
   }
   if (!asked)
-    lines.push(`latest evaluation (decision ${idText(latest)}, ${iso(latest.at)}):`, textOf(latest), '');
+    lines.push(
+      queueEventOf(latest)
+        ? `latest decision (${idText(latest)}, ${iso(latest.at)}): the merge queue's, on the merge request as the queue left it:`
+        : `latest evaluation (decision ${idText(latest)}, ${iso(latest.at)}):`,
+      textOf(latest),
+      '',
+    );
   lines.push(`evaluations kept, newest first (${records.length}):`);
   for (const record of records) {
     const event = str(stored(record).evaluation?.event) ?? '?';
@@ -353,6 +369,7 @@ export function explainAnswer(
     return { found: false, message: `${chosen.problem} ${itemRef(found)}` };
   const shown = chosen?.record ?? (records[0] as DecisionRecord);
   const actions = actionsOf(records);
+  const story = queueStory(records);
   const decision = shown.decision !== null && typeof shown.decision === 'object' ? shown.decision : {};
   const asked = chosen !== undefined;
   const body: ExplainBody = {
@@ -373,7 +390,8 @@ export function explainAnswer(
       outcome: outcomeOf(record),
       matched: matchedRules(record),
     })),
-    explanation: explanation(records, shown, asked, actions),
+    ...(story.length > 0 ? { queue: story } : {}),
+    explanation: explanation(records, shown, asked, actions, story),
   };
   return { found: true, body, ...(found.note ? { note: found.note } : {}) };
 }

@@ -32,6 +32,7 @@ import {
 } from './read-snapshot.ts';
 import type { ItemSnapshot, Trigger } from '../engine/snapshot.ts';
 import type { OutboxAction, StateStore } from '../../state/index.ts';
+import type { QueueMetricsSink } from '../queue/queue-events.ts';
 
 export interface ProjectRules {
   /** The rules of a project by `namespace/project`. */
@@ -69,6 +70,8 @@ export interface ItemProcessorOptions {
   brake?: EchoBrake;
   /** The duration of each evaluation by the engine, in seconds (`hookbot_evaluation_seconds`). */
   onEvaluated?: (seconds: number) => void;
+  /** Counts a merge request its rule took out of its queue (`hookbot_merge_queue_removed_total`). */
+  queueMetrics?: Pick<QueueMetricsSink, 'removed'>;
 }
 
 /** What explain shows for an item: the evaluation, what became of each call, and a text for people. */
@@ -313,6 +316,7 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
     await store.dequeue(itemKey);
     // Taken out earlier with a comment: the memory of it goes, so the rule matching anew lets it in.
     if (held.left) return undefined;
+    options.queueMetrics?.removed('rule_stopped');
     const why = `left the ${held.queue} queue for ${held.targetBranch}: ${withdrawalReason(evaluation, held.rule, 'queue')}`;
     log.info({ itemKey, queue: held.queue }, why);
     return why;

@@ -41,6 +41,9 @@ import {
   type StoredCall,
   type ItemProcessorFn,
   type Trigger,
+  noQueueEvents,
+  type QueueEvents,
+  type RemovalCode,
 } from '../../rules/index.ts';
 import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
@@ -49,6 +52,10 @@ import { pushRefusal } from './queue-push-rule.ts';
 import { noteTrouble, clearTrouble } from './queue-trouble.ts';
 import { driveTrain } from './merge-train.ts';
 import { dismantleTrain } from './train-cleanup.ts';
+import { goneCode, serialLanded } from './queue-told.ts';
+import { emptyCounts, type MergeQueueReport, type QueueItemReport } from './merge-queue-report.ts';
+
+export type { MergeQueueReport } from './merge-queue-report.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -74,59 +81,16 @@ export interface MergeQueueDeps {
   log: SweepLog;
   /** How long a fork's approval settles before its head rides a train (merge-train.ts). */
   pushNoteLagMs?: number;
+  /** Where each landing, removal, car and round is told (explain, metrics); default: nowhere. */
+  events?: QueueEvents;
 }
 
 export interface MergeQueueOptions extends SweepRunOptions {
   projects?: readonly string[];
 }
 
-export type QueueOutcome =
-  | 'waiting'
-  | 'updated'
-  | 'merged'
-  /** Out at once: gone, closed, pushed by someone else, rule no longer holding. */
-  | 'dropped'
-  /** Out with a comment: conflict, failed status, timeout, target moving too often. */
-  | 'removed'
-  | 'would-update'
-  | 'would-merge'
-  | 'error';
-
-export interface QueueItemReport {
-  itemKey: string;
-  project: string;
-  queue: string;
-  targetBranch: string;
-  outcome: QueueOutcome;
-  detail: string;
-  statuses?: Record<string, StatusBucket>;
-  call?: CallReport;
-}
-
-export interface MergeQueueReport {
-  sweep: 'merge_queue';
-  dryRun: boolean;
-  queues: number;
-  items: QueueItemReport[];
-  counts: Record<QueueOutcome, number>;
-  aborted: boolean;
-}
-
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
 const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
-
-function emptyCounts(): Record<QueueOutcome, number> {
-  return {
-    waiting: 0,
-    updated: 0,
-    merged: 0,
-    dropped: 0,
-    removed: 0,
-    'would-update': 0,
-    'would-merge': 0,
-    error: 0,
-  };
-}
 
 /**
  * The comment that queued `entry`, to replay before its merge: with the head the queue pushed itself
@@ -152,6 +116,7 @@ export async function runMergeQueue(
 ): Promise<MergeQueueReport> {
   const { client, store, executor, log } = deps;
   const dryRun = executor.dryRun;
+  const events = dryRun ? noQueueEvents : (deps.events ?? noQueueEvents);
   const wanted = options.projects && new Set(options.projects.map((p) => p.toLowerCase()));
   const groups = queuesOf(store.queued().filter((e) => !wanted || wanted.has(e.project.toLowerCase())));
   const report: MergeQueueReport = {
@@ -190,6 +155,7 @@ export async function runMergeQueue(
       );
       initial = queuesOf(store.queued()).get(key) ?? [];
     }
+    if (!dryRun) events.round('serial');
     const limit = initial.length * 2 + 1;
     let entry: QueueEntry | undefined = initial[0];
     for (let steps = 1; entry !== undefined; steps++) {
@@ -288,9 +254,10 @@ export async function runMergeQueue(
             log,
             ...(deps.pushNoteLagMs !== undefined ? { pushNoteLagMs: deps.pushNoteLagMs } : {}),
             cloneUrl,
-            remove: (entry, mr, why, at) => remove(entry, mr, why, at),
+            remove: (entry, mr, code, why, at) => remove(entry, mr, code, why, at),
             drop,
             pushedOut,
+            events,
           },
           initial,
           shape,
@@ -299,6 +266,7 @@ export async function runMergeQueue(
     } catch (error) {
       steps = [{ entry: head, outcome: 'error' as const, detail: messageOf(error) }];
     }
+    events.round('train');
     const errors = steps.filter((s) => s.outcome === 'error');
     for (const one of steps)
       push({
@@ -347,8 +315,9 @@ export async function runMergeQueue(
     };
   }
 
-  async function drop(entry: QueueEntry, why: string): Promise<QueueItemReport> {
+  async function drop(entry: QueueEntry, code: RemovalCode, why: string): Promise<QueueItemReport> {
     if (!dryRun) await store.dequeue(entry.itemKey);
+    await events.dropped(entry, { code, reason: why });
     return { ...base(entry), outcome: 'dropped', detail: why };
   }
 
@@ -358,7 +327,7 @@ export async function runMergeQueue(
    * of two hooks: the merge request's own update evaluated before the drop would leave it out.
    */
   async function pushedOut(entry: QueueEntry, why: string): Promise<QueueItemReport> {
-    const report = await drop(entry, why);
+    const report = await drop(entry, 'pushed', why);
     if (dryRun || !deps.processItem) return report;
     const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
     try {
@@ -383,6 +352,7 @@ export async function runMergeQueue(
   async function remove(
     entry: QueueEntry,
     mr: MergeRequest,
+    code: RemovalCode,
     why: string,
     at: string,
     statuses?: Record<string, StatusBucket>,
@@ -419,6 +389,8 @@ export async function runMergeQueue(
       left: { at: deps.now(), sha: at, reason: why, ...(noteId !== undefined ? { noteId } : {}) },
     });
     const call = await runOutbox(id);
+    const posted = call.status === 'done' || call.status === 'skipped';
+    await events.removed(entry, { code, reason: why, comment: { body, posted } }, mr);
     return {
       ...base(entry),
       outcome: 'removed',
@@ -468,14 +440,14 @@ export async function runMergeQueue(
       mr = await client.mergeRequests.get(entry.projectId, entry.mrId);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404)
-        return drop(entry, 'the merge request is gone (404)');
+        return drop(entry, 'gone', 'the merge request is gone (404)');
       throw error;
     }
-    if (!isOpen(mr.state)) return drop(entry, `the merge request is ${mr.state}`);
+    if (!isOpen(mr.state)) return drop(entry, goneCode(mr, ''), `the merge request is ${mr.state}`);
     if (mr.target_branch !== entry.targetBranch)
-      return drop(entry, `its target branch is ${mr.target_branch} now`);
+      return drop(entry, 'target_changed', `its target branch is ${mr.target_branch} now`);
     const head = await sourceHead(client, mr);
-    if (head === null) return drop(entry, 'its source branch is gone');
+    if (head === null) return drop(entry, 'gone', 'its source branch is gone');
     // A head a member approved (docs/rules.md#members-commands): another head than the approved one,
     // or than the queue's own push of it brought up to the target (`pinnedSha`), is a push after
     // the approval, which it does not cover; on a fork or not (a developer's push after a master's
@@ -512,6 +484,7 @@ export async function runMergeQueue(
       return remove(
         entry,
         mr,
+        'status_failed',
         `${failed.map(([name]) => name).join(', ')} failed on ${short(entry.pinnedSha)} (the source branch merged with ${entry.targetBranch} at ${short(entry.targetSha)})`,
         entry.pinnedSha!,
         statuses,
@@ -523,6 +496,7 @@ export async function runMergeQueue(
         return remove(
           entry,
           mr,
+          'status_timeout',
           `${waiting.map(([name, bucket]) => `${name} (${bucket})`).join(', ')} did not succeed on ${short(entry.pinnedSha)} within ${Math.round(entry.statusTimeoutMs / 1000)} s`,
           entry.pinnedSha!,
           statuses,
@@ -541,6 +515,7 @@ export async function runMergeQueue(
         return remove(
           entry,
           mr,
+          'max_updates',
           `${entry.targetBranch} moved again after ${entry.updates} update${entry.updates === 1 ? '' : 's'} of the branch (max_updates)`,
           entry.pinnedSha!,
           statuses,
@@ -575,6 +550,7 @@ export async function runMergeQueue(
       return remove(
         entry,
         mr,
+        'max_updates',
         `${entry.targetBranch} moved ${counted(entry.updates, 'time')} while it was tested (max_updates)`,
         head,
       );
@@ -583,7 +559,7 @@ export async function runMergeQueue(
     const fork = mr.source_project_id !== entry.projectId;
     if (!fork) {
       const refused = await pushRefusal(client, mr);
-      if (refused !== undefined) return remove(entry, mr, refused, head);
+      if (refused !== undefined) return remove(entry, mr, 'not_allowed', refused, head);
     }
     const targetUrl = await cloneUrl(entry.projectId);
     const sourceUrl = fork ? await cloneUrl(mr.source_project_id) : targetUrl;
@@ -628,6 +604,7 @@ export async function runMergeQueue(
         return remove(
           entry,
           mr,
+          'conflict',
           `${mr.source_branch} conflicts with ${entry.targetBranch} at ${short(outcome.targetSha)} in ${outcome.files.map((f) => `\`${f}\``).join(', ')}`,
           head,
         );
@@ -637,11 +614,12 @@ export async function runMergeQueue(
           `pushed by someone else while the queue updated it${outcome.sha ? ` (now ${short(outcome.sha)})` : ''}`,
         );
       case 'missing':
-        return drop(entry, `the ${outcome.branch} branch is gone`);
+        return drop(entry, 'gone', `the ${outcome.branch} branch is gone`);
       case 'not-pushed':
         return remove(
           entry,
           mr,
+          'not_allowed',
           outcome.fork
             ? `its source branch \`${mr.source_branch}\` is in another project (a fork) and does not hold ${entry.targetBranch} at ${short(outcome.targetSha)}: the queue never pushes to a fork, it tests a fork's merge request only when its branch already holds the target (merge ${entry.targetBranch} into it and push)`
             : outcome.reason,
@@ -652,7 +630,13 @@ export async function runMergeQueue(
           { sweep: 'merge_queue', itemKey: entry.itemKey, err: outcome.message },
           'merge queue: git refused the bot',
         );
-        return remove(entry, mr, `the bot could not update the branch (${outcome.message})`, head);
+        return remove(
+          entry,
+          mr,
+          'push_refused',
+          `the bot could not update the branch (${outcome.message})`,
+          head,
+        );
     }
   }
 
@@ -692,15 +676,24 @@ export async function runMergeQueue(
     });
     if (call.status === 'done') {
       await store.dequeue(entry.itemKey);
+      await serialLanded(client, events, entry, mr, sha);
       return { ...base(entry), outcome: 'merged', statuses, call, detail: call.detail };
     }
     if (call.status === 'withdrawn' || call.status === 'skipped') {
       // The rule no longer holds, the head moved, or it was merged or closed by another hand.
       await store.dequeue(entry.itemKey);
+      await events.dropped(entry, { code: 'rule_stopped', reason: call.detail }, mr);
       return { ...base(entry), outcome: 'dropped', statuses, call, detail: call.detail };
     }
     if (call.status === 'failed' && !call.retryable)
-      return remove(entry, mr, `the server refused the merge: ${call.detail}`, entry.pinnedSha!, statuses);
+      return remove(
+        entry,
+        mr,
+        'merge_refused',
+        `the server refused the merge: ${call.detail}`,
+        entry.pinnedSha!,
+        statuses,
+      );
     return {
       ...base(entry),
       outcome: 'waiting',

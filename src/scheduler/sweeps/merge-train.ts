@@ -21,50 +21,17 @@
  *      a rebuild makes the same sha) and pushed to `hookbot/train/<target>/<queue>/<iid>`.
  * Branches of cars that landed, left or were rebuilt differently are deleted (only train branches).
  */
-import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
-import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
-import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
-import type { BranchUpdater } from '../../git/index.ts';
-import type { SweepLog } from '../types.ts';
+import type { QueueEntry, TrainCar } from '../../state/index.ts';
+import { ApiError, type MergeRequest } from '../../api/index.ts';
+import type { StatusBucket, Trigger } from '../../rules/index.ts';
+import type { TrainDeps, TrainOutcome, TrainStep } from './train-deps.ts';
 import { carStatuses, type CarStatuses } from './train-statuses.ts';
 import { blockedBy, carsOf, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
 import { FORK_APPROVAL_SETTLE_MS, forkSettling, riderVerdict } from './train-riders.ts';
+import { goneCode } from './queue-told.ts';
 
 export { FORK_APPROVAL_SETTLE_MS } from './train-riders.ts';
-
-export type TrainOutcome = 'waiting' | 'updated' | 'merged' | 'dropped' | 'removed' | 'error';
-
-export interface TrainStep {
-  entry: QueueEntry;
-  outcome: TrainOutcome;
-  detail: string;
-  statuses?: Record<string, StatusBucket>;
-}
-
-/** What the serial queue lends the train: its reads, and its ways of taking a merge request out. */
-export interface TrainDeps {
-  client: {
-    mergeRequests: Pick<Client['mergeRequests'], 'get'>;
-    branches: Pick<Client['branches'], 'get'>;
-    statuses: Pick<Client['statuses'], 'list'>;
-    notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
-  };
-  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue'>;
-  updater: BranchUpdater;
-  processItem?: ItemProcessorFn;
-  now: () => number;
-  log: SweepLog;
-  /** `api.push_note_lag_ms`: how long a fork's approval settles; FORK_APPROVAL_SETTLE_MS unless given. */
-  pushNoteLagMs?: number;
-  cloneUrl(projectId: number): Promise<string>;
-  /** Out with one comment, remembered at `at` (merge-queue.ts). */
-  remove(entry: QueueEntry, mr: MergeRequest, why: string, at: string): Promise<{ detail: string }>;
-  /** Out at once, without comment. */
-  drop(entry: QueueEntry, why: string): Promise<{ detail: string }>;
-  /** Out at once after a push by someone else, then evaluated again. */
-  pushedOut(entry: QueueEntry, why: string): Promise<{ detail: string }>;
-}
 
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
 
@@ -127,6 +94,7 @@ export async function driveTrain(
   /** Gives cars up: their members ride again in cars built anew. */
   async function cut(cars: Car[]): Promise<void> {
     for (const { car, entries } of cars) {
+      if (car.pushedAt !== undefined) deps.events?.carBuilt('replaced');
       stale.set(car.branch, car.sha);
       for (const entry of entries) await patch(entry.itemKey, withoutCar);
     }
@@ -152,12 +120,12 @@ export async function driveTrain(
     // The car it rode in goes with it: its branch is deleted with a lease on the car's own commit.
     if (entry.car && !stale.has(entry.car.branch)) stale.set(entry.car.branch, entry.car.sha);
     if (verdict.kind === 'unapproved') {
-      say(entry, 'removed', (await deps.remove(entry, mr!, verdict.why, mr!.sha!)).detail);
+      say(entry, 'removed', (await deps.remove(entry, mr!, 'not_allowed', verdict.why, mr!.sha!)).detail);
       return false;
     }
     const out =
       verdict.kind === 'gone'
-        ? await deps.drop(entry, verdict.why)
+        ? await deps.drop(entry, goneCode(mr, entry.targetBranch), verdict.why)
         : await deps.pushedOut(entry, verdict.why);
     say(entry, 'dropped', out.detail);
     return false;
@@ -169,7 +137,7 @@ export async function driveTrain(
    * `UpdateMergeRequestsWorker`), so a merge request read at once may still be open: those are read
    * again a few times, LANDED_READS in all, LANDED_READ_GAP_MS apart, before the report says so.
    */
-  async function landed(front: Car, target: string): Promise<void> {
+  async function landed(front: Car, target: string, position = 1): Promise<void> {
     const reads = new Map<string, MergeRequest | undefined>();
     for (let round = 0; round < LANDED_READS; round++) {
       const open = front.entries.filter((e) => reads.get(e.itemKey)?.state !== 'merged');
@@ -180,6 +148,8 @@ export async function driveTrain(
     for (const entry of front.entries) {
       const mr = reads.get(entry.itemKey);
       await store.dequeue(entry.itemKey);
+      const car = { ...front.car, position };
+      await deps.events?.landed(entry, { mode: 'train', car, commit: front.car.sha! }, mr);
       if (mr?.state === 'merged')
         say(
           entry,
@@ -202,13 +172,19 @@ export async function driveTrain(
   }
 
   /** A front car that failed (statuses or timeout): one alone leaves with a comment, more are split. */
-  async function failed(front: Car, why: (entry: QueueEntry) => string): Promise<void> {
+  async function failed(
+    front: Car,
+    code: 'status_failed' | 'status_timeout',
+    why: (entry: QueueEntry) => string,
+  ): Promise<void> {
     stale.set(front.car.branch, front.car.sha);
+    deps.events?.carBuilt(code === 'status_failed' ? 'failed' : 'timed_out');
     if (front.entries.length === 1) {
       const entry = front.entries[0]!;
       const mr = await readMr(entry);
-      if (mr) say(entry, 'removed', (await deps.remove(entry, mr, why(entry), front.car.heads[0]!)).detail);
-      else say(entry, 'dropped', (await deps.drop(entry, 'the merge request is gone (404)')).detail);
+      const at = front.car.heads[0]!;
+      if (mr) say(entry, 'removed', (await deps.remove(entry, mr, code, why(entry), at)).detail);
+      else say(entry, 'dropped', (await deps.drop(entry, 'gone', 'the merge request is gone (404)')).detail);
       return;
     }
     const half = Math.ceil(front.entries.length / 2);
@@ -315,7 +291,10 @@ export async function driveTrain(
       });
       if (pushed.kind === 'pushed') {
         target = last.sha!;
-        for (const one of going) await landed(one, target);
+        for (const [i, one] of going.entries()) {
+          deps.events?.carBuilt('passed');
+          await landed(one, target, i + 1);
+        }
         cars = cars.slice(landing);
       } else if (pushed.kind === 'missing') {
         // The last car's commit is neither in this cache nor on its branch (a replica's push of it
@@ -380,7 +359,7 @@ export async function driveTrain(
     }
     if (stop.kind === 'red') {
       const { red } = stop;
-      await failed(front, (e) => `${red.join(', ')} failed on ${onTop(e)}`);
+      await failed(front, 'status_failed', (e) => `${red.join(', ')} failed on ${onTop(e)}`);
       await cut(cars.slice(1));
       cars = [];
       return 'on';
@@ -390,6 +369,7 @@ export async function driveTrain(
       if (late) {
         await failed(
           front,
+          'status_timeout',
           (e) =>
             `${late.names.map(([n, b]) => `${n} (${b})`).join(', ')} did not succeed on ${onTop(e)} within ${Math.round(late.entry.statusTimeoutMs / 1000)} s${late.entry === e ? '' : ` (the status_timeout of !${late.entry.iid}, in the same car)`}`,
         );
@@ -542,7 +522,8 @@ export async function driveTrain(
       else {
         const mr = mrs?.[outcome.index] ?? (await readMr(entry));
         const why = `${mr?.source_branch ?? `!${entry.iid}`} conflicts with ${entry.targetBranch} at ${short(car.base)}${car.position > 1 ? ' (with the cars ahead of it in the merge train)' : ''} in ${outcome.files.map((f) => `\`${f}\``).join(', ')}`;
-        if (mr) say(entry, 'removed', (await deps.remove(entry, mr, why, car.heads[outcome.index]!)).detail);
+        const at = car.heads[outcome.index]!;
+        if (mr) say(entry, 'removed', (await deps.remove(entry, mr, 'conflict', why, at)).detail);
       }
       return false;
     }

@@ -86,10 +86,12 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
         return skipped(`already in the ${a.queue} queue for ${a.target_branch}`);
     }
     await ctx.store.enqueue(wanted);
+    // Back after the queue took it out with a comment: said, for explain's story of the queue.
+    const back = found?.left ? ` (it had left at ${found.left.sha.slice(0, 7)}: ${found.left.reason})` : '';
     return done(
       same
         ? `queue entry updated (${a.queue} for ${a.target_branch})`
-        : `queued in ${a.queue} for ${a.target_branch}`,
+        : `queued ${back ? 'again ' : ''}in ${a.queue} for ${a.target_branch}${back}`,
     );
   },
 };

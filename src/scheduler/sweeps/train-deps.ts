@@ -1,0 +1,47 @@
+/** What the serial queue (merge-queue.ts) lends the merge train's driver (merge-train.ts), and what the driver reports. */
+import type { QueueEntry, StateStore } from '../../state/index.ts';
+import type { Client, MergeRequest } from '../../api/index.ts';
+import type { ItemProcessorFn, QueueEvents, RemovalCode, StatusBucket } from '../../rules/index.ts';
+import type { BranchUpdater } from '../../git/index.ts';
+import type { SweepLog } from '../types.ts';
+
+export type TrainOutcome = 'waiting' | 'updated' | 'merged' | 'dropped' | 'removed' | 'error';
+
+export interface TrainStep {
+  entry: QueueEntry;
+  outcome: TrainOutcome;
+  detail: string;
+  statuses?: Record<string, StatusBucket>;
+}
+
+/** What the serial queue lends the train: its reads, and its ways of taking a merge request out. */
+export interface TrainDeps {
+  client: {
+    mergeRequests: Pick<Client['mergeRequests'], 'get'>;
+    branches: Pick<Client['branches'], 'get'>;
+    statuses: Pick<Client['statuses'], 'list'>;
+    notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
+  };
+  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue'>;
+  updater: BranchUpdater;
+  processItem?: ItemProcessorFn;
+  now: () => number;
+  log: SweepLog;
+  /** `api.push_note_lag_ms`: how long a fork's approval settles; FORK_APPROVAL_SETTLE_MS unless given. */
+  pushNoteLagMs?: number;
+  cloneUrl(projectId: number): Promise<string>;
+  /** Out with one comment, remembered at `at` (merge-queue.ts). */
+  remove(
+    entry: QueueEntry,
+    mr: MergeRequest,
+    code: RemovalCode,
+    why: string,
+    at: string,
+  ): Promise<{ detail: string }>;
+  /** Out at once, without comment. */
+  drop(entry: QueueEntry, code: RemovalCode, why: string): Promise<{ detail: string }>;
+  /** Out at once after a push by someone else, then evaluated again. */
+  pushedOut(entry: QueueEntry, why: string): Promise<{ detail: string }>;
+  /** Landings and car builds told (rules/queue/queue-events.ts); default: nowhere. */
+  events?: QueueEvents;
+}
