@@ -228,13 +228,15 @@ function tellCars(world: TrainWorld, told: Told): void {
 
 /** Verdicts of the CI on the cars told. */
 async function tellVerdicts(world: TrainWorld, told: Told): Promise<void> {
-  const current = new Set(active(world).flatMap((entry) => (entry.car?.sha ? [entry.car.sha] : [])));
+  // A car given up: one of its merge requests rides another car now (the train built it again).
+  const rebuilt = (sha: string, iids: number[]) =>
+    active(world).some((entry) => iids.includes(entry.iid) && entry.car?.sha && entry.car.sha !== sha);
   for (const [sha, car] of told.cars) {
     if (car.verdict) continue;
     car.verdict = finished(await ciState(world, sha));
     if (car.verdict === undefined) continue;
     const what = `${TRAIN_STATUS} ${car.verdict === 'success' ? 'passed' : car.verdict} on`;
-    if (!current.has(sha) && sha !== told.master)
+    if (rebuilt(sha, car.iids))
       world.say(`   (${what} ${short(sha)}, the car of ${list(car.iids)} given up already: it stood on a car that failed)`);
     else if (car.verdict === 'success')
       world.say(
