@@ -84,11 +84,7 @@ function decidedAgainst(runtime: Parts, expected: Expectation): string | undefin
 
 /** The outcome, when it is known before the wait ends; undefined while waiting may still see it. */
 export function settled(runtime: Parts, expected: Expectation): string | undefined {
-  return (
-    pauseOf(runtime, expected) ??
-    parkedOf(runtime, expected) ??
-    decidedAgainst(runtime, expected)
-  );
+  return pauseOf(runtime, expected) ?? parkedOf(runtime, expected) ?? decidedAgainst(runtime, expected);
 }
 
 /** What the bot did instead, once a wait ended without the expected effect. */

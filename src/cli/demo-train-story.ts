@@ -237,7 +237,9 @@ async function tellVerdicts(world: TrainWorld, told: Told): Promise<void> {
     if (car.verdict === undefined) continue;
     const what = `${TRAIN_STATUS} ${car.verdict === 'success' ? 'passed' : car.verdict} on`;
     if (rebuilt(sha, car.iids))
-      world.say(`   (${what} ${short(sha)}, the car of ${list(car.iids)} given up already: it stood on a car that failed)`);
+      world.say(
+        `   (${what} ${short(sha)}, the car of ${list(car.iids)} given up already: it stood on a car that failed)`,
+      );
     else if (car.verdict === 'success')
       world.say(
         `   ${what} car ${car.position} (${short(sha)}): ${car.holds.length > 1 ? `${list(car.holds)} pass together` : `${list(car.holds)} passes on master`}`,
@@ -274,7 +276,11 @@ async function tellLandingsAndRemovals(world: TrainWorld, told: Told, mrs: Merge
 }
 
 /** Step 3: the train runs; narrated as it happens, until every merge request landed or left. */
-export async function watchTrain(world: TrainWorld, mrs: MergeRequest[], masterBefore: string): Promise<void> {
+export async function watchTrain(
+  world: TrainWorld,
+  mrs: MergeRequest[],
+  masterBefore: string,
+): Promise<void> {
   const told: Told = { cars: new Map(), left: new Set(), merged: new Set(), master: masterBefore };
   await until(world, 'end of the train', async () => {
     tellCars(world, told);
@@ -295,7 +301,10 @@ async function botNotes(world: TrainWorld, mr: MergeRequest): Promise<string[]> 
 /** master's first-parent line, newest first. */
 async function firstParents(world: TrainWorld): Promise<string[]> {
   const line: string[] = [];
-  for (let sha: string | undefined = (await world.admin.branches.get(world.project.id, 'master')).commit.id; sha; ) {
+  for (
+    let sha: string | undefined = (await world.admin.branches.get(world.project.id, 'master')).commit.id;
+    sha;
+  ) {
     line.push(sha);
     sha = (await world.admin.commits.get(world.project.id, sha)).parent_ids[0];
   }

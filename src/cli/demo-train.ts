@@ -72,7 +72,13 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
   const sandbox = await startSandbox({
     seed: 'demo',
     hookTimeoutMs: 5_000,
-    ci: { check: namesCheck, durationMs: BUILD_MS, name: TRAIN_STATUS, parallel: 4, workDir: path.join(dir, 'ci') },
+    ci: {
+      check: namesCheck,
+      durationMs: BUILD_MS,
+      name: TRAIN_STATUS,
+      parallel: 4,
+      workDir: path.join(dir, 'ci'),
+    },
   });
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
   let failed = 0;
@@ -129,7 +135,10 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
     const masterBefore = (await admin.branches.get(project.id, 'master')).commit.id;
     let mrs: Awaited<ReturnType<typeof openChanges>> = [];
     const story: [string, () => Promise<void>][] = [
-      ['Four merge requests, each passing ci/test on its own', async () => void (mrs = await openChanges(world))],
+      [
+        'Four merge requests, each passing ci/test on its own',
+        async () => void (mrs = await openChanges(world)),
+      ],
       ['They join the merge train', () => queueChanges(world, mrs)],
       ['The train tests them together and lands what passes', () => watchTrain(world, mrs, masterBefore)],
       ['The conflict caught, the others landed, master never broken', () => checkOutcome(world, mrs)],
@@ -165,7 +174,8 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
         ].join('\n'),
       );
       await signals.stopped;
-    } else io.out('(hookbot demo --train --keep keeps the sandbox and the bot running to look at the page.)\n');
+    } else
+      io.out('(hookbot demo --train --keep keeps the sandbox and the bot running to look at the page.)\n');
   } finally {
     await runtime?.close();
     await sandbox.close();

@@ -24,7 +24,10 @@ export const registerDemoCommand: RegisterCommand = (program, io, setExitCode) =
     .description('Play a scripted scenario against the sandbox and narrate what the bot does and why.')
     .option('--rules <dir>', 'the rules folder to play with', 'rules')
     .option('--verbose', 'show the whole explanation of each decision')
-    .option('--train', 'play a merge train instead: four merge requests, one semantic conflict, the simulated CI')
+    .option(
+      '--train',
+      'play a merge train instead: four merge requests, one semantic conflict, the simulated CI',
+    )
     .option('--keep', 'with --train: keep the sandbox and the bot running afterwards, until Ctrl+C')
     .action(async (options: DemoOptions, command: Command) => {
       if (options.keep && !options.train) command.error('error: --keep goes with --train');

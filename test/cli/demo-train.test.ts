@@ -68,14 +68,21 @@ describe('hookbot demo --train', () => {
         /ci\/test failed on car \d \(\w+\): (!\d \+ )+!3 do not pass together, though each passed alone/,
       );
       // The culprit out, with its reason, and the comment the bot posted on it.
-      expect(stdout).toMatch(/!3 leaves the train: ci\/test failed on the train's car \w+ \(master at \w+ with !3\)/);
-      expect(stdout).toContain('the conflict is caught: !3 is out of the train, and the bot told alice on it:');
+      expect(stdout).toMatch(
+        /!3 leaves the train: ci\/test failed on the train's car \w+ \(master at \w+ with !3\)/,
+      );
+      expect(stdout).toContain(
+        'the conflict is caught: !3 is out of the train, and the bot told alice on it:',
+      );
       expect(stdout).toMatch(/"Removed from the default merge queue for `master`: ci\/test failed on/);
       // The others landed, each as the very commit a car tested.
-      for (const iid of [1, 2, 4]) expect(stdout).toMatch(new RegExp(`!${iid} ".+" is merged \\(landed by the train\\)`));
+      for (const iid of [1, 2, 4])
+        expect(stdout).toMatch(new RegExp(`!${iid} ".+" is merged \\(landed by the train\\)`));
       expect(stdout).toContain('landed: !1 + !2 + !4; !3 stays open for alice to fix');
       expect(stdout).toMatch(/master fast-forwarded \w+ -> \w+: the very commit car \d tested/);
-      expect(stdout).toMatch(/master's first-parent history: \d+ commits, each checked again by ci\/test's check: 0 broken/);
+      expect(stdout).toMatch(
+        /master's first-parent history: \d+ commits, each checked again by ci\/test's check: 0 broken/,
+      );
       // The page, answering while the demo is kept running.
       const page = /The queue's page: (http:\S+)/.exec(stdout)?.[1];
       expect(page).toBeDefined();

@@ -75,7 +75,9 @@ describe('hookbot demo', () => {
       'FAILED: no bug labels: on issue.open, your rule "triage bug reports" did not match: title matches',
     );
     // No rule of the expected name, and none acted: said once the bot decided, too.
-    expect(stdout).toContain('FAILED: no move: no rule named "move support questions" is in force for acme/web');
+    expect(stdout).toContain(
+      'FAILED: no move: no rule named "move support questions" is in force for acme/web',
+    );
     for (const line of stdout.split('\n').filter((l) => l.includes('FAILED')))
       expect(line).not.toContain('after 15 s');
     expect(stdout).toContain('(seen "Checkout crashes when the cart is empty")');
