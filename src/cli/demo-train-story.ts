@@ -108,6 +108,8 @@ export interface TrainWorld {
   say(line: string): void;
   /** When the whole story must be over (ms since the epoch). */
   deadline: number;
+  /** Whether a Ctrl+C asked to stop: every wait ends then, and the demo cleans up. */
+  stopped(): boolean;
 }
 
 const short = (sha: string) => sha.slice(0, 8);
@@ -118,6 +120,7 @@ async function until<T>(world: TrainWorld, what: string, probe: () => Promise<T 
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
+    if (world.stopped()) throw new Error('stopped (Ctrl+C)');
     if (Date.now() > world.deadline) throw new Error(`no ${what} before the demo's deadline`);
     await sleep(100);
   }

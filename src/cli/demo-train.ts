@@ -9,6 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Client, Project } from '../api/index.ts';
 import type { CliIo } from './command.ts';
 import {
   checkOutcome,
@@ -33,6 +34,29 @@ export interface TrainDemoOptions {
 const DEADLINE_MS = 150_000;
 /** A simulated build's duration: long enough to see cars built at once, short enough for a demo. */
 const BUILD_MS = 1_500;
+
+/** The run's project `acme/shop`: master with the first files, and the bot's hook (build events on: cars' statuses move the train). */
+async function makeShop(admin: Client, hookUrl: string): Promise<Project> {
+  const acme = (await admin.projects.get('acme/web')).namespace.id;
+  const project = await admin.projects.create({ name: 'shop', namespace_id: acme });
+  for (const [file, content] of INITIAL_FILES)
+    await admin.files.create(project.id, {
+      file_path: file,
+      branch_name: 'master',
+      content,
+      commit_message: `Add ${file}`,
+    });
+  await admin.hooks.create(project.id, {
+    url: hookUrl,
+    push_events: true,
+    merge_requests_events: true,
+    note_events: true,
+    build_events: true,
+    pipeline_events: true,
+    token: 'demo-hook-secret',
+  });
+  return project;
+}
 
 export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStderr: boolean): Promise<number> {
   const { loadConfig } = await import('../config/index.ts');
@@ -67,8 +91,10 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
   const log = logToStderr
     ? createLogger({ level: 'debug', format: 'json', destination: process.stderr })
     : createLogger({ level: 'silent', format: 'json' });
-  // Listening before anything starts: a Ctrl+C during the run stops it cleanly (and removes the folder).
-  const signals = options.keep ? watchSignals() : undefined;
+  // Listening before anything starts: a Ctrl+C during the story ends its wait, and the folder is removed.
+  const signals = watchSignals();
+  let stopped = false;
+  void signals.stopped.then(() => (stopped = true));
   const sandbox = await startSandbox({
     seed: 'demo',
     hookTimeoutMs: 5_000,
@@ -95,24 +121,7 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
       },
     );
     const admin = createClient({ baseUrl: sandbox.url, token: sandbox.adminToken });
-    const acme = (await admin.projects.get('acme/web')).namespace.id;
-    const project = await admin.projects.create({ name: 'shop', namespace_id: acme });
-    for (const [file, content] of INITIAL_FILES)
-      await admin.files.create(project.id, {
-        file_path: file,
-        branch_name: 'master',
-        content,
-        commit_message: `Add ${file}`,
-      });
-    await admin.hooks.create(project.id, {
-      url: runtime.bot.hookUrl,
-      push_events: true,
-      merge_requests_events: true,
-      note_events: true,
-      build_events: true,
-      pipeline_events: true,
-      token: 'demo-hook-secret',
-    });
+    const project = await makeShop(admin, runtime.bot.hookUrl);
     io.out(
       [
         `hookbot demo --train: sandbox ${sandbox.apiUrl}, bot ${runtime.bot.url}, project ${project.path_with_namespace}`,
@@ -130,6 +139,7 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
       verdict: (sha) => sandbox.ci!.verdict(project.id, sha),
       say: (line) => io.out(`${line}\n`),
       deadline: Date.now() + DEADLINE_MS,
+      stopped: () => stopped,
     };
     await sandbox.ci?.idle();
     const masterBefore = (await admin.branches.get(project.id, 'master')).commit.id;
@@ -156,6 +166,10 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
         break;
       }
     }
+    if (stopped) {
+      io.out('Stopped before the end: everything it made is removed.\n');
+      return 1;
+    }
     const page = await queuePage(runtime.bot.url);
     io.out(`The queue's page: ${page}\n`);
     io.out(
@@ -163,7 +177,7 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
         ? `All ${story.length} steps happened as expected.\n`
         : `${failed} of ${steps} steps did not happen as expected.\n`,
     );
-    if (signals) {
+    if (options.keep) {
       io.out(
         [
           `Kept running (--keep): open ${page}`,
@@ -180,7 +194,7 @@ export async function trainDemo(options: TrainDemoOptions, io: CliIo, logToStder
     await runtime?.close();
     await sandbox.close();
     rmSync(dir, { recursive: true, force: true });
-    signals?.release();
+    signals.release();
   }
   return failed === 0 ? 0 : 1;
 }

@@ -46,7 +46,7 @@ describe('hookbot demo --train', () => {
     try {
       const child = spawn(process.execPath, [BIN, 'demo', '--train', '--keep'], {
         cwd,
-        env: { ...process.env, TMPDIR: temp, HOOKBOT_IN_DOCKER: '0' },
+        env: { ...process.env, TMPDIR: temp, HOOKBOT_IN_DOCKER: '0', HOOKBOT_DEMO_LOG: '1' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';
@@ -104,6 +104,10 @@ describe('hookbot demo --train', () => {
       // (tsx, which compiles the sources for bin/hookbot.js, keeps its own cache there: `tsx-<uid>`.)
       expect(readdirSync(temp).filter((name) => !/^tsx-\d+$/.test(name))).toEqual([]);
       expect(readdirSync(cwd)).toEqual([]);
+      // The bot's debug log of the whole run: the git token and the hook secret never appear.
+      expect(stderr.length).toBeGreaterThan(1000);
+      for (const secret of ['hookbot-demo-git-token', 'demo-hook-secret', 'hookbot-demo-token'])
+        expect(stderr).not.toContain(secret);
     } finally {
       for (const dir of [temp, cwd, work]) rmSync(dir, { recursive: true, force: true });
     }
