@@ -53,12 +53,17 @@ async function waitFor<T>(
   }
 }
 
-/** What a step expects: `rule` to act on `itemKey` in `project`, for waitFor. */
-const expecting = (world: DemoWorld, rule: string, itemKey: string, project = WEB) => ({
+/**
+ * What a step expects: `rule` to act on `itemKey` in `project`, for waitFor, in answer to the change
+ * the step made at `since` (taken once the bot has seen every earlier change: a decision recorded
+ * since then answers this one).
+ */
+const expecting = (world: DemoWorld, rule: string, itemKey: string, since: number) => ({
   world,
   rule,
-  project,
+  project: WEB,
   itemKey,
+  since,
 });
 
 /** A check that what must not happen yet did not: its failure says what the bot did. */
@@ -155,11 +160,12 @@ export const demoSteps: DemoStep[] = [
   {
     title: 'An issue reported as a bug is labelled and triaged',
     async run(world) {
+      const since = Date.now();
       const issue = await world.alice.issues.create(WEB, {
         title: 'Checkout crashes when the cart is empty',
       });
       world.say(`   alice opens ${WEB}#${issue.iid} "${issue.title}"`);
-      const expected = expecting(world, 'triage bug reports', `issue:${issue.project_id}:${issue.id}`);
+      const expected = expecting(world, 'triage bug reports', `issue:${issue.project_id}:${issue.id}`, since);
       const fresh = await waitFor(
         'bug labels',
         async () => {
@@ -189,6 +195,7 @@ export const demoSteps: DemoStep[] = [
   {
     title: 'A support question is moved to the help desk project',
     async run(world) {
+      const since = Date.now();
       const issue = await world.alice.issues.create(WEB, {
         title: 'How do I export my data?',
         labels: ['question'],
@@ -203,7 +210,7 @@ export const demoSteps: DemoStep[] = [
           return undefined;
         },
         WAIT_MS,
-        expecting(world, 'move support questions', `issue:${issue.project_id}:${issue.id}`),
+        expecting(world, 'move support questions', `issue:${issue.project_id}:${issue.id}`, since),
       );
       const original = await world.admin.issues.get(WEB, issue.id);
       if (original.state !== 'closed') throw new Error('the original issue is still open');
@@ -214,6 +221,7 @@ export const demoSteps: DemoStep[] = [
   {
     title: 'A merge request gets a policy status',
     async run(world) {
+      const since = Date.now();
       const mr = await openMergeRequest(world, 'search-box', 'Add a search box to the catalogue page');
       world.say(`   alice opens !${mr.iid} "${mr.title}"`);
       const sha = await headOf(world, 'search-box');
@@ -225,7 +233,7 @@ export const demoSteps: DemoStep[] = [
           return undefined;
         },
         WAIT_MS,
-        expecting(world, 'title policy', `merge_request:${mr.project_id}:${mr.id}`),
+        expecting(world, 'title policy', `merge_request:${mr.project_id}:${mr.id}`, since),
       );
       world.say(
         `   the bot posted hookbot/policy: ${status.status} ("${status.description}") on ${sha.slice(0, 8)}`,
@@ -252,6 +260,7 @@ export const demoSteps: DemoStep[] = [
       if ((await world.admin.mergeRequests.get(WEB, mr.id)).state !== 'opened')
         throw unexpected(world, 'merged with ci/test missing', 'merge when green', key);
       tellWhyNot(world, key, 'merge when green');
+      const since = Date.now();
       await world.alice.statuses.create(WEB, sha, { state: 'success', name: 'ci/test' });
       world.say('   ci/test succeeds');
       const merged = await waitFor(
@@ -261,7 +270,7 @@ export const demoSteps: DemoStep[] = [
           return m.state === 'merged' ? m : undefined;
         },
         WAIT_MS,
-        expecting(world, 'merge when green', key),
+        expecting(world, 'merge when green', key, since),
       );
       world.say(`   the bot merged !${merged.iid} (head ${sha.slice(0, 8)}, source branch removed)`);
       await tellWhy(world, key, 'merge when green');
@@ -274,6 +283,9 @@ export const demoSteps: DemoStep[] = [
       const key = `merge_request:${mr.project_id}:${mr.id}`;
       const sha = await headOf(world, 'wishlist');
       world.say(`   alice opens !${mr.iid} "${mr.title}" labelled automerge; builds start`);
+      // The opening's own decision first: the statuses below are what the rule answers.
+      await settle(world);
+      const armedSince = Date.now();
       await world.alice.statuses.create(WEB, sha, { state: 'running', name: 'ci/build' });
       await world.alice.statuses.create(WEB, sha, { state: 'pending', name: 'ci/test' });
       const watching = () => world.runtime.store.watched().some((entry) => entry.itemKey === key);
@@ -281,12 +293,14 @@ export const demoSteps: DemoStep[] = [
         'merge-when-build-succeeds set',
         async () => (watching() ? true : undefined),
         WAIT_MS,
-        expecting(world, 'arm merge when build succeeds', key),
+        expecting(world, 'arm merge when build succeeds', key, armedSince),
       );
       world.say(
         '   the bot set merge-when-build-succeeds (builds pending, none failed): it merges this head itself once they pass',
       );
       await tellWhy(world, key, 'arm merge when build succeeds');
+      await settle(world);
+      const blockedSince = Date.now();
       await world.alice.mergeRequests.update(WEB, mr.id, { labels: ['automerge', 'do-not-merge'] });
       world.say('   alice adds do-not-merge');
       await waitFor(
@@ -296,7 +310,7 @@ export const demoSteps: DemoStep[] = [
           return !watching() && !m.merge_when_build_succeeds && m.state === 'opened' ? true : undefined;
         },
         WAIT_MS,
-        expecting(world, 'stop auto-merge when blocked', key),
+        expecting(world, 'stop auto-merge when blocked', key, blockedSince),
       );
       world.say('   the bot cancelled merge-when-build-succeeds; the MR stays open');
       await tellWhy(world, key, 'stop auto-merge when blocked');
@@ -317,6 +331,7 @@ export const demoSteps: DemoStep[] = [
       world.say(
         `   ${WEB}#${issue.iid} was last updated ${longAgo.slice(0, 10)} (90 days ago); the daily sweep runs`,
       );
+      const since = Date.now();
       await world.sweep();
       const closed = await waitFor(
         'close of the stale issue',
@@ -325,7 +340,7 @@ export const demoSteps: DemoStep[] = [
           return i.state === 'closed' ? i : undefined;
         },
         WAIT_MS,
-        expecting(world, 'close stale issues', `issue:${issue.project_id}:${issue.id}`),
+        expecting(world, 'close stale issues', `issue:${issue.project_id}:${issue.id}`, since),
       );
       world.say(`   the sweep closed #${closed.iid} with a comment`);
       await tellWhy(world, `issue:${issue.project_id}:${issue.id}`, 'close stale issues');

@@ -7,12 +7,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Command } from 'commander';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { demoSteps, type DemoWorld } from './demo-steps.ts';
 
 interface DemoOptions {
   rules: string;
   verbose?: boolean;
+  train?: boolean;
+  keep?: boolean;
 }
 
 export const registerDemoCommand: RegisterCommand = (program, io, setExitCode) => {
@@ -21,7 +24,17 @@ export const registerDemoCommand: RegisterCommand = (program, io, setExitCode) =
     .description('Play a scripted scenario against the sandbox and narrate what the bot does and why.')
     .option('--rules <dir>', 'the rules folder to play with', 'rules')
     .option('--verbose', 'show the whole explanation of each decision')
-    .action(async (options: DemoOptions) => {
+    .option(
+      '--train',
+      'play a merge train instead: four merge requests, one semantic conflict, the simulated CI',
+    )
+    .option('--keep', 'with --train: keep the sandbox and the bot running afterwards, until Ctrl+C')
+    .action(async (options: DemoOptions, command: Command) => {
+      if (options.keep && !options.train) command.error('error: --keep goes with --train');
+      if (options.train && (command.getOptionValueSource('rules') === 'cli' || options.verbose))
+        command.error(
+          'error: --train plays with its own train rule and says every step: --rules and --verbose go without it',
+        );
       setExitCode(await demo(options, io));
     });
 };
@@ -33,6 +46,10 @@ async function demo(options: DemoOptions, io: CliIo): Promise<number> {
   if (demoLog.set && 'problem' in demoLog) {
     io.err(`hookbot demo: ${demoLog.problem}\n`);
     return 1;
+  }
+  if (options.train) {
+    const { trainDemo } = await import('./demo-train.ts');
+    return trainDemo({ keep: options.keep ?? false }, io, 'value' in demoLog && demoLog.value === true);
   }
   const { createLogger, createMetrics } = await import('../ops/index.ts');
   const { startRuntime } = await import('../start-from-config.ts');

@@ -42,16 +42,19 @@ describe('hookbot demo', () => {
     });
   }, 60_000);
 
-  it('with rules of your own, a failing step says what your rule did instead; one the breaker paused fails at once', async () => {
-    // The example rules with two changes a user might make: the triage rule's title pattern no
-    // longer matches the demo's bug report, and the stale rule lost its age condition, so that it
-    // would close every open issue and the circuit breaker pauses it.
+  it('with rules of your own, a failing step says what your rule did instead, at once when the bot already decided it would not act', async () => {
+    // The example rules with three changes a user might make: the triage rule's title pattern no
+    // longer matches the demo's bug report, the support rule is renamed and moves issues labelled
+    // `help` (no rule named as the step expects, none acts), and the stale rule lost its age
+    // condition, so that it would close every open issue and the circuit breaker pauses it.
     const example = readFileSync('rules/default.yml', 'utf8');
     const mine = example
       .replace(
         "title: { matches: '(?i)\\b(bug|crash\\w*|broken)\\b' }",
         "title: { matches: '(?i)\\bdefect\\b' }",
       )
+      .replace('name: move support questions', 'name: move help requests')
+      .replace('labels: { any: [question] }', 'labels: { any: [help] }')
       .replace('      - updated: { older_than: 60d }\n', '');
     expect(mine).not.toBe(example);
     expect(mine).toContain('defect');
@@ -65,11 +68,18 @@ describe('hookbot demo', () => {
     }).catch((error: unknown) => error as { code: number; stdout: string });
     expect(run).toMatchObject({ code: 1 });
     const stdout = (run as { stdout: string }).stdout;
-    expect(stdout).toContain('2 of 6 steps did not happen as expected.');
-    // The rule that did not match: what it saw.
+    expect(stdout).toContain('3 of 6 steps did not happen as expected.');
+    // The rule that did not match: what it saw, said as soon as the bot decided (before the fix, each
+    // such step waited out its 15 s and said "after 15 s").
     expect(stdout).toContain(
-      'FAILED: no bug labels after 15 s: on issue.open, your rule "triage bug reports" did not match: title matches',
+      'FAILED: no bug labels: on issue.open, your rule "triage bug reports" did not match: title matches',
     );
+    // No rule of the expected name, and none acted: said once the bot decided, too.
+    expect(stdout).toContain(
+      'FAILED: no move: no rule named "move support questions" is in force for acme/web',
+    );
+    for (const line of stdout.split('\n').filter((l) => l.includes('FAILED')))
+      expect(line).not.toContain('after 15 s');
     expect(stdout).toContain('(seen "Checkout crashes when the cart is empty")');
     // The rule the breaker paused: said at once, with the breaker's reason, not after the timeout.
     const stale = stdout.split('\n').find((line) => line.includes('FAILED: no close of the stale issue'));
