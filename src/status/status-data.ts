@@ -277,8 +277,12 @@ function queueViews(entries: ReturnType<StateStore['queued']>, now: number): Que
           iids: [...car.iids],
           branch: car.branch,
           ...(car.sha ? { sha: car.sha } : {}),
-          // A car waits for what every merge request it carries requires (docs/merge-queue.md#merge-trains).
-          waitingFor: [...new Set(group.filter((e) => e.car?.id === car.id).flatMap((e) => e.required))],
+          // A car waits for what every merge request it carries requires (docs/merge-queue.md#merge-trains);
+          // landing, or seen passed (it waits for the cars ahead), it waits for no status.
+          waitingFor:
+            car.landing !== undefined || car.checked?.state === 'passed'
+              ? []
+              : [...new Set(group.filter((e) => e.car?.id === car.id).flatMap((e) => e.required))],
           ...(car.pushedAt !== undefined ? { since: car.pushedAt } : {}),
           ...(car.landing !== undefined ? { landing: car.landing } : {}),
         };
