@@ -26,7 +26,7 @@ import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
 import type { ItemProcessorFn, StatusBucket, Trigger } from '../../rules/index.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 import type { SweepLog } from '../types.ts';
-import { carStatuses, type CarStatuses } from './train-statuses.ts';
+import { carStatuses, checkCarsBehind, type CarStatuses } from './train-statuses.ts';
 import { blockedBy, carsOf, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
 import { FORK_APPROVAL_SETTLE_MS, forkSettling, riderVerdict } from './train-riders.ts';
@@ -404,6 +404,7 @@ export async function driveTrain(
           `car 1: waiting for ${pending.map(([n, b]) => `${n} ${b}`).join(', ')} on ${short(front.car.sha)}`,
           statuses,
         );
+      await checkCarsBehind(deps, head.projectId, cars.slice(1));
     }
     return 'on';
   }
@@ -411,8 +412,7 @@ export async function driveTrain(
 
   // 3. Cars up to `depth`: the recorded ones not pushed yet (a crash between record and push) again,
   // from their record (same sha), then new ones behind.
-  // Cars recorded and not pushed: a push that failed (or a crash before it). While a branch blocks
-  // their names (a developer's `hookbot/train`), nothing is built or pushed again: the run says so.
+  // Cars not pushed (a failed push, a crash): while a branch blocks their names, nothing is pushed again.
   const unpushed = cars.filter((one) => one.car.pushedAt === undefined);
   if (unpushed.length > 0) {
     const blocked = await updater.train.findBlocker({
