@@ -60,7 +60,7 @@ function carCell(car: CarRow): Html {
     car.builtAs === car.number
       ? ''
       : markup`<br><small class="muted">built as car ${String(car.builtAs)}</small>`;
-  return markup`<strong>car ${String(car.number)}</strong>${built}`;
+  return markup`<strong class="nowrap">car ${String(car.number)}</strong>${built}`;
 }
 
 function buildCell(car: CarRow): Html {
@@ -68,7 +68,10 @@ function buildCell(car: CarRow): Html {
   const waits = car.waitingFor.length
     ? markup`<br><small>waiting for ${car.waitingFor.map((name, i) => markup`${i ? ', ' : ''}<code>${name}</code>`)}</small>`
     : '';
-  const text = car.stateText.replace(/^[a-z ]+: /, '');
+  const text =
+    car.state === 'failed'
+      ? `${(car.failed ?? []).join(', ')} failed: it is split, or taken out, when it is the front car`
+      : car.stateText.replace(/^[a-z ]+: /, '');
   return markup`${badge(label, tone)} ${text}${waits}`;
 }
 
@@ -199,7 +202,7 @@ export function renderQueuePage(data: QueuePageData): string {
 <title>hookbot merge queues</title>
 <style>${trusted(STATUS_CSS)}</style>
 </head>
-<body>
+<body class="wide">
 <header>
 <h1>hookbot merge queues</h1>
 <p class="muted">Read at ${when(data.now, data.now)} · <a href="queue.json">JSON</a> · <a href="../status">status page</a> · reload the page to update</p>

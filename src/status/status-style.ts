@@ -47,6 +47,8 @@ code.branch, .branch { overflow-wrap: normal; word-break: keep-all; }
 .alert.trouble { font-size: 1.05em; }
 .alert pre { background: transparent; padding: 0; }
 .toplinks { font-size: 1.05em; margin: .5rem 0; }
+body.wide { max-width: 100rem; }
+.nowrap { white-space: nowrap; }
 @media (max-width: 40rem) {
   body { padding: .6rem; }
   thead { display: none; }

@@ -44,4 +44,3 @@ export const browser = (): Promise<Browser> => (launching ??= launch());
 afterAll(async () => {
   await (await launching?.catch(() => undefined))?.close();
 });
-
