@@ -311,6 +311,7 @@ function trainRows(card: QueueCard, group: QueueEntry[], members: QueueMember[],
   let rebuilt = false;
   const landings: number[] = [];
   const estimate = (own: number | undefined, overdue: boolean, words?: string): Estimate => {
+    if (card.paused) return { kind: 'none', text: 'paused: nothing lands until the queue is resumed' };
     if (own === undefined || buildMs === undefined)
       return { kind: 'none', text: 'no estimate yet: no build has finished on this queue' };
     const at = Math.max(ahead, own, now);

@@ -33,7 +33,10 @@ export type StatusStore = Pick<
   | 'lastSuccess'
   | 'stats'
 > &
-  Partial<Pick<StateStore, 'queued' | 'parkedDeliveries'>>;
+  Partial<Pick<StateStore, 'queued' | 'parkedDeliveries'>> & {
+    /** The queues' control records (a paused queue), in a store that keeps them. */
+    queueControls?: () => readonly QueueControlView[];
+  };
 
 export interface StatusSources {
   store: StatusStore;
@@ -47,8 +50,6 @@ export interface StatusSources {
   sweeps: readonly string[];
   /** Known secret values (API token, hook secrets, the status password): never shown. */
   secrets?: readonly (string | undefined)[];
-  /** The queues' control records (a paused queue), when the store keeps them. */
-  queueControls?: () => readonly QueueControlView[];
   /** Decisions shown, newest first. Default 25. */
   decisionLimit?: number;
   now?: () => number;
@@ -218,7 +219,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       ...view,
       ...withLink(view.itemKey, { rule: view.rule }),
     })),
-    queueSummary: queueSummary(store.queued?.() ?? [], sources.queueControls?.() ?? []),
+    queueSummary: queueSummary(store.queued?.() ?? [], store.queueControls?.() ?? []),
     queueRemovals: (store.queued?.() ?? [])
       .flatMap((entry) =>
         entry.left
@@ -309,7 +310,7 @@ export function collectQueuePage(sources: StatusSources): QueuePageData {
   const now = (sources.now ?? Date.now)();
   const data = collectQueues({
     entries: store.queued?.() ?? [],
-    ...(sources.queueControls ? { controls: sources.queueControls() } : {}),
+    ...(store.queueControls ? { controls: store.queueControls() } : {}),
     itemOf: (itemKey) => {
       const record = store.latestDecision(itemKey);
       if (!record) return {};

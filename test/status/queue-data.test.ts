@@ -195,6 +195,9 @@ describe('the queue page data of a merge train', () => {
       told: NOW - MIN,
     });
     expect(queue!.paused).toEqual({ by: 'ops', reason: 'release freeze', at: NOW - 3 * MIN });
+    // Nothing lands while it is paused: no estimate says otherwise.
+    for (const estimate of [...queue!.cars.map((c) => c.estimate), ...queue!.waiting.map((w) => w.estimate)])
+      expect(estimate).toEqual({ kind: 'none', text: 'paused: nothing lands until the queue is resumed' });
   });
 
   it('keeps a queue whose merge requests all left, for its removals', () => {
@@ -267,8 +270,11 @@ describe('GET /status/queue and /status/queue.json', () => {
     await store.recordDecision(MR_KEY, DECISION, { acted: true });
     for (const e of train(3 * MIN)) await store.enqueue(e);
     await store.enqueue(entry(7, { itemKey: MR_KEY, iid: 7, car: car(2, [7, 8]), trainCiMs: 3 * MIN }));
+    // A store that keeps queue controls (an operator paused this queue).
+    const paused = { by: 'ops', reason: 'release freeze', at: NOW - MIN };
+    const controls = [{ project: 'acme/web', targetBranch: 'release-2016_08', queue: 'candidates', paused }];
     const served = await serveStatus({
-      store,
+      store: Object.assign(store, { queueControls: () => controls }),
       rules: { state: () => RULES_STATE },
       sweeps: [],
       now: () => NOW,
@@ -295,6 +301,9 @@ describe('GET /status/queue and /status/queue.json', () => {
       expect(top).toContain(
         '<a href="status/queue"><strong>Merge queues</strong></a>: 7 merge requests in 1 queue',
       );
+      expect(top).toContain('paused: acme/web → release-2016_08 · candidates');
+      expect(json.queues[0]!.paused).toEqual(paused);
+      expect(text).toContain('<strong>Paused</strong> by ops');
     } finally {
       await served.close();
     }
