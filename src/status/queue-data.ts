@@ -156,7 +156,8 @@ const keyOf = (e: { project: string; targetBranch: string; queue: string }) =>
 
 /** `42 s`, `3 min`, `1 h 5 min`. */
 export function durationText(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
+  if (ms < 1000) return 'under 1 s';
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   const min = Math.round(s / 60);
   if (min < 60) return `${min} min`;
@@ -317,7 +318,8 @@ function trainRows(card: QueueCard, group: QueueEntry[], members: QueueMember[],
     const at = Math.max(ahead, own, now);
     ahead = at;
     landings.push(at);
-    if (at <= now || overdue)
+    // Due within a second: "in about 0 s" would read as a time already past.
+    if (at - now < 1000 || overdue)
       return { kind: 'any_moment', at: Math.max(at, now), text: words ?? 'any moment' };
     return { kind: 'estimate', at, text: `in about ${durationText(at - now)}` };
   };

@@ -19,6 +19,12 @@ export function branchName(name: string): Html {
   return markup`<code class="branch">${parts.map((part, i) => (i ? [WBR, part] : part))}</code>`;
 }
 
+/** A project or queue name, breaking as a branch name does (after `/`, `-`, `_` or `.`). */
+function nameOf(name: string): Html {
+  const parts = name.split(/(?<=[/_.-])/);
+  return markup`<span class="branch">${parts.map((part, i) => (i ? [WBR, part] : part))}</span>`;
+}
+
 const sha = (commit: string | undefined): Html =>
   commit
     ? markup`<code title="${commit}">${commit.slice(0, 7)}</code>`
@@ -148,7 +154,7 @@ function queueTitle(card: QueueCard): Html {
       : badge('serial', 'ok');
   const paused = card.paused ? markup` ${badge('paused', 'bad')}` : '';
   const stuck = card.trouble ? markup` ${badge('cannot move', 'bad')}` : '';
-  return markup`<span class="ref">${card.project}</span> → ${branchName(card.targetBranch)} · <span class="ref">${card.queue}</span> queue ${shape}${paused}${stuck}`;
+  return markup`${nameOf(card.project)} → ${branchName(card.targetBranch)} · ${nameOf(card.queue)} queue ${shape}${paused}${stuck}`;
 }
 
 function queueSection(card: QueueCard, index: number, now: number): Html {
@@ -178,7 +184,7 @@ export function renderQueuePage(data: QueuePageData): string {
   const nav = data.queues.length
     ? markup`<nav>${data.queues.map(
         (q, i) =>
-          markup`<a href="#queue-${String(i + 1)}">${q.project} → ${q.targetBranch} · ${q.queue}${q.trouble ? ' (cannot move)' : ''}${q.paused ? ' (paused)' : ''}</a>`,
+          markup`<a href="#queue-${String(i + 1)}">${nameOf(q.project)} → ${nameOf(q.targetBranch)} · ${nameOf(q.queue)}${q.trouble ? ' (cannot move)' : ''}${q.paused ? ' (paused)' : ''}</a>`,
       )}</nav>\n`
     : '';
   const stuck = data.queues.filter((q) => q.trouble).length;

@@ -152,6 +152,13 @@ describe('the queue page data of a merge train', () => {
     expect(slow!.waiting.map((w) => w.estimate.at)).toEqual([NOW + 10 * MIN, NOW + 10 * MIN, NOW + 16 * MIN]);
   });
 
+  it('says "any moment", not "in about 0 s", for what is due within a second', () => {
+    const [queue] = read(train(500)).queues;
+    for (const w of queue!.waiting)
+      expect(w.estimate).toEqual({ kind: 'any_moment', at: NOW + 500, text: 'any moment' });
+    expect(renderQueuePage(read(train(500)))).not.toMatch(/in about 0 s|took 0 s/);
+  });
+
   it('says there is no estimate before any build finished on the queue', () => {
     const [queue] = read(train()).queues;
     expect(queue).not.toHaveProperty('buildMs');

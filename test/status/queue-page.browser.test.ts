@@ -320,6 +320,16 @@ describe('the merge queues page of a running train, in headless Chromium at 1,40
       await page.screenshot({ path: shot('train'), fullPage: true });
       expect(statSync(shot('train')).size).toBeGreaterThan(10_000);
       console.log(`queue page screenshot (running train): ${shot('train')}`);
+      // On a phone: one labelled block per row, nothing wider than the screen, no word broken.
+      await page.setViewportSize({ width: 360, height: 740 });
+      const narrow = await page.evaluate(() => ({
+        page: document.documentElement.scrollWidth,
+        screen: window.innerWidth,
+      }));
+      expect(narrow.page).toBeLessThanOrEqual(narrow.screen);
+      expect(await brokenMidWord(page, 'code.branch')).toEqual([]);
+      await page.screenshot({ path: shot('train-phone'), fullPage: true });
+      console.log(`queue page screenshot (running train, phone): ${shot('train-phone')}`);
       await context.close();
     },
     TEST_TIMEOUT,
