@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs Debian's Chromium for the status page browser test
-# (test/status/status-page.browser.test.ts drives /usr/bin/chromium with playwright-core; no
+# (test/status/*.browser.test.ts drive /usr/bin/chromium with playwright-core; no
 # browser is downloaded from anywhere but the distribution's archive). Does nothing when it is
 # already there. Meant for Debian (e.g. a node:*-bookworm CI image): Ubuntu's `chromium` package is
 # only a snap wrapper, which does not run in containers.

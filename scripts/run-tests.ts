@@ -56,7 +56,7 @@ const TOOLS: Tool[] = [
     name: 'chromium',
     find: () => (existsSync('/usr/bin/chromium') ? '/usr/bin/chromium' : undefined),
     script: 'scripts/install-browser.sh',
-    neededBy: 'test/status/status-page.browser.test.ts',
+    neededBy: 'test/status/*.browser.test.ts (the status page, the merge queues page)',
   },
 ];
 

@@ -117,6 +117,13 @@ export const queueEntrySchema = z.object({
       sha: z.string().optional(),
       pushedAt: time.optional(),
       landing: time.optional(),
+      checked: z
+        .object({
+          state: z.enum(['passed', 'failed']),
+          at: time,
+          failed: z.array(z.string()).optional(),
+        })
+        .optional(),
     })
     .optional(),
   carCap: z.number().int().positive().optional(),

@@ -270,6 +270,12 @@ export interface TrainCar {
   pushedAt?: number;
   /** Set right before the target is pushed to it: after a crash, the target is read to tell. */
   landing?: number;
+  /**
+   * A car behind the front one: its statuses as the driver last read them while a car ahead was still
+   * tested (`passed`: it waits for the cars ahead; `failed`: it is split or taken out when it is the
+   * front). Absent: not read yet, its build is running. For the queue page (docs/merge-queue.md#where-it-shows).
+   */
+  checked?: { state: 'passed' | 'failed'; at: number; failed?: string[] };
 }
 
 export interface PausedRule {

@@ -7,63 +7,11 @@ import type { DeliveryInfo } from './delivery-log.ts';
 import { markup, trusted, type Html, type HtmlValue } from './html.ts';
 import type { QueueRemovalView, QueueView, StatusData, SweepView, WatchView } from './status-data.ts';
 import { STATUS_CSS } from './status-style.ts';
-import { relativeText, utcText } from './time-text.ts';
+import { badge, explainAnchor, section, table, when } from './render-parts.ts';
 import { counted } from '../text/index.ts';
-
-type Tone = 'ok' | 'warn' | 'bad';
-
-/** Outcomes of deliveries and calls, by how much they need a look. */
-const TONES: Record<string, Tone> = {
-  accepted: 'ok',
-  done: 'ok',
-  duplicate: 'ok',
-  ignored: 'warn',
-  skipped: 'warn',
-  'dry-run': 'warn',
-  unauthorized: 'bad',
-  bad_request: 'bad',
-  too_large: 'bad',
-  inbox_full: 'bad',
-  overloaded: 'bad',
-  error: 'bad',
-  failed: 'bad',
-  ambiguous: 'bad',
-  withdrawn: 'warn',
-};
-
-function badge(text: string, tone: Tone | undefined = TONES[text]): Html {
-  return markup`<span class="badge ${tone ?? ''}">${text}</span>`;
-}
-
-function when(ms: number | undefined, now: number): Html {
-  if (ms === undefined) return markup`<span class="muted">not yet</span>`;
-  const iso = Number.isFinite(ms) ? new Date(ms).toISOString() : '';
-  return markup`<time datetime="${iso}">${utcText(ms)}</time> <small>(${relativeText(ms, now)})</small>`;
-}
 
 /** `0.4 ms`, `12 ms`: fast answers are the normal case, so they keep a decimal. */
 const msText = (ms: number): string => `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
-
-interface Column<T> {
-  label: string;
-  cell: (row: T) => HtmlValue;
-}
-
-/** A table whose cells carry their column's name, shown beside each value on narrow screens. */
-function table<T>(rows: readonly T[], columns: readonly Column<T>[], empty: string): Html {
-  if (rows.length === 0) return markup`<p class="muted">${empty}</p>`;
-  const head = columns.map((column) => markup`<th scope="col">${column.label}</th>`);
-  const body = rows.map(
-    (row) =>
-      markup`<tr>${columns.map((column) => markup`<td data-label="${column.label}">${column.cell(row)}</td>`)}</tr>\n`,
-  );
-  return markup`<table>\n<thead><tr>${head}</tr></thead>\n<tbody>\n${body}</tbody>\n</table>\n`;
-}
-
-function section(id: string, title: string, count: number | undefined, body: HtmlValue): Html {
-  const heading = count === undefined ? title : `${title} (${count})`;
-  return markup`<section id="${id}">\n<h2>${heading}</h2>\n${body}</section>\n`;
-}
 
 function deliveriesSection(data: StatusData): Html {
   const { recent, pending, oldestPendingAt } = data.deliveries;
@@ -113,11 +61,6 @@ function executionList(decision: DecisionView): HtmlValue {
     return markup`<li>${badge(call.status)} <code>${call.call}</code>${detail}${error}${parked}</li>`;
   });
   return markup`<ul>${calls}</ul>\n`;
-}
-
-/** A link to explain's answer (relative: explain is served beside the page). */
-function explainAnchor(href: string | undefined, text: string): Html | '' {
-  return href === undefined ? '' : markup`<a href="${href}">${text}</a>`;
 }
 
 function decisionCard(decision: DecisionView, now: number): Html {
@@ -265,11 +208,13 @@ function queueSection(data: StatusData): Html {
     ],
     'No merge request was taken out of a queue with a comment.',
   );
+  const more = markup`<p>Each queue with its cars, their builds, estimates and trouble: <a href="status/queue">the merge queues' page</a>.</p>
+`;
   return section(
     'merge-queue',
     'Merge queue',
     data.mergeQueue.length,
-    markup`${rows}<h3>Last removals</h3>${removals}`,
+    markup`${more}${rows}<h3>Last removals</h3>${removals}`,
   );
 }
 
@@ -477,6 +422,22 @@ function alerts(data: StatusData): Html[] {
   return out;
 }
 
+/** The merge queues' own page, first thing under the title: where people look for their merge request. */
+function queueLink(data: StatusData): Html {
+  const { queues, queued, stuck, paused } = data.queueSummary;
+  const size = queues
+    ? markup`${counted(queued, 'merge request', 'merge requests')} in ${counted(queues, 'queue', 'queues')}`
+    : markup`no merge request queued`;
+  const stuckText = stuck.length
+    ? markup` · <strong class="bad">cannot move: ${stuck.join('; ')}</strong>`
+    : '';
+  const pausedText = paused.length
+    ? markup` · <strong class="warn">paused: ${paused.join('; ')}</strong>`
+    : '';
+  return markup`<p class="toplinks"><a href="status/queue"><strong>Merge queues</strong></a>: ${size}${stuckText}${pausedText} · <a href="status/queue">cars, estimates, removals</a></p>
+`;
+}
+
 function navigation(data: StatusData): Html {
   const links: [string, string][] = [
     ['deliveries', 'Deliveries'],
@@ -507,7 +468,7 @@ export function renderStatusPage(data: StatusData): string {
 <header>
 <h1>hookbot status</h1>
 <p class="muted">Read at ${when(data.now, data.now)} · <a href="status.json">JSON</a> · reload the page to update</p>
-${navigation(data)}${alerts(data)}</header>
+${queueLink(data)}${navigation(data)}${alerts(data)}</header>
 <main>
 ${deliveriesSection(data)}${decisionsSection(data)}${actionsSection(data)}${watchSection(data)}${queueSection(data)}${parkedSection(data)}${parkedDeliveriesSection(data)}${pausedSection(data)}${sweepsSection(data)}${fleetSection(data)}${rulesSection(data)}${statsSection(data)}</main>
 </body>

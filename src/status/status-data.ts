@@ -18,6 +18,7 @@ import {
   type ParkedView,
 } from './decision-view.ts';
 import type { DeliveryInfo } from './delivery-log.ts';
+import { collectQueues, type QueueControlView, type QueuePageData } from './queue-data.ts';
 import { echoPauseOf, pauseReason, type RepositoryRulesState, type RulesState } from '../rules/index.ts';
 
 export type StatusStore = Pick<
@@ -32,7 +33,10 @@ export type StatusStore = Pick<
   | 'lastSuccess'
   | 'stats'
 > &
-  Partial<Pick<StateStore, 'queued' | 'parkedDeliveries'>>;
+  Partial<Pick<StateStore, 'queued' | 'parkedDeliveries'>> & {
+    /** The queues' control records (a paused queue), in a store that keeps them. */
+    queueControls?: () => readonly QueueControlView[];
+  };
 
 export interface StatusSources {
   store: StatusStore;
@@ -130,6 +134,12 @@ export interface StatusData {
   actions: ActionView[];
   mergeWatch: WatchView[];
   mergeQueue: QueueView[];
+  /**
+   * The merge queues in short, for the link at the top of the page to their own page
+   * (`/status/queue`): how many queues and merge requests, and the queues that cannot move
+   * (`project → target · queue`) or are paused.
+   */
+  queueSummary: { queues: number; queued: number; stuck: string[]; paused: string[] };
   /** The last merge requests taken out of a queue with a comment, latest first (at most 10). */
   queueRemovals: QueueRemovalView[];
   parked: ParkedView[];
@@ -209,6 +219,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
       ...view,
       ...withLink(view.itemKey, { rule: view.rule }),
     })),
+    queueSummary: queueSummary(store.queued?.() ?? [], store.queueControls?.() ?? []),
     queueRemovals: (store.queued?.() ?? [])
       .flatMap((entry) =>
         entry.left
@@ -277,8 +288,12 @@ function queueViews(entries: ReturnType<StateStore['queued']>, now: number): Que
           iids: [...car.iids],
           branch: car.branch,
           ...(car.sha ? { sha: car.sha } : {}),
-          // A car waits for what every merge request it carries requires (docs/merge-queue.md#merge-trains).
-          waitingFor: [...new Set(group.filter((e) => e.car?.id === car.id).flatMap((e) => e.required))],
+          // A car waits for what every merge request it carries requires (docs/merge-queue.md#merge-trains);
+          // landing, or seen passed (it waits for the cars ahead), it waits for no status.
+          waitingFor:
+            car.landing !== undefined || car.checked?.state === 'passed'
+              ? []
+              : [...new Set(group.filter((e) => e.car?.id === car.id).flatMap((e) => e.required))],
           ...(car.pushedAt !== undefined ? { since: car.pushedAt } : {}),
           ...(car.landing !== undefined ? { landing: car.landing } : {}),
         };
@@ -287,4 +302,39 @@ function queueViews(entries: ReturnType<StateStore['queued']>, now: number): Que
       return view;
     });
   });
+}
+
+/** The queue page's data (`/status/queue`, `/status/queue.json`), redacted as the status page's. */
+export function collectQueuePage(sources: StatusSources): QueuePageData {
+  const { store } = sources;
+  const now = (sources.now ?? Date.now)();
+  const data = collectQueues({
+    entries: store.queued?.() ?? [],
+    ...(store.queueControls ? { controls: store.queueControls() } : {}),
+    itemOf: (itemKey) => {
+      const record = store.latestDecision(itemKey);
+      if (!record) return {};
+      const title = decisionView(record).item?.title;
+      const target = explainTargetOf(record);
+      return { ...(title ? { title } : {}), ...(target ? { explain: explainLink(target) } : {}) };
+    },
+    now,
+  });
+  const secrets = (sources.secrets ?? []).filter((secret): secret is string => !!secret);
+  return redactValue(data, secretMatcher(secrets)) as QueuePageData;
+}
+
+function queueSummary(
+  entries: ReturnType<StateStore['queued']>,
+  controls: readonly QueueControlView[],
+): StatusData['queueSummary'] {
+  const groups = [...queuesOf(entries).values()];
+  const name = (e: { project: string; targetBranch: string; queue: string }) =>
+    `${e.project} → ${e.targetBranch} · ${e.queue}`;
+  return {
+    queues: groups.length,
+    queued: groups.reduce((sum, group) => sum + group.length, 0),
+    stuck: groups.filter((group) => group.some((e) => e.trouble)).map((group) => name(group[0]!)),
+    paused: controls.filter((c) => c.paused).map(name),
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * The read-only status page (issue 7, Operations): `GET /status` (HTML, server-rendered, no script)
- * and `GET /status.json` (the same data). Mounted on the bot's port behind the ops app's guard (the
+ * and `GET /status.json` (the same data); the merge queues' own page, `GET /status/queue` and
+ * `GET /status/queue.json`. Mounted on the bot's port behind the ops app's guard (the
  * Host check and `server.status_auth`: ops-app.ts); `auth` here is for a router mounted alone.
  * Listening beyond loopback without `status_auth` is refused at start (receiver/exposure.ts).
  *
@@ -10,7 +11,14 @@
 import { Router, type Response } from 'express';
 import { basicAuth, type BasicAuthCredentials } from './basic-auth.ts';
 import { renderStatusPage } from './render-page.ts';
-import { collectFleet, collectStatus, type StatusData, type StatusSources } from './status-data.ts';
+import {
+  collectFleet,
+  collectQueuePage,
+  collectStatus,
+  type StatusData,
+  type StatusSources,
+} from './status-data.ts';
+import { renderQueuePage } from './render-queue.ts';
 import { STATUS_CSS_HASH } from './status-style.ts';
 
 export { createDeliveryLog } from './delivery-log.ts';
@@ -56,6 +64,16 @@ export function createStatusRouter(options: StatusRouterOptions): Router {
 
   router.get('/status.json', ...guard, async (_req, res) => {
     commonHeaders(res).json(await collect());
+  });
+
+  // The merge queues' own view (docs/merge-queue.md#where-it-shows): linked from the top of /status.
+  router.get('/status/queue', ...guard, (_req, res) => {
+    const page = renderQueuePage(collectQueuePage(options));
+    commonHeaders(res).set('content-security-policy', CONTENT_SECURITY_POLICY).type('html').send(page);
+  });
+
+  router.get('/status/queue.json', ...guard, (_req, res) => {
+    commonHeaders(res).json(collectQueuePage(options));
   });
 
   return router;

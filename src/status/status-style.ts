@@ -40,6 +40,15 @@ ul { margin: .25rem 0; padding-left: 1.25rem; }
   margin: .6rem 0; }
 .card header { display: flex; flex-wrap: wrap; justify-content: space-between; gap: .25rem .75rem; }
 details summary { cursor: pointer; margin-top: .4rem; }
+code.branch, .branch { overflow-wrap: normal; word-break: keep-all; }
+.ref { white-space: nowrap; }
+.member + .member { margin-top: .2rem; }
+.queue h2 { display: flex; flex-wrap: wrap; align-items: baseline; gap: .2rem .5rem; }
+.alert.trouble { font-size: 1.05em; }
+.alert pre { background: transparent; padding: 0; }
+.toplinks { font-size: 1.05em; margin: .5rem 0; }
+body.wide { max-width: 100rem; }
+.nowrap { white-space: nowrap; }
 @media (max-width: 40rem) {
   body { padding: .6rem; }
   thead { display: none; }

@@ -4,11 +4,9 @@
  * page renders and shows a watched MR, its stylesheet passes the CSP, the explanation expands, it
  * fits a phone's width, and basic auth works with real credentials.
  */
-import { existsSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCREENSHOT, browser } from './browser.ts';
 import { HEAD_SHA, TRAIN_REMOVAL, WATCH_RULE, serveFilled, type Served } from './status-fixture.ts';
 
 /*
@@ -22,42 +20,6 @@ declare function getComputedStyle(
   element: unknown,
   pseudo?: string,
 ): { display: string; content: string; borderTopLeftRadius: string };
-
-const CHROMIUM = '/usr/bin/chromium';
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-/** Where the screenshot goes, for a person to look at (the path is printed). */
-const SCREENSHOT =
-  process.env.HOOKBOT_STATUS_SCREENSHOT ?? join(tmpdir(), `hookbot-status-${process.pid}.png`);
-
-async function launch(): Promise<Browser> {
-  // Not a skip: a missing browser is a broken setup, and says how to fix it.
-  if (!existsSync(CHROMIUM))
-    throw new Error(
-      `${CHROMIUM} is missing: the status page browser test needs Debian's chromium. ` +
-        'Install it with scripts/install-browser.sh (apt-get install chromium).',
-    );
-  return chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
-}
-
-let launching: Promise<Browser> | undefined;
-/**
- * One browser for the file, launched by the first test that needs it. Launching in a test rather
- * than in a hook makes a missing browser fail every test with its message (a failing hook would
- * only mark them skipped).
- */
-const browser = (): Promise<Browser> => (launching ??= launch());
-afterAll(async () => {
-  await (await launching?.catch(() => undefined))?.close();
-});
 
 describe('the status page in headless Chromium', () => {
   let served: Served;

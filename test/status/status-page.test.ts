@@ -10,6 +10,7 @@ import {
   NOW,
   PARK_REASON,
   PAUSE_REASON,
+  RULES_STATE,
   SWEEPS,
   TOKEN,
   WATCH_RULE,
@@ -223,6 +224,55 @@ describe('GET /status.json', () => {
     expect(body.queueRemovals).toEqual([
       expect.objectContaining({ iid: 21, queue: 'train', reason: TRAIN_REMOVAL, at: NOW - 4 * 60_000 }),
     ]);
+  });
+
+  it('a landing car waits for no status: it is landing (issue 37)', async () => {
+    const store = createMemoryStore({ now: () => NOW });
+    await store.open();
+    const car = {
+      id: '30-aaaaaaa-1',
+      position: 1,
+      base: 'a'.repeat(40),
+      members: ['merge_request:6:70'],
+      iids: [30],
+      heads: ['d'.repeat(40)],
+      branch: 'hookbot/train/master/default/30',
+      date: Math.floor(NOW / 1000) - 300,
+      identity: { name: 'hookbot', email: 'hookbot@example.com' },
+      sha: TRAIN_SHA,
+      pushedAt: NOW - 5 * 60_000,
+      landing: NOW - 1_000,
+    };
+    await store.enqueue({
+      itemKey: 'merge_request:6:70',
+      project: 'acme/api',
+      projectId: 6,
+      mrId: 70,
+      iid: 30,
+      targetBranch: 'master',
+      queue: 'default',
+      rule: 'queue-green',
+      priority: 0,
+      enqueuedAt: NOW - 10 * 60_000,
+      required: ['ci/test', 'ci/lint'],
+      statusTimeoutMs: 30 * 60_000,
+      maxUpdates: 3,
+      updates: 0,
+      depth: 2,
+      car,
+    });
+    const alone = await serveStatus({
+      store,
+      rules: { state: () => RULES_STATE },
+      sweeps: [],
+      now: () => NOW,
+    });
+    try {
+      const json = (await (await fetch(`${alone.url}/status.json`)).json()) as any;
+      expect(json.mergeQueue[0].car).toMatchObject({ landing: NOW - 1_000, waitingFor: [] });
+    } finally {
+      await alone.close();
+    }
   });
 
   it('holds the same data as the page', () => {

@@ -25,7 +25,7 @@ import type { QueueEntry, TrainCar } from '../../state/index.ts';
 import { ApiError, type MergeRequest } from '../../api/index.ts';
 import type { StatusBucket, Trigger } from '../../rules/index.ts';
 import type { TrainDeps, TrainOutcome, TrainStep } from './train-deps.ts';
-import { carStatuses, type CarStatuses } from './train-statuses.ts';
+import { carStatuses, checkCarsBehind, type CarStatuses } from './train-statuses.ts';
 import { blockedBy, carsOf, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
 import { FORK_APPROVAL_SETTLE_MS, forkSettling, riderVerdict } from './train-riders.ts';
@@ -384,6 +384,7 @@ export async function driveTrain(
           `car 1: waiting for ${pending.map(([n, b]) => `${n} ${b}`).join(', ')} on ${short(front.car.sha)}`,
           statuses,
         );
+      await checkCarsBehind(deps, head.projectId, cars.slice(1));
     }
     return 'on';
   }
@@ -391,8 +392,7 @@ export async function driveTrain(
 
   // 3. Cars up to `depth`: the recorded ones not pushed yet (a crash between record and push) again,
   // from their record (same sha), then new ones behind.
-  // Cars recorded and not pushed: a push that failed (or a crash before it). While a branch blocks
-  // their names (a developer's `hookbot/train`), nothing is built or pushed again: the run says so.
+  // Cars not pushed (a failed push, a crash): while a branch blocks their names, nothing is pushed again.
   const unpushed = cars.filter((one) => one.car.pushedAt === undefined);
   if (unpushed.length > 0) {
     const blocked = await updater.train.findBlocker({

@@ -5,7 +5,7 @@
  * car: a merge request whose rule required `review/approved` landed in a car judged by the head's rule,
  * which did not (issue 36).
  */
-import type { QueueEntry } from '../../state/index.ts';
+import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
 import type { StatusBucket } from '../../rules/index.ts';
 import { bucketsAt, type HeadClient } from './head-statuses.ts';
 
@@ -45,4 +45,49 @@ export async function carStatuses(
     if (own.length > 0) return { kind: 'pending', pending, statuses, late: { entry, names: own } };
   }
   return { kind: 'pending', pending, statuses };
+}
+
+/**
+ * The cars behind a front car still tested: their statuses read, and recorded on the car when they
+ * are final (`TrainCar.checked`), so the queue page tells a car that passed and waits for the cars
+ * ahead from one whose build runs, and a failed one; and a build seen passing gives the queue's
+ * estimates their build time (`trainCiMs`) from the first round on, before anything landed. Nothing
+ * else changes: a car is judged (split, taken out) only when it is the front.
+ */
+export async function checkCarsBehind(
+  deps: { client: HeadClient; store: Pick<StateStore, 'queued' | 'enqueue'>; now: () => number },
+  projectId: number,
+  cars: readonly { car: TrainCar; entries: QueueEntry[] }[],
+): Promise<void> {
+  const { store } = deps;
+  for (const one of cars) {
+    const { car } = one;
+    const first = one.entries[0];
+    if (!first || car.sha === undefined || car.pushedAt === undefined || car.landing !== undefined) continue;
+    const now = deps.now();
+    const where = { sha: car.sha, branch: car.branch };
+    const verdict = await carStatuses(deps.client, projectId, where, one.entries, now - car.pushedAt);
+    const state = verdict.kind === 'green' ? 'passed' : verdict.kind === 'red' ? 'failed' : undefined;
+    if (state === undefined || car.checked?.state === state) continue;
+    const checked: NonNullable<TrainCar['checked']> =
+      verdict.kind === 'red'
+        ? { state: 'failed', at: now, failed: verdict.red }
+        : { state: 'passed', at: now };
+    one.car = { ...car, checked };
+    const sameQueue = (e: QueueEntry) =>
+      !e.left &&
+      e.project === first.project &&
+      e.targetBranch === first.targetBranch &&
+      e.queue === first.queue;
+    for (const entry of store.queued().filter(sameQueue)) {
+      const mine = entry.car?.id === car.id;
+      if (!mine && state === 'failed') continue;
+      await store.enqueue({
+        ...entry,
+        ...(mine ? { car: one.car } : {}),
+        // What a build took, as seen here: the queue page's estimates (merge-train.ts sets it at a landing too).
+        ...(state === 'passed' ? { trainCiMs: now - car.pushedAt } : {}),
+      });
+    }
+  }
 }
