@@ -67,10 +67,14 @@ export const queue = defineAction({
       .meta({
         description: `how many merge requests one car of the train carries, tested as one commit (a failed car is split in halves); default ${DEFAULT_BATCH}, at most ${MAX_BATCH}`,
       }),
-    remove_source_branch: z.boolean().optional(),
-    message: templateSchema
-      .optional()
-      .meta({ description: 'the merge commit message (placeholders allowed)' }),
+    remove_source_branch: z.boolean().optional().meta({
+      description:
+        'the merge deletes the source branch (serial queue only: a train lands by a push, and check refuses it with depth or batch above 1)',
+    }),
+    message: templateSchema.optional().meta({
+      description:
+        'the merge commit message, placeholders allowed (serial queue only: a train makes no merge commit at the landing, and check refuses it with depth or batch above 1)',
+    }),
     authors: authorsSchema,
   }),
   itemKinds: ['merge_request'],
