@@ -77,8 +77,10 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   try {
     if (loaded.mode === 'server') {
       runtime = await startRuntime(config, { log, metrics: createMetrics() });
+      const { trainsInForce, trainWithoutGitLines } = await import('./train-warning.ts');
       io.out(
         serveBanner({
+          warnings: trainWithoutGitLines(await trainsInForce(config.rules.dir), config.git),
           hookUrl: runtime.bot.hookUrl,
           apiUrl: config.api.url ?? '',
           configuredHookUrl: config.hooks.url,

@@ -55,3 +55,37 @@ export function trainIgnoredOptions(placed: WrittenRule): Problem[] {
   });
   return problems;
 }
+
+/** A `queue` action with `depth` or `batch` above 1, where it is written. */
+export interface TrainUse {
+  file: string;
+  line: number;
+  column: number;
+  rule: string;
+  queue: string;
+  depth: number;
+  batch: number;
+}
+
+/** The merge trains a parsed rule file asks for (a file with problems asks for none: it is not in force). */
+export function trainUses(parsed: ParsedRuleFile): TrainUse[] {
+  const trains: TrainUse[] = [];
+  parsed.spec?.rules.forEach((spec, ruleIndex) =>
+    spec.do.forEach((action, index) => {
+      if (typeof action === 'string' || !('queue' in action)) return;
+      const params = (action.queue ?? {}) as { name?: string; depth?: number; batch?: number };
+      const depth = params.depth ?? 1;
+      const batch = params.batch ?? 1;
+      if (depth <= 1 && batch <= 1) return;
+      trains.push({
+        file: parsed.file,
+        ...parsed.locate(['rules', ruleIndex, 'do', index]),
+        rule: spec.name,
+        queue: params.name ?? 'default',
+        depth,
+        batch,
+      });
+    }),
+  );
+  return trains;
+}
