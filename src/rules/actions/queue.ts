@@ -78,6 +78,10 @@ export const queue = defineAction({
     authors: authorsSchema,
   }),
   itemKinds: ['merge_request'],
+  explained: {
+    planned: 'queue for master (default)',
+    note: "the merge request's target branch and the queue; `(default, priority)` when a `priority_labels` label puts it first, and `on the comment of @alice` when a member's comment queued it",
+  },
   describe: (p) =>
     `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${(p.depth ?? 1) > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${p.depth ?? DEFAULT_DEPTH}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}${p.authors === 'anyone' ? ', whoever the author' : ''}`,
   compile: (p) => ({
