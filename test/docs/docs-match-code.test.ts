@@ -20,7 +20,7 @@ import { OTHER_VARIABLES } from '../../src/config/unknown-env.ts';
 import { KNOWN_KINDS } from '../../src/events/index.ts';
 import { ACTION_RESULTS, createMetrics, EVALUATION_SOURCES, SWEEP_RESULTS } from '../../src/ops/metrics.ts';
 import { actionDefinitions } from '../../src/rules/actions/index.ts';
-import { decisionText, evaluate } from '../../src/rules/index.ts';
+import { decisionText, evaluate, loadRules } from '../../src/rules/index.ts';
 import type { MergeRequestSnapshot } from '../../src/rules/engine/snapshot.ts';
 import { codeWords, readDoc, ROOT, tableUnder } from '../helpers/docs-tables.ts';
 import { mergeRequest, NOW, rulesFrom } from '../rules/support.ts';
@@ -327,5 +327,24 @@ describe('docs/rules.md\'s "Reads in explain as" is what explain prints', () => 
     expect(explainOf({ queue: queue.example }, mergeRequest('mr-green', { trigger: update }))).toContain(
       said,
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('docs/cli.md cites the shipped rules/default.yml where its rules are', () => {
+  // Issue 37: the explain example named each rule one line above where it is.
+  it('every rule cited as (rules/default.yml:N) is a rule of the shipped file, at line N; the count is the file’s', async () => {
+    const cli = text('docs/cli.md');
+    const shipped = (await loadRules(path.join(ROOT, 'rules'))).byProject('acme/web').rules;
+    const lines = new Map(shipped.map((rule) => [rule.name, rule.source?.line]));
+    const cited = [...cli.matchAll(/^\s*[✓✗-] (.+?) \(rules\/default\.yml:(\d+)\)/gm)].map((match) => ({
+      rule: match[1]!,
+      line: Number(match[2]),
+    }));
+    expect(cited.length).toBeGreaterThan(0);
+    for (const { rule, line } of cited) expect({ rule, line }).toEqual({ rule, line: lines.get(rule) });
+    const example = cli.slice(cli.indexOf('With the default rules (as `hookbot start` runs them)'));
+    expect(/^(\d+) rules, /m.exec(example)?.[1]).toBe(String(shipped.length));
   });
 });
