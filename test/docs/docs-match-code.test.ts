@@ -18,6 +18,7 @@ import { buildProgram } from '../../src/cli/main.ts';
 import { configKeys, leafKeys, type ConfigKey } from '../../src/config/config-keys.ts';
 import { OTHER_VARIABLES } from '../../src/config/unknown-env.ts';
 import { KNOWN_KINDS } from '../../src/events/index.ts';
+import { exposureProblem } from '../../src/receiver/index.ts';
 import { ACTION_RESULTS, createMetrics, EVALUATION_SOURCES, SWEEP_RESULTS } from '../../src/ops/metrics.ts';
 import { actionDefinitions } from '../../src/rules/actions/index.ts';
 import { decisionText, evaluate, loadRules } from '../../src/rules/index.ts';
@@ -346,5 +347,26 @@ describe('docs/cli.md cites the shipped rules/default.yml where its rules are', 
     for (const { rule, line } of cited) expect({ rule, line }).toEqual({ rule, line: lines.get(rule) });
     const example = cli.slice(cli.indexOf('With the default rules (as `hookbot start` runs them)'));
     expect(/^(\d+) rules, /m.exec(example)?.[1]).toBe(String(shipped.length));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('docs/sandbox.md: the standalone sandbox and serve in a container', () => {
+  // Issue 37: the path did not say that serve in a container needs HOOKBOT_HOST or status credentials.
+  it('quotes the refusal serve gives in a container, and names the variables that answer it', () => {
+    const sandboxDoc = text('docs/sandbox.md');
+    const section = sandboxDoc.slice(
+      sandboxDoc.indexOf('### The bot against a standalone sandbox'),
+      sandboxDoc.indexOf('### What a build can reach'),
+    );
+    const refusal = exposureProblem({ host: '0.0.0.0', authenticated: false, publicOps: false })!;
+    const quoted = /`hookbot serve: could not start: ([^`]*?)\.\.\.`/.exec(section.replace(/\s+/g, ' '))?.[1];
+    expect(quoted).toBeDefined();
+    expect(refusal.startsWith(quoted!.trim())).toBe(true);
+    for (const variable of ['HOOKBOT_HOST=127.0.0.1', 'HOOKBOT_STATUS_USERNAME', 'HOOKBOT_STATUS_PASSWORD']) {
+      expect(refusal).toContain(variable);
+      expect(section).toContain(variable);
+    }
   });
 });
