@@ -240,6 +240,21 @@ describe('hookbot check', () => {
     expect(result.out).toContain(`${path.join(dir, 'default.yml')}:7:10: "on" must be one of`);
   });
 
+  it('message and remove_source_branch on a merge train: each at its option, with what to change (issue 37)', async () => {
+    const dir = folder('train-options', {
+      'default.yml':
+        "rules:\n  - name: train\n    on: [merge_request.update]\n    for: merge_requests\n    do:\n      - queue: { statuses: [ci/test], batch: 2, remove_source_branch: true, message: 'M' }\n",
+    });
+    const file = path.join(dir, 'default.yml');
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    const train = `queue "default" of rule "train" is a merge train (depth 1, batch 2), which lands by a fast-forward push of the target branch, not through the server's merge`;
+    expect(result.out.trimEnd().split('\n')).toEqual([
+      `${file}:6:49: "remove_source_branch" does not apply: ${train}, and the bot deletes no member's source branch (remove remove_source_branch, or make the queue serial (depth: 1, batch: 1) to have the merge delete it)`,
+      `${file}:6:77: "message" does not apply: ${train}, so no merge commit is made to carry it (remove message, or make the queue serial (depth: 1, batch: 1) to merge with it)`,
+    ]);
+  });
+
   it('exits 0 on a default file that says rules: [] on purpose', async () => {
     const dir = folder('none-on-purpose', { 'default.yml': '# nothing yet\nrules: []\n' });
     const result = await run([dir]);
