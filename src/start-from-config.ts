@@ -143,6 +143,8 @@ export async function startRuntime(
         log: log.child({ part: 'repository-rules' }),
         // A plan computed later, by a timer, is a run of its merge request like a hook's.
         runItem: (item, work) => itemRuns.run(itemKeyOf(item.type, item.projectId, item.id), work),
+        // The plan says what the bot does: a merge request the queue took out at its head stays out.
+        queued: () => store.queued(),
       })
     : undefined;
   const projectRules: ProjectRules = repository ?? rules;

@@ -24,10 +24,9 @@
  * cannot be read; 2 on a wrong command line.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readlink, realpath } from 'node:fs/promises';
-import path from 'node:path';
 import type { DecisionRecord, PausedRule, QueueEntry } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
+import { holdersOf } from './state-holders.ts';
 import {
   explainAnswer,
   explainKind,
@@ -309,41 +308,6 @@ function lookUp(
   // As before: the file and the database answer without the lookup (the bot's JSON has it).
   const { lookup: _lookup, ...body } = result.body;
   return print(io, { ...body, text: String(body.text) }, options.json, result.note);
-}
-
-/**
- * The processes that hold the journal open (the bot keeps its active segment open for appends;
- * a segment being sealed keeps its fd under its new name `<journal>.<n>`). Linux only: elsewhere,
- * or for other users' processes, nothing is found.
- */
-async function holdersOf(journal: string): Promise<number[]> {
-  let resolved: string;
-  try {
-    resolved = path.join(await realpath(path.dirname(path.resolve(journal))), path.basename(journal));
-  } catch {
-    return [];
-  }
-  let pids: string[];
-  try {
-    pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
-  } catch {
-    return [];
-  }
-  const holds = async (pid: string): Promise<boolean> => {
-    let fds: string[];
-    try {
-      fds = await readdir(`/proc/${pid}/fd`);
-    } catch {
-      return false;
-    }
-    for (const fd of fds) {
-      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
-      if (target === resolved || target.startsWith(`${resolved}.`)) return true;
-    }
-    return false;
-  };
-  const found = await Promise.all(pids.map(async (pid) => ((await holds(pid)) ? Number(pid) : undefined)));
-  return found.filter((pid) => pid !== undefined);
 }
 
 export const registerExplainCommand: RegisterCommand = (program, io, setExitCode) => {

@@ -70,6 +70,8 @@ export function serveBanner(options: {
   configuredHookUrl?: string | undefined;
   manageHooks: boolean;
   pid: number;
+  /** What keeps the bot from doing what its rules ask, said last (train-warning.ts). */
+  warnings?: readonly string[];
 }): string {
   const configured = options.configuredHookUrl;
   const lines: string[] = [];
@@ -92,5 +94,6 @@ export function serveBanner(options: {
       ? `  next: the hook check (scheduler.sweeps.hook_check) adds and repairs the projects' hooks to ${callUrl} (hooks.manage): at start when it is due or its settings changed since the last start, then on its schedule`
       : `  next: add ${callUrl} as a web hook of each project, with webhook.secret as its secret token, for push, issue, merge request and note events (or set hooks.manage: true)`,
   );
+  lines.push(...(options.warnings ?? []));
   return `${lines.join('\n')}\n`;
 }

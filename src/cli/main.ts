@@ -33,19 +33,29 @@ export function buildProgram(
     .exitOverride();
   for (const register of commands) register(program, io, setExitCode);
   // Without subcommands registered, commander would treat a word as an argument: refuse it ourselves.
-  program.argument('[command]').action((name: string | undefined) => {
-    if (name === undefined) {
-      program.outputHelp();
-      return;
-    }
-    const near = closest(
-      name,
-      program.commands.map((command) => command.name()),
-    );
-    const hint = near === undefined ? '' : ` (did you mean '${near}'?)`;
-    io.err(`hookbot: unknown command '${name}'${hint}. Run 'hookbot --help' to see the commands.\n`);
-    setExitCode(EXIT_USAGE);
-  });
+  // A misspelt command keeps whatever follows it (`hookbot chekc rules --strict`): those words and
+  // options were meant for the command, so the answer is the same did-you-mean as for the bare word.
+  program
+    .argument('[command]')
+    .argument('[arguments...]')
+    .allowUnknownOption(true)
+    .action((name: string | undefined) => {
+      if (name === undefined) {
+        program.outputHelp();
+        return;
+      }
+      setExitCode(EXIT_USAGE);
+      if (name.startsWith('-')) {
+        io.err(`hookbot: unknown option '${name}'. Run 'hookbot --help' to see the options.\n`);
+        return;
+      }
+      const near = closest(
+        name,
+        program.commands.map((command) => command.name()),
+      );
+      const hint = near === undefined ? '' : ` (did you mean '${near}'?)`;
+      io.err(`hookbot: unknown command '${name}'${hint}. Run 'hookbot --help' to see the commands.\n`);
+    });
   return program;
 }
 

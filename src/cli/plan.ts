@@ -13,7 +13,7 @@
  */
 import type { CliIo, RegisterCommand } from './command.ts';
 import { configProblems } from './config-problems.ts';
-import type { PlanReport } from '../rules/index.ts';
+import type { CompiledRuleSet, PlanReport } from '../rules/index.ts';
 import { counted } from '../text/index.ts';
 
 interface PlanOptions {
@@ -109,6 +109,20 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
     retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
     ...(trust ? { statusTrust: trust } : {}),
   });
+  // The bot's queue memory, from the state it is configured with (queue-memory.ts): a merge request
+  // the queue took out at its head is not queued again, by either set of rules (issue 37).
+  // Read only for a project whose rules queue, once.
+  const { readQueueMemory, unreadMemoryRemark } = await import('./queue-memory.ts');
+  let reading: ReturnType<typeof readQueueMemory> | undefined;
+  const memoryFor = (sets: readonly CompiledRuleSet[]) =>
+    sets.some((set) => set.rules.some((rule) => rule.actions.some((action) => action.name === 'queue')))
+      ? (reading ??= readQueueMemory(
+          config.state.database_url
+            ? { database: config.state.database_url, schema: config.state.database_schema }
+            : { state: config.state.path },
+          'plan',
+        ))
+      : undefined;
   const reports: PlanReport[] = [];
   try {
     const me = config.api.bot_username
@@ -130,20 +144,23 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
         projects.push(project.path_with_namespace);
     }
     const nothing = ruleSet([]);
-    for (const project of projects)
+    for (const project of projects) {
+      const sets = { current: current?.byProject(project) ?? nothing, proposed: proposed.byProject(project) };
+      const memory = await memoryFor([sets.current, sets.proposed]);
       reports.push(
         await planChange({
           client,
           project,
-          current: current?.byProject(project) ?? nothing,
-          proposed: proposed.byProject(project),
+          ...sets,
           budget: {
             items: config.rules.repository.plan_items,
             apiCalls: config.rules.repository.plan_api_calls,
           },
           bot: me,
+          ...(memory?.read ? { queued: memory.entries } : {}),
         }),
       );
+    }
   } catch (error) {
     const problem = apiProblem(error, config.api.url);
     if (problem === undefined) throw error;
@@ -152,9 +169,14 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
   }
 
   const against = currentDir ?? 'no rules';
+  const queues = reports.some((report) =>
+    report.changes.some((change) => change.what.includes('in the merge queue')),
+  );
+  const memory = await reading;
+  const remark = memory && !memory.read && queues ? unreadMemoryRemark(memory.why) : undefined;
   if (format === 'json') {
     io.out(
-      `${JSON.stringify({ proposed: proposedDir, current: currentDir ?? null, problems: [], projects: reports }, null, 2)}\n`,
+      `${JSON.stringify({ proposed: proposedDir, current: currentDir ?? null, problems: [], projects: reports, ...(remark ? { remarks: [remark] } : {}) }, null, 2)}\n`,
     );
   } else if (format === 'markdown') {
     const lines = [`### hookbot plan: ${proposedDir} against ${against}`, ''];
@@ -165,6 +187,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
         ...planLines(report).map((line) => `- ${line}`),
         '',
       );
+    if (remark) lines.push(`_${remark}_`, '');
     io.out(`${lines.join('\n')}\n`);
   } else {
     const lines = [`hookbot plan: ${proposedDir} against ${against}`];
@@ -173,6 +196,7 @@ export async function runPlanCommand(options: PlanOptions, io: CliIo): Promise<n
         `${report.project}: ${counted(report.evaluated, 'open item')} evaluated`,
         ...planLines(report).map((line) => `  ${line}`),
       );
+    if (remark) lines.push(remark);
     io.out(`${lines.join('\n')}\n`);
   }
   return 0;

@@ -73,8 +73,11 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     return 1;
   }
   const stopHangup = onHangup(() => void runtime.rules.reload());
+  const { trainsInForce, trainWithoutGitLines } = await import('./train-warning.ts');
+  const warnings = trainWithoutGitLines(await trainsInForce(config.rules.dir), config.git);
   io.out(
     serveBanner({
+      warnings,
       hookUrl: runtime.bot.hookUrl,
       apiUrl: config.api.url ?? '',
       configuredHookUrl: config.hooks.url,

@@ -13,6 +13,10 @@
  *   was assumed (payloads of that era carry no labels and no statuses). A push or a build names a
  *   branch or a commit, not an item: finding its merge requests needs the server.
  *
+ * - A `queue` call is reported as the bot makes it: the merge queue's memory (a merge request taken
+ *   out at its head is not queued again) is read from the bot's state, `--database` or `--state`
+ *   (queue-memory.ts); without it, the answer says what it cannot tell.
+ *
  * Exit 0 when every item was simulated; 1 when the rules, the file or the server had a problem, or
  * an item could not be simulated; 2 when the command line is wrong.
  */
@@ -23,6 +27,7 @@ import { triggerOf, type BotUser } from './simulate-delivery.ts';
 import type { UnknownField } from './simulate-payload.ts';
 import type { CompiledRuleSet, Evaluation, ExecutionReport, ItemSnapshot, Trigger } from '../rules/index.ts';
 import type { Client } from '../api/index.ts';
+import type { QueueMemory, QueueMemorySource } from './queue-memory.ts';
 
 interface SimulateOptions {
   event: string;
@@ -31,6 +36,10 @@ interface SimulateOptions {
   api?: string;
   token?: string;
   json?: boolean;
+  /** The bot's state, for the merge queue's memory (queue-memory.ts). */
+  state?: string;
+  database?: string | boolean;
+  databaseSchema?: string;
 }
 
 /** One item's simulation. */
@@ -120,13 +129,18 @@ export async function runSimulateCommand(options: SimulateOptions, io: CliIo): P
     return 0;
   }
 
+  const memorySource = queueMemorySource(options);
+  if (typeof memorySource === 'string') return usage(io, memorySource);
+  const { readQueueMemory } = await import('./queue-memory.ts');
+  const memory = await readQueueMemory(memorySource, 'simulate');
+
   try {
     const source =
       options.api !== undefined && token
         ? await onlineSource(options.api, token, ruleFileOf, rules.byProject)
         : await offlineSource(delivery.event, ruleFileOf, rules.byProject);
     const report: Report = { head, header: delivery.header, source, outcomes: [], problems: [], remarks: [] };
-    await simulateAll(source, hints, report.outcomes, report.problems, report.remarks);
+    await simulateAll(source, hints, report.outcomes, report.problems, report.remarks, memory);
     await print(io, options, report);
     return report.problems.length > 0 ? 1 : 0;
   } catch (error) {
@@ -146,12 +160,19 @@ async function simulateAll(
   outcomes: ItemOutcome[],
   problems: string[],
   remarks: string[],
+  memory: QueueMemory,
 ) {
   const { evaluate, createExecutor } = await import('../rules/index.ts');
   const { createMemoryStore } = await import('../state/index.ts');
   const { itemKeyOf } = await import('../rules/index.ts');
-  // Dry run: the executor describes each call and touches neither the client nor the store.
-  const executor = createExecutor({ client: source.client, store: createMemoryStore(), dryRun: true });
+  const { unreadMemoryRemark } = await import('./queue-memory.ts');
+  // Dry run: the executor describes each call and touches neither the client nor the store. The
+  // store holds the bot's queue entries only, read from its state: a merge request the queue took
+  // out at its head is not queued again, as the bot says (issue 37).
+  const store = createMemoryStore();
+  await store.open();
+  if (memory.read) for (const entry of memory.entries) await store.enqueue(entry);
+  const executor = createExecutor({ client: source.client, store, dryRun: true });
   const now = Date.now();
   for (const hint of hints) {
     const items = await source.itemsOf(hint);
@@ -183,6 +204,33 @@ async function simulateAll(
       outcomes.push({ itemKey, rules: read.path, unknown: read.unknown, evaluation, execution });
     }
   }
+  const queues = outcomes.some((outcome) =>
+    outcome.evaluation.plan.some((planned) => planned.call.op === 'mergeQueue.enqueue'),
+  );
+  if (queues)
+    remarks.push(
+      memory.read ? `queue: the bot's memory read from ${memory.from}` : unreadMemoryRemark(memory.why),
+    );
+}
+
+/**
+ * Where the bot's queue memory comes from: `--database [URL]` (its PostgreSQL, read-only), `--state
+ * FILE` (a stopped bot's file); else HOOKBOT_DATABASE_URL, else HOOKBOT_STATE; else none. A string: a
+ * command-line problem.
+ */
+function queueMemorySource(options: SimulateOptions): QueueMemorySource | string {
+  if (options.state !== undefined && options.database !== undefined)
+    return 'give --state or --database, not both';
+  const schema = options.databaseSchema ?? 'public';
+  if (options.database !== undefined) {
+    const url = options.database === true ? process.env.HOOKBOT_DATABASE_URL : options.database;
+    if (!url) return '--database needs the URL: --database=postgres://... or HOOKBOT_DATABASE_URL';
+    return { database: url, schema };
+  }
+  if (options.state !== undefined) return { state: options.state };
+  if (process.env.HOOKBOT_DATABASE_URL) return { database: process.env.HOOKBOT_DATABASE_URL, schema };
+  if (process.env.HOOKBOT_STATE) return { state: process.env.HOOKBOT_STATE };
+  return { none: "no state given: --state FILE (a stopped bot's) or --database URL" };
 }
 
 function describeHint(hint: Hint): string {
@@ -327,6 +375,15 @@ export const registerSimulateCommand: RegisterCommand = (program, io, setExitCod
     .option('--api <url>', 'read the item fresh from this server (its base URL); else from the payload alone')
     .option('--token <token>', "the bot user's token for --api (default: $HOOKBOT_API_TOKEN)")
     .option('--json', 'print the evaluations as JSON')
+    .option(
+      '--state <file>',
+      "a stopped bot's state file, for the merge queue's memory (default: $HOOKBOT_STATE when set)",
+    )
+    .option(
+      '--database [url]',
+      "the replicas' PostgreSQL database, read-only, for the merge queue's memory (default: $HOOKBOT_DATABASE_URL, also used when set and no --state is given)",
+    )
+    .option('--database-schema <name>', "the schema of hookbot's tables (state.database_schema)", 'public')
     .action(async (options: SimulateOptions) => {
       setExitCode(await runSimulateCommand(options, io));
     });

@@ -6,6 +6,7 @@
  * (see quietOnTerminal) so that it stays on the screen.
  */
 import { sandboxCommandLines } from './sandbox-lines.ts';
+import { andList, DEMO_ISSUE } from './start-promise.ts';
 
 export interface StartBannerInput {
   botUrl: string;
@@ -29,6 +30,8 @@ export interface StartBannerInput {
   quietLogs: boolean;
   /** The simulated CI, when sandbox.ci.script turns it on: its status name and script. */
   ci?: { name: string; script: string };
+  /** The labels the rules in force add to the issue the next step opens (start-promise.ts). */
+  labelsOnOpen: readonly string[];
 }
 
 export function startBanner(input: StartBannerInput): string {
@@ -66,8 +69,10 @@ export function startBanner(input: StartBannerInput): string {
         ]
       : []),
     '',
-    'Next: open an issue as alice, then read its labels back (the bot adds bug and needs-triage):',
-    `  id=$(curl -s ${alice} -X POST '${issues}' -d 'title=It crashes on start' | ${field('id')})`,
+    input.labelsOnOpen.length > 0
+      ? `Next: open an issue as alice, then read its labels back (the rules in force add ${andList(input.labelsOnOpen)}):`
+      : `Next: open an issue as alice, then read its labels back (the rules in force in ${input.rulesDir}/ add none to it; explain says what they did):`,
+    `  id=$(curl -s ${alice} -X POST '${issues}' -d 'title=${DEMO_ISSUE.title}' | ${field('id')})`,
     `  curl -s ${alice} "${issues}/$id" | ${field('labels')}`,
     `  curl -s ${input.botUrl}/explain/acme%2Fweb/issue/$id   # why it acted`,
     '',

@@ -77,8 +77,10 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
   try {
     if (loaded.mode === 'server') {
       runtime = await startRuntime(config, { log, metrics: createMetrics() });
+      const { trainsInForce, trainWithoutGitLines } = await import('./train-warning.ts');
       io.out(
         serveBanner({
+          warnings: trainWithoutGitLines(await trainsInForce(config.rules.dir), config.git),
           hookUrl: runtime.bot.hookUrl,
           apiUrl: config.api.url ?? '',
           configuredHookUrl: config.hooks.url,
@@ -124,8 +126,10 @@ async function start(options: StartOptions, io: CliIo): Promise<number> {
       const hooks = await registerDemoHooks(admin, runtime.bot.hookUrl, secret);
       if (hooks.removed > 0)
         log.warn({ removed: hooks.removed }, 'removed extra copies of the bot hook left by earlier starts');
+      const { labelsOnOpen, DEMO_ISSUE } = await import('./start-promise.ts');
       io.out(
         startBanner({
+          labelsOnOpen: await labelsOnOpen(runtime.rules.forProject(DEMO_ISSUE.project)),
           botUrl: runtime.bot.url,
           hookUrl: runtime.bot.hookUrl,
           sandboxUrl: sandbox.url,

@@ -69,6 +69,7 @@ export { loadRules, readRuleFolder } from './grammar/load.ts';
 export { formatProblem, problemCount } from './grammar/problem.ts';
 export { MAX_RULE_FILE_BYTES, tooLarge } from './grammar/parse-file.ts';
 export { checkRules } from './grammar/check.ts';
+export { trainUses, type TrainUse } from './grammar/train-options.ts';
 export { ruleFileSchema } from './grammar/schema.ts';
 export { explainJson } from './engine/explain.ts';
 export { createRepositoryRules, type RepositoryRulesState } from './repository/repository-rules.ts';

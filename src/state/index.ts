@@ -5,7 +5,7 @@ export { createFileStore } from './file/file-store.ts';
 export { createMemoryStore } from './memory-store.ts';
 export { SCHEMA_VERSION } from './file/document.ts';
 export { createPostgresStore, describeDatabase, type PostgresStateStore } from './postgres/postgres-store.ts';
-export { readDecisions } from './postgres/read-decisions.ts';
+export { readDecisions, readQueueEntries } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
 export { holdsAnything, transferClock, transferState } from './transfer.ts';
 export { queuePosition, queueShape, queuesOf, trainEstimates } from './queue-order.ts';

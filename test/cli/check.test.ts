@@ -46,6 +46,25 @@ afterAll(() => {
   rmSync(temp, { recursive: true, force: true });
 });
 
+// Issue 37: a grammar problem anywhere in the file hid what the rules that are valid mean.
+const queueGreenAndBroken = `rules:
+  - name: queue-green
+    for: merge_requests
+    on: [merge_request.update]
+    if:
+      - statuses: { required: [ci/test], state: success }
+    do:
+      - queue: { statuses: [ci/test] }
+  - name: triage
+    on: [issue.open]
+    if:
+      - title: { matches: "(" }
+    do:
+      - label: { add: [triage] }
+`;
+const queueStatusesProblem = (file: string) =>
+  `${file}:8:9: rule "queue-green" queues with a statuses condition: each time the queue pushes an updated head its statuses are pending, the rule stops matching and the merge request leaves the queue (drop the statuses condition and name the statuses in the action: queue: { statuses: [ci/test] })`;
+
 describe('hookbot check', () => {
   it('counts the problems left out past the bound in its closing line, not the lines it printed', async () => {
     // 1,000 rules without an action: the first 200 problems are placed, the other 800 counted.
@@ -196,6 +215,46 @@ describe('hookbot check', () => {
     expect(result.err).toBe('hookbot check: 3 problems in 1 file\n');
   });
 
+  it('a queue rule with a statuses condition is reported when another rule of the file has a grammar problem (every problem, exit 1)', async () => {
+    const dir = folder('queue-statuses-and-broken', { 'default.yml': queueGreenAndBroken });
+    const file = path.join(dir, 'default.yml');
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out.trimEnd().split('\n')).toEqual([
+      queueStatusesProblem(file),
+      `${file}:12:27: invalid regular expression /(/: Unterminated group`,
+    ]);
+    expect(result.err).toBe('hookbot check: 2 problems in 1 file\n');
+  });
+
+  it("a broken file's valid rules count in the sets too: a duplicate name across a broken file and its extender is reported", async () => {
+    const dir = folder('duplicate-in-broken', {
+      'default.yml': `rules:\n  - name: greet\n    on: [issue.open]\n    do:\n      - label: { add: [x] }\n  - name: bad\n    on: [issue.opened]\n    do:\n      - close\n`,
+      'acme/web.yml': `extends: [../default.yml]\nrules:\n  - name: greet\n    on: [issue.open]\n    do:\n      - label: { add: [y] }\n`,
+    });
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    expect(result.out).toContain(
+      `${path.join(dir, 'acme/web.yml')}:3:11: duplicate rule name "greet" (first defined at ${path.join(dir, 'default.yml')}:2:5)`,
+    );
+    expect(result.out).toContain(`${path.join(dir, 'default.yml')}:7:10: "on" must be one of`);
+  });
+
+  it('message and remove_source_branch on a merge train: each at its option, with what to change (issue 37)', async () => {
+    const dir = folder('train-options', {
+      'default.yml':
+        "rules:\n  - name: train\n    on: [merge_request.update]\n    for: merge_requests\n    do:\n      - queue: { statuses: [ci/test], batch: 2, remove_source_branch: true, message: 'M' }\n",
+    });
+    const file = path.join(dir, 'default.yml');
+    const result = await run([dir]);
+    expect(result.code).toBe(1);
+    const train = `queue "default" of rule "train" is a merge train (depth 1, batch 2), which lands by a fast-forward push of the target branch, not through the server's merge`;
+    expect(result.out.trimEnd().split('\n')).toEqual([
+      `${file}:6:49: "remove_source_branch" does not apply: ${train}, and the bot deletes no member's source branch (remove remove_source_branch, or make the queue serial (depth: 1, batch: 1) to have the merge delete it)`,
+      `${file}:6:77: "message" does not apply: ${train}, so no merge commit is made to carry it (remove message, or make the queue serial (depth: 1, batch: 1) to merge with it)`,
+    ]);
+  });
+
   it('exits 0 on a default file that says rules: [] on purpose', async () => {
     const dir = folder('none-on-purpose', { 'default.yml': '# nothing yet\nrules: []\n' });
     const result = await run([dir]);
@@ -289,6 +348,17 @@ describe('hookbot check .hookbot.yml: a repository file, with the operator allow
       `${file}:11:9: action "move" is not allowed in repository rules (rule "hand-over"): it needs the operator's permission (ask the operator to add move to rules.repository.allow, or to move the rule to the central rules)`,
     ]);
     expect(result.err).toBe(`hookbot check: 2 problems in ${file}\n`);
+  });
+
+  it('a queue rule with a statuses condition is reported when another rule of the file has a grammar problem (issue 37)', async () => {
+    const broken = path.join(folder('repository-queue-statuses', {}), '.hookbot.yml');
+    writeFileSync(broken, queueGreenAndBroken);
+    const result = await run([broken, '--allow', 'queue']);
+    expect(result.code).toBe(1);
+    expect(result.out.trimEnd().split('\n')).toEqual([
+      queueStatusesProblem(broken),
+      `${broken}:12:27: invalid regular expression /(/: Unterminated group`,
+    ]);
   });
 
   it('with --allow, what the operator allows passes; a move still stays in the namespace of --project', async () => {

@@ -56,10 +56,32 @@ describe('hookbot command line', () => {
     );
   });
 
+  it.each([
+    [['chekc', 'rules'], 'check'],
+    [['chekc', 'rules', '--strict'], 'check'],
+    [['sandbx', '--port', '4000'], 'sandbox'],
+    [['simulat', 'acme/web', 'issue', '4'], 'simulate'],
+  ])('a misspelt command followed by arguments (%j) gets the same did-you-mean', async (argv, meant) => {
+    const io = capture();
+    expect(await main(argv, io)).toBe(2);
+    expect(io.errText).toBe(
+      `hookbot: unknown command '${argv[0]}' (did you mean '${meant}'?). Run 'hookbot --help' to see the commands.\n`,
+    );
+  });
+
+  it('an unknown word followed by arguments is an unknown command, without a guess', async () => {
+    const io = capture();
+    expect(await main(['frobnicate', 'x', '--y'], io)).toBe(2);
+    expect(io.errText).toBe(
+      "hookbot: unknown command 'frobnicate'. Run 'hookbot --help' to see the commands.\n",
+    );
+  });
+
   it('exits 2 on an unknown option', async () => {
     const io = capture();
     expect(await main(['--frobnicate'], io)).toBe(2);
-    expect(io.errText).toContain('unknown option');
+    expect(io.errText).toContain("unknown option '--frobnicate'");
+    expect(io.errText).not.toContain('unknown command');
   });
 
   it('works as an installed binary', async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { main } from '../../src/cli/main.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
+import { createFileStore } from '../../src/state/index.ts';
 
 const temp = mkdtempSync(path.join(tmpdir(), 'hookbot-plan-'));
 
@@ -173,6 +174,63 @@ describe('hookbot plan (against the sandbox)', () => {
     });
     expect((await plan(args)).out).toContain(
       'budget reached: 2 API calls (at most 2) after 0 items; the plan covers those only',
+    );
+  });
+
+  // Issue 37: plan said a merge request the queue took out would be queued again at the same head,
+  // while the bot does not: it reads the bot's memory from the configured state.
+  it("a merge request the queue took out at its head is not said to enter again, from the bot's state", async () => {
+    const queueRules = rulesFolder(
+      'queue',
+      'rules:\n  - name: queue all\n    on: [merge_request.update]\n    for: merge_requests\n    do: [ { queue: { statuses: [ci/test], authors: anyone } } ]\n',
+    );
+    const api = `${sb.url}/api/v3`;
+    const headers = { 'private-token': DEMO_TOKENS.hookbot };
+    const web = (await (await fetch(`${api}/projects/acme%2Fweb`, { headers })).json()) as { id: number };
+    const [mr] = (await (
+      await fetch(`${api}/projects/${web.id}/merge_requests?state=opened`, { headers })
+    ).json()) as { id: number; iid: number; sha: string }[];
+    const stateWith = async (name: string, leftAt: string) => {
+      const file = path.join(temp, name, 'hookbot.json');
+      const store = createFileStore({ path: file });
+      await store.open();
+      await store.enqueue({
+        itemKey: `merge_request:${web.id}:${mr!.id}`,
+        project: 'acme/web',
+        projectId: web.id,
+        mrId: mr!.id,
+        iid: mr!.iid,
+        targetBranch: 'master',
+        queue: 'default',
+        rule: 'queue all',
+        priority: 0,
+        enqueuedAt: 1,
+        required: ['ci/test'],
+        statusTimeoutMs: 3_600_000,
+        maxUpdates: 3,
+        updates: 0,
+        left: { at: 2, sha: leftAt, reason: 'ci/test failed' },
+      });
+      await store.close();
+      return file;
+    };
+    const args = ['--rules', queueRules, '--current', 'none', '--project', 'acme/web'];
+    const queued = `would put 1 merge request: !${mr!.iid} in the merge queue default for master`;
+
+    vi.stubEnv('HOOKBOT_STATE', await stateWith('plan-left-here', mr!.sha));
+    const here = await plan(args);
+    expect(here.code).toBe(0);
+    expect(here.out).not.toContain(queued);
+
+    vi.stubEnv('HOOKBOT_STATE', await stateWith('plan-left-before', 'f'.repeat(40)));
+    expect((await plan(args)).out).toContain(queued);
+
+    // No state to read: the plan says what it cannot tell.
+    vi.stubEnv('HOOKBOT_STATE', path.join(temp, 'plan-no-state', 'hookbot.json'));
+    const unread = await plan(args);
+    expect(unread.out).toContain(queued);
+    expect(unread.out).toContain(
+      `the queue's memory was not read (no state file at ${path.join(temp, 'plan-no-state', 'hookbot.json')})`,
     );
   });
 

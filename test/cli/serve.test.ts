@@ -150,6 +150,37 @@ describe('hookbot serve', () => {
     expect(await serve.exited).toBe(0);
   });
 
+  it('warns at start of a merge train in force without git credentials, and says what to configure (issue 37)', async () => {
+    const rules = mkdtempSync(path.join(tmpdir(), 'hookbot-serve-train-'));
+    writeFileSync(
+      path.join(rules, 'default.yml'),
+      'rules:\n  - name: train\n    on: [merge_request.update]\n    for: merge_requests\n    do: [ { queue: { statuses: [ci/test], batch: 2 } } ]\n',
+    );
+    const serve = runServe([], {
+      HOOKBOT_API_URL: sb.url,
+      HOOKBOT_API_TOKEN: 'serve-bot-token',
+      HOOKBOT_WEBHOOK_SECRET: SECRET,
+      HOOKBOT_PORT: '0',
+      HOOKBOT_RULES: rules,
+      HOOKBOT_STATE: path.join(rules, 'state', 'hookbot.json'),
+      HOOKBOT_LOG_LEVEL: 'warn',
+    });
+    try {
+      await waitFor(() =>
+        serve.output().includes('docs/merge-queue.md#git-credentials') ? true : undefined,
+      );
+      expect(serve.output()).toContain(
+        '  warning: no git credentials are configured, and the rules in force have a merge train',
+      );
+      expect(serve.output()).toContain(
+        `    ${path.join(rules, 'default.yml')}:5:11: rule "train" queues in "default" with depth 1, batch 2`,
+      );
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    expect(await serve.exited).toBe(0);
+  });
+
   it('refuses to start on rules with problems, listing them', async () => {
     const rules = mkdtempSync(path.join(tmpdir(), 'hookbot-serve-rules-'));
     writeFileSync(

@@ -5,13 +5,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from '../../src/api/client.ts';
 import { main } from '../../src/cli/main.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { createFileStore, createPostgresStore } from '../../src/state/index.ts';
+import { newSchemaName, postgresAvailable, TEST_DATABASE_URL } from '../helpers/postgres.ts';
 import { DEMO_TOKENS } from '../../src/sandbox/seed.ts';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 
@@ -182,6 +184,78 @@ describe('hookbot simulate, offline (from the payload alone)', () => {
     const result = await simulate(['--event', fixturePath(name), '--rules', EXAMPLE_RULES]);
     expect(result.code).toBe(code);
     expect(result.out).toContain(message);
+  });
+
+  // Issue 37: simulate said a merge request the queue took out would be queued again at the same
+  // head, while the bot (rightly) does not: it now reads the bot's memory from its state.
+  it("says a merge request the queue took out at this head is not queued again, from the bot's state file", async () => {
+    const rules = path.join(temp, 'queue-rules');
+    mkdirSync(rules, { recursive: true });
+    writeFileSync(
+      path.join(rules, 'default.yml'),
+      'rules:\n  - name: queue all\n    on: [merge_request.update]\n    for: merge_requests\n    do: [ { queue: { statuses: [ci/test], authors: anyone } } ]\n',
+    );
+    const event = fixturePath('merge_request-update.json');
+    const head = 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7';
+    const stateWith = async (name: string, leftAt: string) => {
+      const file = path.join(temp, name, 'hookbot.json');
+      const store = createFileStore({ path: file });
+      await store.open();
+      await store.enqueue({
+        itemKey: 'merge_request:14:99',
+        project: 'awesome_space/awesome_project',
+        projectId: 14,
+        mrId: 99,
+        iid: 1,
+        targetBranch: 'master',
+        queue: 'default',
+        rule: 'queue all',
+        priority: 0,
+        enqueuedAt: 1,
+        required: ['ci/test'],
+        statusTimeoutMs: 3_600_000,
+        maxUpdates: 3,
+        updates: 0,
+        left: { at: 2, sha: leftAt, reason: 'ci/test failed on da15608' },
+      });
+      await store.close();
+      return file;
+    };
+
+    const same = await simulate([
+      '--event',
+      event,
+      '--rules',
+      rules,
+      '--state',
+      await stateWith('left-here', head),
+    ]);
+    expect(same.code).toBe(0);
+    expect(same.out).toContain(
+      '  1. skipped: mergeQueue.enqueue iid=1 sha=da156088 project_path="awesome_space/awesome_project" target_branch="master" queue="default" priority=0 required=[ci/test] status_timeout_ms=3600000 max_updates=3: not queued again: it left the default queue at da15608 (ci/test failed on da15608); a push, the rule matching anew, or a member\'s new comment command lets it in',
+    );
+    expect(same.out).not.toContain('would call mergeQueue.enqueue');
+    expect(same.out).toContain(
+      `queue: the bot's memory read from ${path.join(temp, 'left-here', 'hookbot.json')}`,
+    );
+
+    // Taken out at another head: a push came since, and it enters again, as on the bot.
+    const other = await simulate([
+      '--event',
+      event,
+      '--rules',
+      rules,
+      '--state',
+      await stateWith('left-before', 'f'.repeat(40)),
+    ]);
+    expect(other.out).toContain('dry-run: mergeQueue.enqueue');
+    expect(other.out).toContain(': would call mergeQueue.enqueue');
+
+    // Without the bot's state, the answer says what it cannot tell.
+    const none = await simulate(['--event', event, '--rules', rules]);
+    expect(none.out).toContain(
+      "the queue's memory was not read (no state given: --state FILE (a stopped bot's) or --database URL): a merge request the queue took out at this head would not enter again, which this answer cannot tell",
+    );
   });
 
   it('refuses rules with problems, listing them, with exit 1', async () => {
@@ -513,3 +587,64 @@ describe('hookbot simulate --api, against the sandbox (demo seed)', () => {
     expect(writes()).toBe(0);
   });
 });
+
+describe.skipIf(!postgresAvailable)(
+  "hookbot simulate --database: the queue's memory from the replicas' database",
+  () => {
+    it('reads it read-only and says the merge request taken out at this head is not queued again', async () => {
+      const schema = newSchemaName();
+      const rules = path.join(temp, 'queue-rules-db');
+      mkdirSync(rules, { recursive: true });
+      writeFileSync(
+        path.join(rules, 'default.yml'),
+        'rules:\n  - name: queue all\n    on: [merge_request.update]\n    for: merge_requests\n    do: [ { queue: { statuses: [ci/test], authors: anyone } } ]\n',
+      );
+      const store = createPostgresStore({ url: TEST_DATABASE_URL, schema, replicaId: 'simulate-test' });
+      await store.open();
+      await store.enqueue({
+        itemKey: 'merge_request:14:99',
+        project: 'awesome_space/awesome_project',
+        projectId: 14,
+        mrId: 99,
+        iid: 1,
+        targetBranch: 'master',
+        queue: 'default',
+        rule: 'queue all',
+        priority: 0,
+        enqueuedAt: 1,
+        required: ['ci/test'],
+        statusTimeoutMs: 3_600_000,
+        maxUpdates: 3,
+        updates: 0,
+        left: { at: 2, sha: 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7', reason: 'ci/test failed on da15608' },
+      });
+      await store.close();
+      const result = await simulate([
+        '--event',
+        fixturePath('merge_request-update.json'),
+        '--rules',
+        rules,
+        '--database',
+        TEST_DATABASE_URL,
+        '--database-schema',
+        schema,
+      ]);
+      expect(result.code).toBe(0);
+      expect(result.out).toContain(
+        ': not queued again: it left the default queue at da15608 (ci/test failed on da15608)',
+      );
+      expect(result.out).toContain(`queue: the bot's memory read from the state database`);
+      // HOOKBOT_DATABASE_URL alone is enough, as for explain.
+      vi.stubEnv('HOOKBOT_DATABASE_URL', TEST_DATABASE_URL);
+      const byDefault = await simulate([
+        '--event',
+        fixturePath('merge_request-update.json'),
+        '--rules',
+        rules,
+        '--database-schema',
+        schema,
+      ]);
+      expect(byDefault.out).toContain(': not queued again: it left the default queue at da15608');
+    });
+  },
+);

@@ -4,7 +4,7 @@
  * and the bot acts; Ctrl-C (SIGINT) stops both with exit 0. Tested as a process, over HTTP.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -105,6 +105,30 @@ describe('hookbot start on the embedded default', () => {
     }
     expect(await started.exited).toBe(0);
   }, 90_000);
+
+  it("promises the labels the rules in force add, not the example rules' (issue 37)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-rules-'));
+    const rules = path.join(dir, 'rules');
+    mkdirSync(rules);
+    writeFileSync(
+      path.join(rules, 'default.yml'),
+      "rules:\n  - name: ask\n    on: [issue.open]\n    if: [ { title: { matches: '(?i)crash' } } ]\n    do: [ { label: { add: [question] } } ]\n",
+    );
+    const started = startProcess(dir, { HOOKBOT_RULES: rules });
+    try {
+      await waitFor(
+        () => exitedEarly(started) ?? (/Press Ctrl\+C/.test(started.output()) ? true : undefined),
+      );
+      const out = started.output();
+      expect(out).toContain(
+        'Next: open an issue as alice, then read its labels back (the rules in force add question):',
+      );
+      expect(out).not.toContain('needs-triage');
+    } finally {
+      await started.stop();
+    }
+    expect(await started.exited).toBe(0);
+  }, 60_000);
 
   it('keeps one hook per demo project across starts on 0.0.0.0, and removes copies left by earlier starts', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-start-hooks-'));

@@ -18,10 +18,14 @@ import { buildProgram } from '../../src/cli/main.ts';
 import { configKeys, leafKeys, type ConfigKey } from '../../src/config/config-keys.ts';
 import { OTHER_VARIABLES } from '../../src/config/unknown-env.ts';
 import { KNOWN_KINDS } from '../../src/events/index.ts';
+import { exposureProblem } from '../../src/receiver/index.ts';
 import { ACTION_RESULTS, createMetrics, EVALUATION_SOURCES, SWEEP_RESULTS } from '../../src/ops/metrics.ts';
 import { actionDefinitions } from '../../src/rules/actions/index.ts';
 import { CAR_OUTCOMES, QUEUE_MODES, REMOVAL_CODES } from '../../src/rules/queue/queue-events.ts';
+import { decisionText, evaluate, loadRules } from '../../src/rules/index.ts';
+import type { MergeRequestSnapshot } from '../../src/rules/engine/snapshot.ts';
 import { codeWords, readDoc, ROOT, tableUnder } from '../helpers/docs-tables.ts';
+import { mergeRequest, NOW, rulesFrom } from '../rules/support.ts';
 
 /** Every Markdown file a user reads: the README and docs/. */
 const DOCS = [
@@ -285,5 +289,89 @@ describe('generated docs stay generated', () => {
   it('docs/rules.md (npx tsx scripts/gen-rules-doc.ts) and docs/rules.schema.json (npx tsx scripts/gen-rules-schema.ts)', async () => {
     expect(readFileSync(RULES_DOC, 'utf8')).toBe(await generateRulesDoc());
     expect(readFileSync(RULES_SCHEMA, 'utf8')).toBe(await generateRulesSchema());
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('docs/rules.md\'s "Reads in explain as" is what explain prints', () => {
+  const rulesDoc = text('docs/rules.md');
+  const explainOf = (example: unknown, snapshot: MergeRequestSnapshot): string => {
+    const set = rulesFrom(
+      `rules:\n  - name: r\n    on: [merge_request.update]\n    do:\n      - ${JSON.stringify(example)}\n`,
+    );
+    const evaluation = evaluate(set, snapshot, { now: NOW });
+    const execution = { itemKey: 'x', dryRun: true, calls: [], headMoved: false, counts: {} };
+    return decisionText({ itemKey: 'x', at: NOW, dryRun: true, evaluation, execution } as never);
+  };
+  const update = { kind: 'merge_request', action: 'update', byBot: false } as const;
+
+  // Issue 37: the queue's line was its describe, which explain prints only when it plans nothing.
+  it.each(
+    actionDefinitions.filter((definition) => definition.explained !== undefined).map((d) => [d.name, d]),
+  )(
+    '%s: the planned line on a merge request into master, and the describe when held back',
+    (_name, definition) => {
+      const example =
+        definition.example === null ? definition.name : { [definition.name]: definition.example };
+      const planned = `→ ${definition.name}: ${definition.explained!.planned}`;
+      expect(explainOf(example, mergeRequest('mr-green', { trigger: update }))).toContain(`  ${planned}\n`);
+      const params = definition.params.parse(definition.example);
+      expect(
+        explainOf(example, mergeRequest('mr-green', { trigger: update, work_in_progress: true })),
+      ).toContain(`✗ ${definition.describe(params)}: held back`);
+      expect(rulesDoc).toContain(`- Reads in explain as: \`${planned}\` when it plans its call (`);
+      expect(rulesDoc).toContain(`; \`${definition.describe(params)}\` when it plans none`);
+    },
+  );
+
+  it("the queue's line, as the docs write it, is what explain prints when the rule queues a merge request", () => {
+    const section = rulesDoc.slice(rulesDoc.indexOf('### `queue`'));
+    const line = /- Reads in explain as: (.*)/.exec(section)![1]!;
+    const said = /^`([^`]+)`/.exec(line)?.[1] ?? line;
+    const queue = actionDefinitions.find((definition) => definition.name === 'queue')!;
+    expect(explainOf({ queue: queue.example }, mergeRequest('mr-green', { trigger: update }))).toContain(
+      said,
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('docs/cli.md cites the shipped rules/default.yml where its rules are', () => {
+  // Issue 37: the explain example named each rule one line above where it is.
+  it('every rule cited as (rules/default.yml:N) is a rule of the shipped file, at line N; the count is the file’s', async () => {
+    const cli = text('docs/cli.md');
+    const shipped = (await loadRules(path.join(ROOT, 'rules'))).byProject('acme/web').rules;
+    const lines = new Map(shipped.map((rule) => [rule.name, rule.source?.line]));
+    const cited = [...cli.matchAll(/^\s*[✓✗-] (.+?) \(rules\/default\.yml:(\d+)\)/gm)].map((match) => ({
+      rule: match[1]!,
+      line: Number(match[2]),
+    }));
+    expect(cited.length).toBeGreaterThan(0);
+    for (const { rule, line } of cited) expect({ rule, line }).toEqual({ rule, line: lines.get(rule) });
+    const example = cli.slice(cli.indexOf('With the default rules (as `hookbot start` runs them)'));
+    expect(/^(\d+) rules, /m.exec(example)?.[1]).toBe(String(shipped.length));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('docs/sandbox.md: the standalone sandbox and serve in a container', () => {
+  // Issue 37: the path did not say that serve in a container needs HOOKBOT_HOST or status credentials.
+  it('quotes the refusal serve gives in a container, and names the variables that answer it', () => {
+    const sandboxDoc = text('docs/sandbox.md');
+    const section = sandboxDoc.slice(
+      sandboxDoc.indexOf('### The bot against a standalone sandbox'),
+      sandboxDoc.indexOf('### What a build can reach'),
+    );
+    const refusal = exposureProblem({ host: '0.0.0.0', authenticated: false, publicOps: false })!;
+    const quoted = /`hookbot serve: could not start: ([^`]*?)\.\.\.`/.exec(section.replace(/\s+/g, ' '))?.[1];
+    expect(quoted).toBeDefined();
+    expect(refusal.startsWith(quoted!.trim())).toBe(true);
+    for (const variable of ['HOOKBOT_HOST=127.0.0.1', 'HOOKBOT_STATUS_USERNAME', 'HOOKBOT_STATUS_PASSWORD']) {
+      expect(refusal).toContain(variable);
+      expect(section).toContain(variable);
+    }
   });
 });

@@ -563,6 +563,17 @@ rules:
     expect(w.ci.runs - runs).toBe(5);
     const line = await masterLine(w);
     expect(line.every((x) => x.passes)).toBe(true);
+    // What docs/merge-queue.md says (issue 37): with a batch, master's first-parent line also holds
+    // the merges inside a car's chain, which no CI tested (only the car's tip was built). Here the
+    // car of a and b landed: a's merge is below b's, with no ci/test of its own.
+    const tested = async (sha: string) => {
+      for await (const status of w.admin.statuses.list(w.project.id, sha))
+        if (status.name === 'ci/test') return true;
+      return false;
+    };
+    const added = line.slice(-4);
+    expect(await Promise.all(added.map((commit) => tested(commit.sha)))).toContain(false);
+    expect(await tested(line.at(-1)!.sha)).toBe(true);
     expect(await trainBranches(w)).toEqual([]);
   });
 

@@ -67,13 +67,21 @@ export const queue = defineAction({
       .meta({
         description: `how many merge requests one car of the train carries, tested as one commit (a failed car is split in halves); default ${DEFAULT_BATCH}, at most ${MAX_BATCH}`,
       }),
-    remove_source_branch: z.boolean().optional(),
-    message: templateSchema
-      .optional()
-      .meta({ description: 'the merge commit message (placeholders allowed)' }),
+    remove_source_branch: z.boolean().optional().meta({
+      description:
+        'the merge deletes the source branch (serial queue only: a train lands by a push, and check refuses it with depth or batch above 1)',
+    }),
+    message: templateSchema.optional().meta({
+      description:
+        'the merge commit message, placeholders allowed (serial queue only: a train makes no merge commit at the landing, and check refuses it with depth or batch above 1)',
+    }),
     authors: authorsSchema,
   }),
   itemKinds: ['merge_request'],
+  explained: {
+    planned: 'queue for master (default)',
+    note: "the merge request's target branch and the queue; `(default, priority)` when a `priority_labels` label puts it first, and `on the comment of @alice` when a member's comment queued it",
+  },
   describe: (p) =>
     `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${(p.depth ?? 1) > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${p.depth ?? DEFAULT_DEPTH}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}${p.authors === 'anyone' ? ', whoever the author' : ''}`,
   compile: (p) => ({

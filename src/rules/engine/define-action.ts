@@ -49,6 +49,13 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType, C = z.output<
   /** The kinds of item it acts on; on others it plans nothing and says so. Default: both. */
   itemKinds?: readonly ItemKind[];
   describe(params: z.output<S>): string;
+  /**
+   * For the reference (docs/rules.md), when explain shows the planned call in other words than
+   * `describe` (which it shows when the action plans nothing): `planned`, the reason the example plans
+   * on a merge request into `master` (test/docs/docs-match-code.test.ts runs it), and `note`, how it
+   * varies.
+   */
+  explained?: { planned: string; note: string };
   /** Work done once at load (templates); the result is what `plan` receives. */
   compile?(params: z.output<S>): C;
   /** When the rule matched. */

@@ -19,7 +19,7 @@ import type { OutboxAction } from '../../state/index.ts';
 import type { CompiledRuleSet } from '../engine/compile.ts';
 import type { Evaluation } from '../engine/engine.ts';
 import { actionIdOf, backoffMs, itemKeyOf } from './ids.ts';
-import { needsFreshCheck, performCall } from './calls/index.ts';
+import { dryRunCall, needsFreshCheck, performCall } from './calls/index.ts';
 import { createItemRuns, type FleetLeases, type ItemRuns } from './lock.ts';
 import { requiredStatusesOf } from './required-statuses.ts';
 import {
@@ -287,8 +287,14 @@ export function createExecutor(options: ExecutorOptions): Executor {
     };
   }
 
-  function dryRunReport(id: string, stored: StoredCall): CallReport {
-    return reportOf(id, stored, { status: 'dry-run', detail: `would call ${showCall(stored.planned.call)}` });
+  function dryRunReport(id: string, stored: StoredCall, itemKey?: string): CallReport {
+    // What the store alone says the call comes to (the queue's memory), as the bot would say it.
+    const known = itemKey === undefined ? undefined : dryRunCall(store, itemKey, stored.planned.call);
+    return reportOf(
+      id,
+      stored,
+      known ?? { status: 'dry-run', detail: `would call ${showCall(stored.planned.call)}` },
+    );
   }
 
   /** Records the outcome in the outbox; the report says what became of the action. */
@@ -409,7 +415,9 @@ export function createExecutor(options: ExecutorOptions): Executor {
         const id = actionIdOf(itemKey, planned.rule, stored.planned.call);
         calls.push(
           observed(
-            dryRun ? dryRunReport(id, stored) : await lock.run(itemKey, () => runFresh(id, itemKey, stored)),
+            dryRun
+              ? dryRunReport(id, stored, itemKey)
+              : await lock.run(itemKey, () => runFresh(id, itemKey, stored)),
           ),
         );
       }

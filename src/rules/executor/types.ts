@@ -131,4 +131,14 @@ export interface CallHandler<K extends Op> {
   freshCheck: boolean;
   /** Re-reads what it changes and acts only when the effect does not hold yet; safe to run twice. */
   perform(ctx: CallContext, call: CallOf<K>): Promise<CallResult>;
+  /**
+   * In a dry run, what the call would come to as the store alone tells it (no read of the server):
+   * a result to report instead of "would call", or undefined. The merge queue's memory of a merge
+   * request taken out at its head, so that `simulate` says what the bot does.
+   */
+  dryRun?(
+    store: Pick<CallContext['store'], 'queued'>,
+    itemKey: string,
+    call: CallOf<K>,
+  ): CallResult | undefined;
 }

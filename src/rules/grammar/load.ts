@@ -16,6 +16,7 @@ import { isMap, parseDocument } from 'yaml';
 import { compileRule, ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
 import { closest } from '../../text/index.ts';
 import { MAX_RULE_FILE_BYTES, parseRuleFile, tooLarge, type ParsedRuleFile } from './parse-file.ts';
+import type { RuleSpec } from './schema.ts';
 import { sortProblems, type Problem } from './problem.ts';
 import { ruleProblems, setProblems, type PlacedRule } from './rule-problems.ts';
 
@@ -244,35 +245,47 @@ export function effectiveFiles(folder: RuleFolder, rel: string): string[] {
   return order;
 }
 
-/** Compiles every valid file once; each rule stays with its place (for the problems of sets). */
+/**
+ * Compiles every valid file once; each rule stays with its place (for the problems of sets). The
+ * rules valid on their own in a file that is not (`partialByFile`) are compiled too, for their
+ * problems only: a set never takes them (a broken file never half-applies).
+ */
 export function compileFolder(folder: RuleFolder): {
   byFile: Map<string, PlacedRule[]>;
+  partialByFile: Map<string, PlacedRule[]>;
   problems: Problem[];
 } {
   const byFile = new Map<string, PlacedRule[]>();
+  const partialByFile = new Map<string, PlacedRule[]>();
   const problems: Problem[] = [];
+  const place = (parsed: ParsedRuleFile, spec: RuleSpec, index: number): PlacedRule => {
+    const at = parsed.locate(['rules', index]);
+    let compiled: CompiledRule | undefined;
+    try {
+      compiled = compileRule(spec, { file: parsed.file, ...at });
+    } catch (error) {
+      // Validation should have caught it; say so rather than crash the reload.
+      problems.push({
+        file: parsed.file,
+        ...at,
+        message: `cannot compile rule "${spec.name}": ${(error as Error).message}`,
+      });
+    }
+    return { parsed, index, spec, compiled };
+  };
   for (const [rel, parsed] of folder.files) {
-    if (!parsed.spec) continue;
-    byFile.set(
-      rel,
-      parsed.spec.rules.map((spec, index) => {
-        const at = parsed.locate(['rules', index]);
-        let compiled: CompiledRule | undefined;
-        try {
-          compiled = compileRule(spec, { file: parsed.file, ...at });
-        } catch (error) {
-          // Validation should have caught it; say so rather than crash the reload.
-          problems.push({
-            file: parsed.file,
-            ...at,
-            message: `cannot compile rule "${spec.name}": ${(error as Error).message}`,
-          });
-        }
-        return { parsed, index, spec, compiled };
-      }),
-    );
+    if (parsed.spec)
+      byFile.set(
+        rel,
+        parsed.spec.rules.map((spec, index) => place(parsed, spec, index)),
+      );
+    else if (parsed.validRules?.length)
+      partialByFile.set(
+        rel,
+        parsed.validRules.map((rule) => place(parsed, rule.spec, rule.index)),
+      );
   }
-  return { byFile, problems };
+  return { byFile, partialByFile, problems };
 }
 
 /**
@@ -280,13 +293,15 @@ export function compileFolder(folder: RuleFolder): {
  * a project would get it, with every file as the root of a set (the default, each project's, and
  * fragments on their own: a fragment is checked even before a project extends it).
  */
-function folderProblems(
-  folder: RuleFolder,
-  compiled: ReturnType<typeof compileFolder>,
-  placedOf: (rel: string) => PlacedRule[],
-): Problem[] {
+function folderProblems(folder: RuleFolder, compiled: ReturnType<typeof compileFolder>): Problem[] {
   const problems = [...folder.problems, ...compiled.problems];
-  for (const rules of compiled.byFile.values()) problems.push(...rules.flatMap(ruleProblems));
+  // Here a broken file's rules that are valid on their own count too: every problem is reported.
+  const placedOf = (rel: string): PlacedRule[] =>
+    effectiveFiles(folder, rel).flatMap(
+      (file) => compiled.byFile.get(file) ?? compiled.partialByFile.get(file) ?? [],
+    );
+  for (const rules of [...compiled.byFile.values(), ...compiled.partialByFile.values()])
+    problems.push(...rules.flatMap(ruleProblems));
   for (const rel of folder.files.keys()) problems.push(...setProblems(placedOf(rel)));
   return sortProblems(problems);
 }
@@ -312,7 +327,7 @@ export async function loadRules(dir: string): Promise<LoadedRules> {
   const projects = new Map([...folder.projectFiles].map(([key, rel]) => [key, setOf(rel)]));
   return {
     byProject: (pathWithNamespace) => projects.get(pathWithNamespace.toLowerCase()) ?? fallback,
-    problems: folderProblems(folder, compiled, placedOf),
+    problems: folderProblems(folder, compiled),
     files: [...folder.files.keys()],
   };
 }

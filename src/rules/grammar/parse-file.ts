@@ -5,7 +5,7 @@
 import { Composer, LineCounter, Parser, YAMLParseError, type CST, type Document } from 'yaml';
 import { lexicalBound, structuralBound } from './parse-bounds.ts';
 import type { Problem } from './problem.ts';
-import { ruleFileSchema, type RuleFileSpec } from './schema.ts';
+import { ruleFileSchema, ruleSchema, type RuleFileSpec, type RuleSpec } from './schema.ts';
 import { explainIssues } from './validation-messages.ts';
 import { locate, type Position, type ValuePath } from './yaml-positions.ts';
 
@@ -17,6 +17,12 @@ export interface ParsedRuleFile {
   /** `extends` as written, read even when the rest of the file is invalid (to report every problem). */
   extends: readonly string[];
   problems: Problem[];
+  /**
+   * When the file is invalid (`spec` null): its rules that are valid on their own, with their index
+   * in `rules`, so that their meaning is checked too (`hookbot check` reports every problem, not
+   * only the grammar's). Absent when the file is valid or was not read as far as its rules.
+   */
+  validRules?: readonly { index: number; spec: RuleSpec }[];
   /** Where a path of the value is in the text. */
   locate(path: ValuePath, key?: string): Position;
 }
@@ -174,5 +180,16 @@ export function parseRuleFile(
       omitted: issues.length - MAX_PROBLEMS_LISTED,
     });
   }
-  return { file, spec: null, extends: extendsList, problems, locate: at };
+  return { file, spec: null, extends: extendsList, problems, validRules: rulesValidAlone(value), locate: at };
+}
+
+/** The rules of a file that is invalid as a whole which are valid each on its own. */
+function rulesValidAlone(value: unknown): { index: number; spec: RuleSpec }[] {
+  const rules =
+    typeof value === 'object' && value !== null ? (value as { rules?: unknown }).rules : undefined;
+  if (!Array.isArray(rules)) return [];
+  return rules.flatMap((rule: unknown, index) => {
+    const one = ruleSchema.safeParse(rule);
+    return one.success ? [{ index, spec: one.data }] : [];
+  });
 }

@@ -18,7 +18,8 @@ export interface TransferredParse {
   spec: ParsedRuleFile['spec'];
   extends: readonly string[];
   problems: ParsedRuleFile['problems'];
-  /** Empty unless the file is valid (positions are asked for only then, by the checks after parsing). */
+  validRules?: ParsedRuleFile['validRules'];
+  /** Empty unless the file is valid or has rules valid on their own (positions are asked for only then, by the checks after parsing). */
   nodes: Placed[];
   keys: PlacedKey[];
 }
@@ -38,8 +39,15 @@ export function parseForTransfer(text: string, file: string): TransferredParse {
   const parsed = parseRuleFile(text, file, (doc, lines) => {
     found = { doc, lines };
   });
-  if (parsed.spec && found) table = positionTable(found.doc, found.lines);
-  return { file, spec: parsed.spec, extends: parsed.extends, problems: parsed.problems, ...table };
+  if ((parsed.spec || parsed.validRules?.length) && found) table = positionTable(found.doc, found.lines);
+  return {
+    file,
+    spec: parsed.spec,
+    extends: parsed.extends,
+    problems: parsed.problems,
+    ...(parsed.validRules ? { validRules: parsed.validRules } : {}),
+    ...table,
+  };
 }
 
 /** Every node's position by its path (mapping keys as strings, list indexes as numbers). */
@@ -107,6 +115,7 @@ export function fromTransfer(transferred: TransferredParse): ParsedRuleFile {
     spec: transferred.spec,
     extends: transferred.extends,
     problems: transferred.problems,
+    ...(transferred.validRules ? { validRules: transferred.validRules } : {}),
     locate,
   };
 }

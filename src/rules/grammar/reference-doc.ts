@@ -115,7 +115,9 @@ function actionSection(definition: AnyActionDefinition): string[] {
     }`,
     `- Acts on: ${kindsText(definition.itemKinds)}`,
     `- In a repository's \`.hookbot.yml\`: ${definition.inRepositories === 'allowed' ? 'allowed' : "only with the operator's permission (`rules.repository.allow`)"}`,
-    `- Reads in explain as: ${definition.describe(params)}`,
+    definition.explained
+      ? `- Reads in explain as: \`→ ${definition.name}: ${definition.explained.planned}\` when it plans its call (${definition.explained.note}); \`${definition.describe(params)}\` when it plans none (held back, or nothing to do)`
+      : `- Reads in explain as: ${definition.describe(params)}`,
     '',
     '```yaml',
     'do:',

@@ -15,6 +15,7 @@ import type { Problem } from './problem.ts';
 import type { RuleSpec } from './schema.ts';
 import type { ItemKind } from '../engine/snapshot.ts';
 import type { ValuePath } from './yaml-positions.ts';
+import { trainIgnoredOptions } from './train-options.ts';
 
 /** A rule where it was written, with its compiled form (undefined when it did not compile). */
 export interface PlacedRule {
@@ -287,7 +288,12 @@ function queueShapes(rules: readonly PlacedRule[]): Problem[] {
 
 /** What is wrong with one rule wherever it is used. */
 export function ruleProblems(placed: PlacedRule): Problem[] {
-  return [...selfFlips(placed), ...neverApplies(placed), ...unsafeMerges(placed)];
+  return [
+    ...selfFlips(placed),
+    ...neverApplies(placed),
+    ...unsafeMerges(placed),
+    ...trainIgnoredOptions(placed),
+  ];
 }
 
 /** What is wrong with a set of rules (a project's, in order: extended files first). */

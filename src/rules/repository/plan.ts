@@ -25,6 +25,9 @@ import type { BotIdentity, ItemKind, Trigger } from '../engine/snapshot.ts';
 import { createSnapshotReader } from '../item/read-snapshot.ts';
 import { readAudience, type Reader } from './plan-access.ts';
 import { counted } from '../../text/index.ts';
+import type { QueueEntry } from '../../state/index.ts';
+import { notQueuedAgain } from '../executor/calls/merge-queue-enqueue.ts';
+import { itemKeyOf } from '../executor/ids.ts';
 
 export interface PlanBudget {
   /** Most open items evaluated. */
@@ -191,6 +194,21 @@ export interface PlanInput {
    * to it) may read is evaluated. Absent (`hookbot plan`, run by the operator): every open item.
    */
   for?: { mergeRequest: Parameters<typeof readAudience>[2] };
+  /**
+   * The bot's merge-queue entries (its state): a merge request the queue took out at its head is not
+   * queued again there, by either set of rules, as the bot does (issue 37). Absent: not known.
+   */
+  queued?: readonly QueueEntry[];
+}
+
+/** The evaluation without the queue calls the bot would skip (taken out at this head: notQueuedAgain). */
+function withoutRequeue(evaluation: Evaluation, queued: readonly QueueEntry[], itemKey: string): Evaluation {
+  const plan = evaluation.plan.filter(
+    (planned) =>
+      planned.call.op !== 'mergeQueue.enqueue' ||
+      notQueuedAgain(queued, itemKey, planned.call.args) === undefined,
+  );
+  return plan.length === evaluation.plan.length ? evaluation : { ...evaluation, plan };
 }
 
 export async function planChange(input: PlanInput): Promise<PlanReport> {
@@ -268,9 +286,12 @@ export async function planChange(input: PlanInput): Promise<PlanReport> {
               needs,
             );
       const name = itemName(kind, item.iid);
+      const itemKey = itemKeyOf(kind, project.id, item.id);
+      const judged = (evaluation: Evaluation) =>
+        input.queued ? withoutRequeue(evaluation, input.queued, itemKey) : evaluation;
       const { now: changes, stop } = compareEvaluations(
-        evaluate(input.current, snapshot, { now }),
-        evaluate(input.proposed, snapshot, { now }),
+        judged(evaluate(input.current, snapshot, { now })),
+        judged(evaluate(input.proposed, snapshot, { now })),
         audience !== undefined && issue?.confidential === true,
       );
       for (const what of changes) note(`${what}|${kind}`, 'now', name);

@@ -52,9 +52,12 @@ export function checkParsedRepositoryFile(
   const problems: Problem[] = [...parsed.problems];
   const empty = noRules(parsed, text);
   if (empty) problems.push(empty);
-  if (!parsed.spec) return { rules: undefined, problems: sortProblems(problems) };
+  // A file invalid as a whole still has its rules that are valid on their own checked: every problem.
+  const rules = parsed.spec
+    ? parsed.spec.rules.map((spec, index) => ({ index, spec }))
+    : (parsed.validRules ?? []);
 
-  if (parsed.spec.extends !== undefined)
+  if (parsed.spec?.extends !== undefined)
     problems.push({
       file: context.file,
       ...parsed.locate([], 'extends'),
@@ -62,7 +65,7 @@ export function checkParsedRepositoryFile(
       hint: 'write the rules here, or ask the operator to add them to the central rules',
     });
 
-  const placed: PlacedRule[] = parsed.spec.rules.map((spec, index) => {
+  const placed: PlacedRule[] = rules.map(({ spec, index }) => {
     const at = parsed.locate(['rules', index]);
     let compiled: CompiledRule | undefined;
     try {
@@ -98,6 +101,6 @@ export function checkParsedRepositoryFile(
   }
 
   const sorted = sortProblems(problems);
-  if (sorted.length > 0) return { rules: undefined, problems: sorted };
+  if (sorted.length > 0 || !parsed.spec) return { rules: undefined, problems: sorted };
   return { rules: placed.map((rule) => rule.compiled!), problems: [] };
 }

@@ -29,6 +29,7 @@ import { firstProblems, problemCount, type Problem } from '../grammar/problem.ts
 import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
+import type { QueueEntry } from '../../state/index.ts';
 import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
 import { parseRuleFileOffThread } from '../grammar/parse-off-thread.ts';
 import { readerText, type Reader } from './plan-access.ts';
@@ -138,6 +139,8 @@ export interface RepositoryRulesOptions {
    * reviews could each find no comment and post one. Default: run at once.
    */
   runItem?: (item: ItemAddress, work: () => Promise<void>) => Promise<void>;
+  /** The bot's merge-queue entries, for the plan (plan.ts `queued`): none when absent. */
+  queued?: () => readonly QueueEntry[];
 }
 
 /**
@@ -552,6 +555,7 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
         current: forProject(path),
         proposed: ruleSet([...central.forProject(path).rules, ...checked.rules]),
         ...(options.budget ? { budget: options.budget } : {}),
+        ...(options.queued ? { queued: options.queued() } : {}),
         bot,
       });
     }

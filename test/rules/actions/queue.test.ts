@@ -148,4 +148,43 @@ describe('queue action: rule problems', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  // Issue 37: accepted, then ignored by the train (it lands by a fast-forward push, not a merge).
+  it('refuses message and remove_source_branch: true on a merge train, at the option; keeps them on a serial queue', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hookbot-queue-train-options-'));
+    try {
+      await writeFile(
+        join(dir, 'default.yml'),
+        [
+          'rules:',
+          '  - name: train',
+          '    on: [merge_request.update]',
+          '    for: merge_requests',
+          '    do:',
+          '      - queue:',
+          '          statuses: [ci/test]',
+          '          depth: 3',
+          '          remove_source_branch: true',
+          "          message: 'Merge !{{ iid }}'",
+          '  - name: batched',
+          '    on: [merge_request.update]',
+          '    for: merge_requests',
+          '    do: [ { queue: { statuses: [ci/test], name: docs, batch: 2, remove_source_branch: false } } ]',
+          '  - name: serial',
+          '    on: [merge_request.update]',
+          '    for: merge_requests',
+          "    do: [ { queue: { statuses: [ci/test], name: slow, remove_source_branch: true, message: 'M' } } ]",
+          '',
+        ].join('\n'),
+      );
+      const file = join(dir, 'default.yml');
+      const train = `queue "default" of rule "train" is a merge train (depth 3, batch 1), which lands by a fast-forward push of the target branch, not through the server's merge`;
+      expect((await loadRules(dir)).problems.map(formatProblem)).toEqual([
+        `${file}:9:11: "remove_source_branch" does not apply: ${train}, and the bot deletes no member's source branch (remove remove_source_branch, or make the queue serial (depth: 1, batch: 1) to have the merge delete it)`,
+        `${file}:10:11: "message" does not apply: ${train}, so no merge commit is made to carry it (remove message, or make the queue serial (depth: 1, batch: 1) to merge with it)`,
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

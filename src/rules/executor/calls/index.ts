@@ -63,3 +63,12 @@ export function performCall(ctx: CallContext): Promise<CallResult> {
   const call = ctx.stored.planned.call;
   return handlerOf(call.op).perform(ctx, call as never);
 }
+
+/** In a dry run, what the call would come to from the store alone (`CallHandler.dryRun`), if anything. */
+export function dryRunCall(
+  store: Pick<CallContext['store'], 'queued'>,
+  itemKey: string,
+  call: ApiCall,
+): CallResult | undefined {
+  return handlerOf(call.op).dryRun?.(store, itemKey, call as never);
+}

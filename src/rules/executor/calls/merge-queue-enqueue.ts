@@ -16,17 +16,34 @@ import type { CallHandler } from '../types.ts';
 import { done, skipped } from '../types.ts';
 import { argsKey } from './keys.ts';
 
+/**
+ * Why the merge request does not enter again, from the queue's memory alone (`entries`, the store's):
+ * taken out with a comment at this very head, with no new approval. Undefined: it enters. The
+ * handler says it on the bot; `simulate` and `plan` say the same from the bot's state (issue 37).
+ */
+export function notQueuedAgain(
+  entries: readonly QueueEntry[],
+  itemKey: string,
+  args: { sha: string; approval?: { noteId: number } | undefined },
+): string | undefined {
+  const found = entries.find((entry) => entry.itemKey === itemKey);
+  const newApproval = args.approval !== undefined && args.approval.noteId !== found?.left?.noteId;
+  if (!found?.left || found.left.sha !== args.sha || newApproval) return undefined;
+  return `not queued again: it left the ${found.queue} queue at ${args.sha.slice(0, 7)} (${found.left.reason}); a push, the rule matching anew, or a member's new comment command lets it in`;
+}
+
 export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
   key: (call) => argsKey(call),
   freshCheck: false,
+  dryRun: (store, itemKey, call) => {
+    const why = notQueuedAgain(store.queued(), itemKey, call.args);
+    return why === undefined ? undefined : skipped(why);
+  },
   perform: async (ctx, call) => {
     const a = call.args;
     const found = ctx.store.queued().find((entry) => entry.itemKey === ctx.itemKey);
-    const newApproval = a.approval !== undefined && a.approval.noteId !== found?.left?.noteId;
-    if (found?.left && found.left.sha === a.sha && !newApproval)
-      return skipped(
-        `not queued again: it left the ${found.queue} queue at ${a.sha.slice(0, 7)} (${found.left.reason}); a push, the rule matching anew, or a member's new comment command lets it in`,
-      );
+    const why = notQueuedAgain(ctx.store.queued(), ctx.itemKey, a);
+    if (why !== undefined) return skipped(why);
     const trigger = commentTrigger(ctx.stored.trigger);
     // Taken out at another head: a push came since, it enters at the end as new.
     const held = found?.left ? undefined : found;
