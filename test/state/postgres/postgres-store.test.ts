@@ -153,15 +153,21 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, several replicas', () => 
 
   it('a lease is held by one replica at a time, and another gets it once it expired or was released', async () => {
     const shared = schema();
-    const a = await replica('a', shared, { leaseMs: 300, refreshMs: 3_600_000 });
-    const b = await replica('b', shared, { leaseMs: 300, refreshMs: 3_600_000 });
+    // Held: a lease far longer than a busy machine's pause between two calls, so that "held" is
+    // never "expired" by accident (a 300 ms lease ran out between two calls on a loaded machine).
+    const a = await replica('a', shared, { leaseMs: 600_000, refreshMs: 3_600_000 });
+    const b = await replica('b', shared, { leaseMs: 600_000, refreshMs: 3_600_000 });
     expect(await a.tryLease('sweep:merge-watch')).toBe(true);
     expect(await b.tryLease('sweep:merge-watch')).toBe(false);
     expect(await a.tryLease('sweep:merge-watch')).toBe(true); // the holder keeps it
     await a.releaseLease('sweep:merge-watch');
     expect(await b.tryLease('sweep:merge-watch')).toBe(true);
-    // b stops renewing (no refresh): a gets it once it ran out.
-    await until(() => a.tryLease('sweep:merge-watch'), 'the expired lease taken over');
+    expect(await a.tryLease('sweep:merge-watch')).toBe(false);
+    // Expired: replicas with a short lease; c stops renewing (no refresh): d gets it once it ran out.
+    const c = await replica('c', shared, { leaseMs: 300, refreshMs: 3_600_000 });
+    const d = await replica('d', shared, { leaseMs: 300, refreshMs: 3_600_000 });
+    expect(await c.tryLease('sweep:rules')).toBe(true);
+    await until(() => d.tryLease('sweep:rules'), 'the expired lease taken over');
   });
 
   it('what one replica writes, another sees after its refresh', async () => {
