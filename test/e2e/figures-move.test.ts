@@ -21,7 +21,12 @@
  *   the circuit breaker pauses it;
  * - issues with large descriptions: their deliveries fill the journal past 8 MiB, a compaction;
  * - a broken rules file: refused, with its problems;
- * - with PostgreSQL (second test), the fleet's figures.
+ * - with PostgreSQL (second test), the fleet's figures;
+ * - a third bot whose merge_queue sweep runs (its timer at 1 h: the hooks wake it), with git
+ *   credentials and the sandbox's simulated CI building every pushed head: a merge request labelled in
+ *   a project holding a branch named like the train's folder (`hookbot/train`) cannot be built into a
+ *   car (the queue's trouble); three labelled in another project run as a train of depth 2, one whose
+ *   CI fails is taken out (`status_failed`, its car failed), the two others land in cars.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,17 +38,32 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { ACTION_RESULTS, createMetrics } from '../../src/ops/metrics.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
+import type { MergeRequest } from '../../src/api/merge-requests.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { startRuntime, type Runtime } from '../../src/start-from-config.ts';
 import { codeWords, readDoc, tableUnder } from '../helpers/docs-tables.ts';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { adminQuery, newSchemaName, postgresAvailable, TEST_DATABASE_URL } from '../helpers/postgres.ts';
+import { INITIAL_FILES } from '../helpers/queue-world.ts';
 import { caller, type Caller } from '../helpers/sandbox.ts';
+import { startSimulatedCi, type SimulatedCi } from '../helpers/simulated-ci.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { FIELD_PROBES, LONG, METRIC_PROBES, REPLICA, total, watcher } from './figures-probes.ts';
+import {
+  BLOCKED_PROJECT,
+  FIELD_PROBES,
+  LONG,
+  METRIC_PROBES,
+  metricsOf,
+  REPLICA,
+  total,
+  TRAIN_PROJECT,
+  watcher,
+} from './figures-probes.ts';
 
 const SECRET = 'figures-move-secret';
-const BOT = { username: 'fig-bot', token: 'fig-bot-token-0123456789' };
+const BOT = { username: 'fig-bot', token: 'fig-bot-token-0123456789', password: 'fig-bot-password' };
+/** The simulated CI's user (a developer of the group: it posts statuses), for the queue bot's scenario. */
+const CI = { username: 'fig-ci', token: 'fig-ci-token-0123456789', password: 'fig-ci-password' };
 
 const OPERATIONS = readDoc('docs/operations.md');
 const DOCUMENTED_METRICS = tableUnder(OPERATIONS, 'Metrics').map((row) => codeWords(row[0]!)[0]!);
@@ -88,6 +108,17 @@ rules:
       - queue: { statuses: [ci/test], status_timeout: 1h }
 `;
 
+/** The queue bot's rules: a train of depth 2, waiting for the simulated CI's status. */
+const QUEUE_RULES = `
+rules:
+  - name: train them
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [train-me] } } ]
+    do:
+      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2 }
+`;
+
 /** Added later (the rules folder reloads by itself): every open issue matches, so the breaker trips. */
 const STALE_RULE = `
   - name: close stale
@@ -116,6 +147,7 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
   let admin: Client;
   let call: Caller;
   let proxy: FaultProxy;
+  let ci: SimulatedCi | undefined;
   let dir = '';
   let groupId = 0;
   const runtimes: Runtime[] = [];
@@ -123,11 +155,23 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
   beforeAll(async () => {
     sb = await startSandbox({ adminToken: 'fig-root-token', hookTimeoutMs: 10_000 });
     dir = mkdtempSync(path.join(tmpdir(), 'hookbot-figures-'));
-    const bot = addUser(sb.ctx.db, { username: BOT.username, private_token: BOT.token });
+    const bot = addUser(sb.ctx.db, {
+      username: BOT.username,
+      private_token: BOT.token,
+      password: BOT.password,
+    });
+    const ciUser = addUser(sb.ctx.db, {
+      username: CI.username,
+      private_token: CI.token,
+      password: CI.password,
+    });
     groupId = addGroup(sb.ctx.db, {
       name: 'fig',
       owner_id: 1,
-      members: [{ user_id: bot.id, access_level: 40 }],
+      members: [
+        { user_id: bot.id, access_level: 40 },
+        { user_id: ciUser.id, access_level: 30 },
+      ],
     }).id;
     admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
     call = caller(sb, sb.adminToken);
@@ -137,23 +181,29 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
 
   afterAll(async () => {
     for (const runtime of runtimes) await runtime.close();
+    await ci?.stop();
     await proxy?.close();
     await sb?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /** A configuration as `hookbot serve` loads it, for a bot with its own folder. */
-  function configFor(name: string): { config: Config; rulesDir: string } {
+  function configFor(
+    name: string,
+    rules = RULES,
+    env: Record<string, string> = {},
+  ): { config: Config; rulesDir: string } {
     const home = path.join(dir, name);
     const rulesDir = path.join(home, 'rules');
     mkdirSync(rulesDir, { recursive: true });
-    writeFileSync(path.join(rulesDir, 'default.yml'), RULES);
+    writeFileSync(path.join(rulesDir, 'default.yml'), rules);
     const loaded = loadConfig({
       env: {
         HOOKBOT_STATE: path.join(home, 'state', 'hookbot.json'),
         HOOKBOT_PORT: '0',
         HOOKBOT_RULES: rulesDir,
         HOOKBOT_IN_DOCKER: '0',
+        ...env,
       },
     });
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
@@ -355,10 +405,12 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
       await watch.stop();
       await watch.read();
 
+      // The merge queue's families move with the queue bot (third test), not here.
       const expected = [
-        ...DOCUMENTED_METRICS,
-        ...DOCUMENTED_FIELDS.filter((field) => FIELD_PROBES[field]!.store === 'file'),
+        ...DOCUMENTED_METRICS.filter((metric) => metricsOf('file').includes(metric)),
+        ...DOCUMENTED_FIELDS.filter((field) => FIELD_PROBES[field]!.bot === 'file'),
       ];
+      expect(expected.length).toBeGreaterThan(metricsOf('file').length);
       expect(expected.filter((figure) => !watch.moved.has(figure))).toEqual([]);
       // Every result label seen is one the docs list (the withdrawn action among them, never "failed").
       const documentedResults = codeWords(
@@ -419,7 +471,7 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
           LONG,
           'the bug labelled',
         );
-        const expected = DOCUMENTED_FIELDS.filter((field) => FIELD_PROBES[field]!.store === 'postgres');
+        const expected = DOCUMENTED_FIELDS.filter((field) => FIELD_PROBES[field]!.bot === 'postgres');
         expect(expected.length).toBeGreaterThan(0);
         expect(expected.filter((field) => !watch.moved.has(field))).toEqual([]);
         await runtime.close();
@@ -428,5 +480,95 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
       }
     },
     LONG * 2,
+  );
+
+  it(
+    'with merge queues that run: every merge queue family and the queue summary move as documented',
+    async () => {
+      ci = startSimulatedCi(sb, { token: CI.token, git: { username: CI.username, password: CI.password } });
+      // Git credentials: the train builds its cars with git and pushes them.
+      const { config } = configFor('queue', QUEUE_RULES, { HOOKBOT_GIT_PASSWORD: BOT.password });
+      config.rules.watch = false;
+      config.git.cache_dir = path.join(dir, 'queue', 'git');
+      // The merge queue sweep alone, its timer at 1 h: the hooks (a label, the CI's statuses on the
+      // cars) wake it.
+      for (const sweep of ['retries', 'merge_watch', 'rules', 'reconcile', 'hook_check'] as const)
+        config.scheduler.sweeps[sweep] = { enabled: false, every: '1h' };
+      config.scheduler.sweeps.merge_queue = { enabled: true, every: '1h' };
+      const runtime = await start(config);
+      const watch = watcher(runtime.bot.url, 'queue');
+      await watch.read();
+      watch.start();
+
+      /** A merge request from a new branch with one file, its CI done, then labelled into the queue. */
+      async function trainRequest(projectId: number, branch: string, content: string) {
+        await admin.branches.create(projectId, { branch_name: branch, ref: 'master' });
+        await admin.files.create(projectId, {
+          file_path: `${branch}.txt`,
+          branch_name: branch,
+          content,
+          commit_message: `Add ${branch}`,
+        });
+        return admin.mergeRequests.create(projectId, {
+          source_branch: branch,
+          target_branch: 'master',
+          title: `Change ${branch}`,
+        });
+      }
+      const label = (projectId: number, mr: MergeRequest) =>
+        admin.mergeRequests.update(projectId, mr.id, { labels: ['train-me'] });
+
+      // 1. A queue that cannot move: a branch named like the train's folder blocks its cars' names.
+      const blocked = await project('blocked', INITIAL_FILES);
+      expect(blocked.path).toBe(BLOCKED_PROJECT);
+      await hookTo(blocked.id, runtime);
+      await admin.branches.create(blocked.id, { branch_name: 'hookbot/train', ref: 'master' });
+      const held = await trainRequest(blocked.id, 'held', 'calls: foo\n');
+      await ci.idle();
+      await label(blocked.id, held);
+      await watch.until('queueSummary');
+
+      // 2. A train of depth 2: `bad` fails its CI (taken out, its car failed), `a` and `c` land.
+      const train = await project('train', INITIAL_FILES);
+      expect(train.path).toBe(TRAIN_PROJECT);
+      await hookTo(train.id, runtime);
+      const a = await trainRequest(train.id, 'a', 'calls: foo\n');
+      const bad = await trainRequest(train.id, 'bad', 'calls: nowhere\n');
+      const c = await trainRequest(train.id, 'c', 'calls: foo\n');
+      await ci.idle();
+      for (const mr of [a, bad, c]) await label(train.id, mr);
+      for (const metric of [
+        'hookbot_merge_queue_entries',
+        'hookbot_merge_queue_trouble',
+        'hookbot_merge_queue_rounds_total',
+        'hookbot_merge_queue_removed_total',
+        'hookbot_merge_queue_car_builds_total',
+        'hookbot_merge_queue_landed_total',
+        'hookbot_merge_queue_time_to_land_seconds',
+      ])
+        await watch.until(metric);
+      await watch.stop();
+      await watch.read();
+
+      // What the figures say is what the server shows: two landed, the failed one open, the held one
+      // still waiting behind the branch in the way.
+      const stateOf = async (projectId: number, mr: MergeRequest) =>
+        (await admin.mergeRequests.get(projectId, mr.id)).state;
+      expect(await stateOf(train.id, a)).toBe('merged');
+      expect(await stateOf(train.id, c)).toBe('merged');
+      expect(await stateOf(train.id, bad)).toBe('opened');
+      expect(await stateOf(blocked.id, held)).toBe('opened');
+
+      const expected = [
+        ...DOCUMENTED_METRICS.filter((metric) => metricsOf('queue').includes(metric)),
+        ...DOCUMENTED_FIELDS.filter((field) => FIELD_PROBES[field]!.bot === 'queue'),
+      ];
+      expect(expected.length).toBe(metricsOf('queue').length + 1);
+      expect(expected.filter((figure) => !watch.moved.has(figure))).toEqual([]);
+      await runtime.close();
+      await ci.stop();
+      ci = undefined;
+    },
+    LONG * 3,
   );
 });
