@@ -6,10 +6,22 @@ import type { QueueEntry } from './store.ts';
 
 const short = (sha: string | undefined): string => (sha ? sha.slice(0, 7) : 'none');
 
-/** A queue's entries in order: priority (higher first), then arrival, then key. */
+/** The key of a queue: its project (any case), target branch and name. */
+export function queueKeyOf(project: string, targetBranch: string, queue: string): string {
+  return `${project.toLowerCase()}|${targetBranch}|${queue}`;
+}
+
+/**
+ * A queue's entries in order: those an operator moved to the front first (the latest moved first),
+ * then priority (higher first), then arrival, then key.
+ */
 function queueOrder(entries: readonly QueueEntry[]): QueueEntry[] {
   return [...entries].sort(
-    (a, b) => b.priority - a.priority || a.enqueuedAt - b.enqueuedAt || a.itemKey.localeCompare(b.itemKey),
+    (a, b) =>
+      (b.front?.at ?? -Infinity) - (a.front?.at ?? -Infinity) ||
+      b.priority - a.priority ||
+      a.enqueuedAt - b.enqueuedAt ||
+      a.itemKey.localeCompare(b.itemKey),
   );
 }
 
@@ -37,7 +49,7 @@ export function queuesOf(entries: readonly QueueEntry[]): Map<string, QueueEntry
   for (const entry of entries) {
     // A merge request taken out with a comment is remembered, but in no queue.
     if (entry.left) continue;
-    const key = `${entry.project.toLowerCase()}|${entry.targetBranch}|${entry.queue}`;
+    const key = queueKeyOf(entry.project, entry.targetBranch, entry.queue);
     groups.set(key, [...(groups.get(key) ?? []), entry]);
   }
   for (const [key, group] of groups) groups.set(key, queueOrder(group));
