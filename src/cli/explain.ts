@@ -24,7 +24,7 @@
  * cannot be read; 2 on a wrong command line.
  */
 import { existsSync } from 'node:fs';
-import type { DecisionRecord, PausedRule, QueueEntry } from '../state/index.ts';
+import type { DecisionRecord, PausedRule, QueueControl, QueueEntry } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { holdersOf } from './state-holders.ts';
 import {
@@ -276,7 +276,17 @@ async function fromState(
     const latest = store.latestDecisions();
     const found = findDecision(latest, target);
     const kept = found.found ? await store.keptDecisions(found.record.itemKey) : [];
-    return lookUp(latest, kept, file, target, options, io, store.queued(), store.pausedRules());
+    return lookUp(
+      latest,
+      kept,
+      file,
+      target,
+      options,
+      io,
+      store.queued(),
+      store.pausedRules(),
+      store.queueControls(),
+    );
   } finally {
     // Without compaction: reading must leave the files as the bot left them.
     await store.close({ compact: false });
@@ -293,11 +303,17 @@ function lookUp(
   io: CliIo,
   queue?: readonly QueueEntry[],
   paused?: readonly PausedRule[],
+  controls?: readonly QueueControl[],
 ): number {
   const answer = findDecision(
     records,
     target,
-    queue && { entries: queue, now: Date.now(), ...(paused ? { paused } : {}) },
+    queue && {
+      entries: queue,
+      now: Date.now(),
+      ...(paused ? { paused } : {}),
+      ...(controls ? { controls } : {}),
+    },
   );
   if (!answer.found) return fail(io, `${answer.message} in ${where}`);
   if (!isDecision(answer.record.decision))

@@ -10,3 +10,11 @@ export {
 } from './from-config.ts';
 export { approve, definitionHash, pauseOf } from './breaker.ts';
 export { needsAttention, summarise, trippedRules } from './summary.ts';
+export {
+  createQueueControls,
+  type ControlAnswer,
+  type MergeRequestAddress,
+  type QueueAddress,
+  type QueueControls,
+  type QueueListing,
+} from './sweeps/queue-controls.ts';

@@ -542,7 +542,12 @@ const cases: Case[] = [
       const again = { ...paused, project: 'ACME/Web', paused: { ...paused.paused, reason: 'still frozen' } };
       await store.setQueueControl(again);
       // Lifting a queue that has no control writes nothing.
-      await store.setQueueControl({ project: 'acme/web', projectId: 3, targetBranch: 'master', queue: 'nothing' });
+      await store.setQueueControl({
+        project: 'acme/web',
+        projectId: 3,
+        targetBranch: 'master',
+        queue: 'nothing',
+      });
       const sorted = () => [...store.queueControls()].sort((a, b) => a.queue.localeCompare(b.queue));
       expect(sorted()).toEqual([again, other]);
       expect(store.stats().queueControls).toBe(2);

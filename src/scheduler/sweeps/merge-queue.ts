@@ -28,7 +28,7 @@
  * every push to the source branch.
  */
 import type { QueueEntry, StateStore } from '../../state/index.ts';
-import { queueShape, queuesOf } from '../../state/index.ts';
+import { pauseText, queueShape, queuesOf } from '../../state/index.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import { counted } from '../../text/index.ts';
 import {
@@ -56,6 +56,7 @@ import { goneCode, serialLanded } from './queue-told.ts';
 import { emptyCounts, type MergeQueueReport, type QueueItemReport } from './merge-queue-report.ts';
 
 export type { MergeQueueReport } from './merge-queue-report.ts';
+import { queuePause } from './queue-controls.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -66,7 +67,7 @@ export interface MergeQueueDeps {
     members: Pick<Client['members'], 'get' | 'getInGroup'>;
     notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
   };
-  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction'>;
+  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction' | 'queueControls'>;
   executor: Executor;
   /** Absent: no git credentials are configured, and the queue cannot update branches. */
   updater: BranchUpdater | undefined;
@@ -131,6 +132,13 @@ export async function runMergeQueue(
 
   for (const [key, queued] of groups) {
     let initial = queued;
+    // Paused by an operator (queue-controls.ts): nothing is pushed, landed or taken out.
+    const pausedHead = paused(initial[0]!, key);
+    if (pausedHead) {
+      report.items.push(pausedHead);
+      report.counts.waiting++;
+      continue;
+    }
     // The next merge request starts only when the one before left the queue, in the same run. The
     // queue is read again after each one that left: one pushed by someone else enters again at the
     // end during the run, and when the ones before it are merged it is the head, with no hook or
@@ -166,7 +174,7 @@ export async function runMergeQueue(
       const current: QueueEntry = entry;
       // One run of the item at a time: its hook runs wait for the step, and the step for them.
       const item = await executor.runs
-        .run(current.itemKey, () => step(current))
+        .run(current.itemKey, async () => paused(current, key) ?? step(current))
         .catch((error: unknown): QueueItemReport => ({
           ...base(current),
           outcome: 'error',
@@ -304,6 +312,12 @@ export async function runMergeQueue(
         'merge queue: could not record the state of its steps',
       ),
     );
+  }
+
+  /** The head of a paused queue waits; checked again under the step's lock (a pause during the run). */
+  function paused(entry: QueueEntry, key: string): QueueItemReport | undefined {
+    const pause = queuePause(store, key);
+    return pause && { ...base(entry), outcome: 'waiting', detail: `the queue is ${pauseText(pause)}` };
   }
 
   function base(entry: QueueEntry): Pick<QueueItemReport, 'itemKey' | 'project' | 'queue' | 'targetBranch'> {

@@ -938,27 +938,28 @@ class PostgresStore extends HeldStateStore implements Fleet {
     const touched = new Set<string>();
     this.#touched = touched;
     try {
-      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue, controls] = await Promise.all([
-        this.#query<{ action: string; parked_seq: string | null }>(
-          'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
-        ),
-        this.#query<{ entry: string }>('SELECT entry FROM hookbot_watches ORDER BY seq'),
-        this.#query<{ sweep: string; project: string; at: string }>(
-          'SELECT sweep, project, at FROM hookbot_next_runs',
-        ),
-        this.#query<{ sweep: string; at: string }>('SELECT sweep, at FROM hookbot_last_success'),
-        this.#query<{ paused: string }>('SELECT paused FROM hookbot_paused_rules ORDER BY seq'),
-        this.#query<{ record: string }>(
-          'SELECT record FROM (SELECT record, n FROM hookbot_latest_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
-          [this.options.decisionItems],
-        ),
-        this.#query<{ record: string }>(
-          'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
-          [this.options.recentDecisions],
-        ),
-        this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
-        this.#query<{ control: string }>('SELECT control FROM hookbot_queue_controls ORDER BY seq'),
-      ]);
+      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue, controls] =
+        await Promise.all([
+          this.#query<{ action: string; parked_seq: string | null }>(
+            'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
+          ),
+          this.#query<{ entry: string }>('SELECT entry FROM hookbot_watches ORDER BY seq'),
+          this.#query<{ sweep: string; project: string; at: string }>(
+            'SELECT sweep, project, at FROM hookbot_next_runs',
+          ),
+          this.#query<{ sweep: string; at: string }>('SELECT sweep, at FROM hookbot_last_success'),
+          this.#query<{ paused: string }>('SELECT paused FROM hookbot_paused_rules ORDER BY seq'),
+          this.#query<{ record: string }>(
+            'SELECT record FROM (SELECT record, n FROM hookbot_latest_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
+            [this.options.decisionItems],
+          ),
+          this.#query<{ record: string }>(
+            'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
+            [this.options.recentDecisions],
+          ),
+          this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
+          this.#query<{ control: string }>('SELECT control FROM hookbot_queue_controls ORDER BY seq'),
+        ]);
       const actions = outbox.rows.map((r) => ({
         action: JSON.parse(r.action) as OutboxAction,
         parkedSeq: r.parked_seq === null ? undefined : Number(r.parked_seq),
