@@ -11,7 +11,8 @@ import { mergeRequestTarget, skip } from '../engine/planned-call.ts';
  */
 export const dequeue = defineAction({
   name: 'dequeue',
-  inRepositories: 'allowed',
+  // A project's rules could let anyone who comments take others' merge requests out: the operator's call.
+  inRepositories: 'operator',
   summary:
     "Takes the merge request out of its merge queue, remembered at its head (reason `dequeue_command`): a `queue` rule that still matches does not put it back at this head; a push, the rule matching anew (it stopped matching, then matched), or a member's new comment command lets it in. On a comment, only when the commenter has developer access or more ([Members' commands](#members-commands)); nothing when it is in no queue.",
   example: { commenters: 'members' },
