@@ -18,4 +18,4 @@ export { createSecretRefusalLog, reportRefusals } from './secret-refusal-log.ts'
 export { createReceiverServer, listen } from './server.ts';
 export { triggerOf } from './trigger.ts';
 export { type VerifyOptions } from './verify.ts';
-export { createQueueControlRoutes, type QueueControlsPort } from './queue-control-routes.ts';
+export { createQueueControlRoutes } from './queue-control-routes.ts';

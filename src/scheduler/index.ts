@@ -10,11 +10,4 @@ export {
 } from './from-config.ts';
 export { approve, definitionHash, pauseOf } from './breaker.ts';
 export { needsAttention, summarise, trippedRules } from './summary.ts';
-export {
-  createQueueControls,
-  type ControlAnswer,
-  type MergeRequestAddress,
-  type QueueAddress,
-  type QueueControls,
-  type QueueListing,
-} from './sweeps/queue-controls.ts';
+export { createQueueControls } from './sweeps/queue-controls.ts';

@@ -78,7 +78,7 @@ export function membersCommandsSection(): string[] {
     '',
     "- `dequeue` checks the commenter itself: on a comment it takes the merge request out only when the commenter has developer access or more (a reporter's `/hookbot dequeue` does nothing, and explain says why); `commenters: anyone` waives that. On any other event the rule alone decides (a `do-not-merge` label may take it out): taking a merge request out merges nothing.",
     "- Taken out, it is remembered at its head, as the queue's own removals (reason code `dequeue_command`). A `queue` rule that still matches, a label-gated one for instance, does **not** put it back at that head: it enters again after a push, once that rule stops matching and matches again (take the label off and put it back), or on a member's new `/hookbot queue` comment (a new approval).",
-    "- An operator steers the queues from the command line and the ops port ([merge-queue.md](merge-queue.md#steering-the-queue)): pause, resume, remove with a reason, move to the front.",
+    '- An operator steers the queues from the command line and the ops port ([merge-queue.md](merge-queue.md#steering-the-queue)): pause, resume, remove with a reason, move to the front.',
     '',
     '### Which head a comment approves',
     '',
