@@ -340,6 +340,7 @@ export async function startRuntime(
               executor: executor!,
               now: Date.now,
               wake: () => wakeQueue?.(),
+              events: queueEvents,
               log: log.child({ part: 'queue-controls' }),
             }),
             writable: auth !== undefined || isLoopbackHost(config.server.host),

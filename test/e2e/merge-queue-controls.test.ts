@@ -219,6 +219,15 @@ describe('steering the merge queue: an operator through hookbot queue and the op
     return { code, out: out.join(''), err: err.join('') };
   }
 
+  const metricsText = async () =>
+    (
+      await fetch(`${bot.bot.url}/metrics`, {
+        headers: {
+          authorization: `Basic ${Buffer.from(`${OPS.username}:${OPS.password}`).toString('base64')}`,
+        },
+      })
+    ).text();
+
   const post = (route: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${bot.bot.url}${route}`, {
       method: 'POST',
@@ -283,16 +292,26 @@ describe('steering the merge queue: an operator through hookbot queue and the op
         })
       ).json()) as {
         mergeQueue: { iid: number; front?: { by: string }; paused?: { reason: string } }[];
-        pausedQueues: unknown[];
+        queueSummary: { paused: string[] };
       };
       const mine = status.mergeQueue.filter((view) => [first.iid, second.iid].includes(view.iid));
       expect(mine.map((view) => [view.iid, view.front?.by, view.paused?.reason])).toEqual([
         [second.iid, 'alice', 'release freeze'],
         [first.iid, undefined, 'release freeze'],
       ]);
-      expect(status.pausedQueues).toContainEqual(
-        expect.objectContaining({ project: p.path, targetBranch: 'master', queue: 'default' }),
-      );
+      expect(status.queueSummary.paused).toContainEqual(expect.stringContaining(p.path));
+      // The queues' own page has the pause on the queue.
+      const page = (await (
+        await fetch(`${bot.bot.url}/status/queue.json`, {
+          headers: {
+            authorization: `Basic ${Buffer.from(`${OPS.username}:${OPS.password}`).toString('base64')}`,
+          },
+        })
+      ).json()) as { queues: { project: string; paused?: { by: string; reason: string } }[] };
+      expect(page.queues.find((q) => q.project === p.path)?.paused).toMatchObject({
+        by: 'alice',
+        reason: 'release freeze',
+      });
 
       // Resumed: the queue is woken, and the second lands before the first.
       const resumed = await cli('resume', [p.path, 'master']);
@@ -347,6 +366,12 @@ describe('steering the merge queue: an operator through hookbot queue and the op
       expect(await explain(p.path, mr)).toMatch(
         /merge queue: left the default queue for master at [0-9a-f]{7}: removed by operator alice: breaks the release notes; it enters again after a push/,
       );
+      // The queue's story tells it, with its reason code and the comment posted.
+      expect(await explain(p.path, mr)).toContain(
+        'taken out of the default queue for master: removed by operator alice: breaks the release notes; comment posted',
+      );
+      expect(await explain(p.path, mr)).toContain('merge queue: removed (operator)');
+      expect(await metricsText()).toMatch(/^hookbot_merge_queue_removed_total\{reason="operator"\} 1$/m);
       // Its rule still matches (a label edit evaluates it again): it stays out at this head.
       await admin.mergeRequests.update(p.id, mr.id, { labels: ['automerge', 'reviewed'] });
       await until(() => {
@@ -402,6 +427,10 @@ describe('steering the merge queue: an operator through hookbot queue and the op
       }, 'evaluated again, not queued');
       expect(active(p.id)).toEqual([]);
       expect(await stateOf(p.id, mr)).toBe('opened');
+      // Counted by its reason code.
+      expect(await metricsText()).toMatch(
+        /^hookbot_merge_queue_removed_total\{reason="dequeue_command"\} 1$/m,
+      );
     },
     TEST_TIMEOUT,
   );

@@ -22,12 +22,13 @@ import type { QueueControl, QueueEntry, StateStore } from '../../state/index.ts'
 import { pauseText, queueKeyOf, queuesOf } from '../../state/index.ts';
 import {
   leaveAt,
-  queueRemoved,
+  noQueueEvents,
   runOutbox,
   toOutbox,
   type CallReport,
   type Executor,
   type PlannedCall,
+  type QueueEvents,
 } from '../../rules/index.ts';
 import { ApiError, type Client } from '../../api/index.ts';
 import type { SweepLog } from '../types.ts';
@@ -46,6 +47,8 @@ export interface QueueControlsDeps {
   now: () => number;
   /** Wakes the merge queue sweep (after a resume, a removal, a move to the front). */
   wake?: () => void;
+  /** The queue's story and metrics (rules/queue/queue-events.ts): an operator's removal is told there. */
+  events?: QueueEvents;
   log: SweepLog;
 }
 
@@ -254,13 +257,14 @@ export function createQueueControls(deps: QueueControlsDeps): QueueControls {
       executor.runs.run(found.itemKey, async (): Promise<ControlAnswer> => {
         const entry = store.queued().find((e) => e.itemKey === found.itemKey && !e.left);
         if (!entry) return refused(409, `${address.project}!${address.iid} is not in the queue any more`);
-        let sha: string;
+        let sha = entry.pinnedSha ?? '';
+        let seen: { title?: string; state?: string; sha?: string | null } | undefined;
         try {
           const mr = await client.mergeRequests.get(entry.projectId, entry.mrId);
-          sha = mr.sha ?? entry.pinnedSha ?? '';
+          sha = mr.sha ?? sha;
+          seen = { title: mr.title, state: mr.state, sha: mr.sha };
         } catch (error) {
           if (!(error instanceof ApiError && error.status === 404)) throw error;
-          sha = entry.pinnedSha ?? '';
         }
         const why = `removed by operator ${by}: ${reason}`;
         const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\` by the operator ${by}: ${reason}. It enters again at the end after a push, once its rule stops matching and matches again, or on a member's new comment command.`;
@@ -285,14 +289,15 @@ export function createQueueControls(deps: QueueControlsDeps): QueueControls {
         const at = deps.now();
         await leaveAt(store, entry, sha, why, at);
         const call: CallReport = await runOutbox(outbox, id);
-        queueRemoved(deps.log, {
+        await (deps.events ?? noQueueEvents).removed(
           entry,
-          code: 'operator',
-          reason: why,
-          by,
-          commented: call.status === 'done',
-          at,
-        });
+          { code: 'operator', reason: why, comment: { body, posted: call.status === 'done' } },
+          seen,
+        );
+        deps.log.info(
+          { itemKey: entry.itemKey, queue: entry.queue, code: 'operator', by },
+          `merge queue: ${why}`,
+        );
         return {
           ok: true,
           message: `${entry.project}!${entry.iid} removed from the ${entry.queue} queue for ${entry.targetBranch}: ${reason} (comment: ${call.status})`,

@@ -6,7 +6,7 @@
  */
 import type { CallHandler } from '../types.ts';
 import { done, skipped } from '../types.ts';
-import { leaveAt, queueRemoved } from '../queue-removal.ts';
+import { leaveAt } from '../queue-removal.ts';
 import { argsKey } from './keys.ts';
 
 export const mergeQueueDequeue: CallHandler<'mergeQueue.dequeue'> = {
@@ -21,7 +21,10 @@ export const mergeQueueDequeue: CallHandler<'mergeQueue.dequeue'> = {
     const reason = `taken out on the /hookbot dequeue command of @${a.by}`;
     const at = ctx.now();
     await leaveAt(ctx.store, entry, a.sha, reason, at);
-    queueRemoved(ctx.log, { entry, code: 'dequeue_command', reason, by: a.by, commented: false, at });
+    ctx.log.info(
+      { itemKey: ctx.itemKey, queue: entry.queue, code: 'dequeue_command', by: a.by },
+      `merge queue: removed: ${reason}`,
+    );
     return done(`taken out of the ${entry.queue} queue for ${entry.targetBranch}`);
   },
 };
