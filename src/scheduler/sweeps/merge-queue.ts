@@ -28,7 +28,7 @@
  * every push to the source branch.
  */
 import type { QueueEntry, StateStore } from '../../state/index.ts';
-import { pauseText, queueShape, queuesOf } from '../../state/index.ts';
+import { queueShape, queuesOf } from '../../state/index.ts';
 import { messageOf, type SweepLog, type SweepRunOptions } from '../types.ts';
 import { counted } from '../../text/index.ts';
 import {
@@ -54,9 +54,9 @@ import { driveTrain } from './merge-train.ts';
 import { dismantleTrain } from './train-cleanup.ts';
 import { goneCode, serialLanded } from './queue-told.ts';
 import { emptyCounts, type MergeQueueReport, type QueueItemReport } from './merge-queue-report.ts';
+import { pausedStep } from './queue-controls.ts';
 
 export type { MergeQueueReport } from './merge-queue-report.ts';
-import { queuePause } from './queue-controls.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -133,7 +133,7 @@ export async function runMergeQueue(
   for (const [key, queued] of groups) {
     let initial = queued;
     // Paused by an operator (queue-controls.ts): nothing is pushed, landed or taken out.
-    const pausedHead = paused(initial[0]!, key);
+    const pausedHead = pausedStep(store, key, initial[0]!);
     if (pausedHead) {
       report.items.push(pausedHead);
       report.counts.waiting++;
@@ -174,7 +174,7 @@ export async function runMergeQueue(
       const current: QueueEntry = entry;
       // One run of the item at a time: its hook runs wait for the step, and the step for them.
       const item = await executor.runs
-        .run(current.itemKey, async () => paused(current, key) ?? step(current))
+        .run(current.itemKey, async () => pausedStep(store, key, current) ?? step(current))
         .catch((error: unknown): QueueItemReport => ({
           ...base(current),
           outcome: 'error',
@@ -312,12 +312,6 @@ export async function runMergeQueue(
         'merge queue: could not record the state of its steps',
       ),
     );
-  }
-
-  /** The head of a paused queue waits; checked again under the step's lock (a pause during the run). */
-  function paused(entry: QueueEntry, key: string): QueueItemReport | undefined {
-    const pause = queuePause(store, key);
-    return pause && { ...base(entry), outcome: 'waiting', detail: `the queue is ${pauseText(pause)}` };
   }
 
   function base(entry: QueueEntry): Pick<QueueItemReport, 'itemKey' | 'project' | 'queue' | 'targetBranch'> {

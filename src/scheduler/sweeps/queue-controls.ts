@@ -32,6 +32,7 @@ import {
 } from '../../rules/index.ts';
 import { ApiError, type Client } from '../../api/index.ts';
 import type { SweepLog } from '../types.ts';
+import type { QueueItemReport } from './merge-queue-report.ts';
 
 export interface QueueControlsDeps {
   client: {
@@ -89,13 +90,35 @@ const refused = (status: 400 | 404 | 409, message: string): ControlAnswer => ({ 
 const short = (sha: string): string => sha.slice(0, 7);
 
 /** The pause of the queue `key` (state/queue-order.ts `queueKeyOf`), if it is paused. */
-export function queuePause(
+function queuePause(
   store: Pick<StateStore, 'queueControls'>,
   key: string,
 ): QueueControl['paused'] | undefined {
   return store
     .queueControls()
     .find((control) => queueKeyOf(control.project, control.targetBranch, control.queue) === key)?.paused;
+}
+
+/**
+ * The step of a paused queue's head (merge-queue.ts asks it before each step, and again under the
+ * step's lock, so a pause written during a run holds from the next step on): it waits, saying why.
+ */
+export function pausedStep(
+  store: Pick<StateStore, 'queueControls'>,
+  key: string,
+  entry: QueueEntry,
+): QueueItemReport | undefined {
+  const pause = queuePause(store, key);
+  if (!pause) return undefined;
+  const { itemKey, project, queue, targetBranch } = entry;
+  return {
+    itemKey,
+    project,
+    queue,
+    targetBranch,
+    outcome: 'waiting',
+    detail: `the queue is ${pauseText(pause)}`,
+  };
 }
 
 export interface QueueControls {
