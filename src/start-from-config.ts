@@ -9,7 +9,7 @@ import type { HookbotLogger } from './ops/index.ts';
 import type { Metrics } from './ops/index.ts';
 import { actionResultOf, createHookToAction, withDecisionMetrics } from './ops/index.ts';
 import { exposureProblem, exposureWarning } from './receiver/index.ts';
-import { hostCheck } from './receiver/index.ts';
+import { createQueueControlRoutes, hostCheck, isLoopbackHost } from './receiver/index.ts';
 import {
   createScheduler,
   createSweepSet,
@@ -21,9 +21,10 @@ import {
   trippedRules,
   type SweepReport,
   type SweepSet,
+  createQueueControls,
 } from './scheduler/index.ts';
 import { createStoreFromConfig } from './state-from-config.ts';
-import { createClient, statusTrust, type ClientOptions } from './api/index.ts';
+import { createClient, statusTrust, type Client, type ClientOptions } from './api/index.ts';
 import type { StateStore } from './state/index.ts';
 import { basicAuth } from './status/index.ts';
 import { createDeliveryLog, createStatusRouter } from './status/index.ts';
@@ -232,6 +233,7 @@ export async function startRuntime(
   let executor: Executor | undefined;
   let reader: SnapshotReader | undefined;
   let identity: BotIdentity | undefined;
+  let botClient: Client | undefined;
   try {
     bot = await startBot({
       api: apiOptions,
@@ -263,6 +265,7 @@ export async function startRuntime(
       ...(repository ? { onEvent: (event) => repository.onEvent(event) } : {}),
       processor: ({ client, identity: bot }) => {
         identity = bot;
+        botClient = client;
         // The plan of a merge request's .hookbot.yml counts its API calls on a client of its own.
         repository?.attach({ client, bot, planClient: () => createClient(apiOptions) });
         // One reader and one executor for hooks and sweeps alike: the executor's per-item lock
@@ -315,6 +318,7 @@ export async function startRuntime(
           entries: store.queued(),
           now: Date.now(),
           paused: store.pausedRules(),
+          controls: store.queueControls(),
         });
         if (!found.found) return found;
         // The item's kept decisions: the ones that acted outlive the echoes of the bot's own changes.
@@ -327,6 +331,22 @@ export async function startRuntime(
         app.get('/metrics', async (_req, res) => {
           res.set('content-type', metrics.contentType).send(await metrics.text());
         });
+        // An operator's controls of the merge queues (docs/merge-queue.md#steering-the-queue).
+        app.use(
+          createQueueControlRoutes({
+            controls: createQueueControls({
+              client: botClient!,
+              store,
+              executor: executor!,
+              now: Date.now,
+              wake: () => wakeQueue?.(),
+              events: queueEvents,
+              log: log.child({ part: 'queue-controls' }),
+            }),
+            writable: auth !== undefined || isLoopbackHost(config.server.host),
+            defaultBy: auth?.username ?? 'operator',
+          }),
+        );
         app.use(
           createStatusRouter({
             store,

@@ -24,9 +24,10 @@
  * cannot be read; 2 on a wrong command line.
  */
 import { existsSync } from 'node:fs';
-import type { DecisionRecord, PausedRule, QueueEntry } from '../state/index.ts';
+import type { DecisionRecord, PausedRule, QueueControl, QueueEntry } from '../state/index.ts';
 import type { CliIo, RegisterCommand } from './command.ts';
 import { holdersOf } from './state-holders.ts';
+import { botAddress } from './bot-address.ts';
 import {
   explainAnswer,
   explainKind,
@@ -156,43 +157,6 @@ async function fromDatabase(
   );
 }
 
-/**
- * The URL without credentials, and an Authorization header from them, else from the status page's
- * credentials as the bot reads them (status-credentials.ts: HOOKBOT_STATUS_USERNAME and
- * HOOKBOT_STATUS_PASSWORD, else `server.status_auth` in the file HOOKBOT_CONFIG names, its
- * password_file too). `from` says where they came from; `problem`, why the configuration could not
- * give them (said only if the bot asks for credentials).
- */
-async function botAddress(url: string): Promise<{
-  base: string;
-  headers: Record<string, string>;
-  from?: string;
-  problem?: string;
-}> {
-  const parsed = new URL(url);
-  let username = decodeURIComponent(parsed.username);
-  let password = decodeURIComponent(parsed.password);
-  let from: string | undefined = username && password ? 'the URL' : undefined;
-  let problem: string | undefined;
-  if (from === undefined) {
-    const { statusCredentials } = await import('./status-credentials.ts');
-    const credentials = statusCredentials(process.env);
-    if (credentials.found) ({ username, password, from } = credentials);
-    else problem = credentials.problem;
-  }
-  parsed.username = '';
-  parsed.password = '';
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (from !== undefined)
-    headers.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
-  return {
-    base: parsed.toString().replace(/\/+$/, ''),
-    headers,
-    ...(from !== undefined ? { from } : {}),
-    ...(problem !== undefined ? { problem } : {}),
-  };
-}
-
 async function fromBot(
   url: string,
   target: ExplainQuery,
@@ -276,7 +240,17 @@ async function fromState(
     const latest = store.latestDecisions();
     const found = findDecision(latest, target);
     const kept = found.found ? await store.keptDecisions(found.record.itemKey) : [];
-    return lookUp(latest, kept, file, target, options, io, store.queued(), store.pausedRules());
+    return lookUp(
+      latest,
+      kept,
+      file,
+      target,
+      options,
+      io,
+      store.queued(),
+      store.pausedRules(),
+      store.queueControls(),
+    );
   } finally {
     // Without compaction: reading must leave the files as the bot left them.
     await store.close({ compact: false });
@@ -293,11 +267,17 @@ function lookUp(
   io: CliIo,
   queue?: readonly QueueEntry[],
   paused?: readonly PausedRule[],
+  controls?: readonly QueueControl[],
 ): number {
   const answer = findDecision(
     records,
     target,
-    queue && { entries: queue, now: Date.now(), ...(paused ? { paused } : {}) },
+    queue && {
+      entries: queue,
+      now: Date.now(),
+      ...(paused ? { paused } : {}),
+      ...(controls ? { controls } : {}),
+    },
   );
   if (!answer.found) return fail(io, `${answer.message} in ${where}`);
   if (!isDecision(answer.record.decision))

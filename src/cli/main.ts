@@ -112,6 +112,7 @@ const COMMANDS: Record<string, () => Promise<RegisterCommand>> = {
   schema: async () => (await import('./schema.ts')).registerSchemaCommand,
   explain: async () => (await import('./explain.ts')).registerExplainCommand,
   state: async () => (await import('./state.ts')).registerStateCommand,
+  queue: async () => (await import('./queue.ts')).registerQueueCommand,
 };
 
 async function loadCommands(argv: string[]): Promise<RegisterCommand[]> {

@@ -118,6 +118,7 @@ export async function runStateMigrate(options: StateMigrateOptions, io: CliIo): 
           `${counts.parked} parked`,
           counted(counts.watches, 'watch', 'watches'),
           counted(counts.queued, 'queued merge request'),
+          counted(counts.queueControls, 'paused queue'),
           counted(counts.pausedRules, 'paused rule'),
           `${counted(counts.decisions, 'decision')} (with the history kept for explain)`,
           counted(counts.schedules, 'sweep schedule'),

@@ -48,6 +48,7 @@ export { createFreshCheck } from './item/fresh-check.ts';
 export { changeAfter } from './item/pushed-since-note.ts';
 export { cancelServerMerge, disarmIfOutgrown } from './item/disarm.ts';
 export { runNow, runOutbox, toOutbox } from './executor/outbox-now.ts';
+export { leaveAt } from './executor/queue-removal.ts';
 export { decisionActed } from './item/kept-decision.ts';
 export { explainAnswer, type ExplainResult, type ExplainSelector } from './item/explain-answer.ts';
 export {

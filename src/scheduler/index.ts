@@ -10,3 +10,4 @@ export {
 } from './from-config.ts';
 export { approve, definitionHash, pauseOf } from './breaker.ts';
 export { needsAttention, summarise, trippedRules } from './summary.ts';
+export { createQueueControls } from './sweeps/queue-controls.ts';

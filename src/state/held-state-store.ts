@@ -14,7 +14,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { StateError } from './errors.ts';
 import { HeldEntry, type JsonPiece } from './held-entry.ts';
-import { mutationSchema, queueEntrySchema, watchEntrySchema, type Mutation } from './mutations.ts';
+import {
+  mutationSchema,
+  queueControlSchema,
+  queueEntrySchema,
+  watchEntrySchema,
+  type Mutation,
+} from './mutations.ts';
+import { queueKeyOf } from './queue-order.ts';
 import type { ResolvedStateOptions } from './options.ts';
 import { HeldState } from './held-state.ts';
 import type {
@@ -29,6 +36,7 @@ import type {
   ParkedDelivery,
   PausedRule,
   PendingDelivery,
+  QueueControl,
   QueueEntry,
   RecordDecisionOptions,
   StateStats,
@@ -346,6 +354,20 @@ export abstract class HeldStateStore implements StateStore {
     return [...this.model.queue.values()];
   }
 
+  async setQueueControl(control: QueueControl): Promise<void> {
+    this.assertOpen();
+    const parsed = queueControlSchema.parse(control);
+    const key = queueKeyOf(parsed.project, parsed.targetBranch, parsed.queue);
+    // Nothing to lift on a queue without a control: no record.
+    if (parsed.paused === undefined && !this.model.controls.has(key)) return this.settled();
+    await this.commit({ op: 'queue_control', control: parsed });
+  }
+
+  queueControls(): QueueControl[] {
+    this.assertOpen();
+    return [...this.model.controls.values()];
+  }
+
   // Schedules and approvals
 
   nextRun(sweep: string, project?: string): number | undefined {
@@ -435,6 +457,7 @@ export abstract class HeldStateStore implements StateStore {
     | 'parked'
     | 'watched'
     | 'pausedRules'
+    | 'queueControls'
     | 'decisionItems'
     | 'recentDecisions'
   > {
@@ -447,6 +470,7 @@ export abstract class HeldStateStore implements StateStore {
       parked: m.parked.size,
       watched: m.watches.size,
       pausedRules: m.paused.size,
+      queueControls: m.controls.size,
       decisionItems: m.latest.size,
       recentDecisions: m.recent.length,
     };

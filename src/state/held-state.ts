@@ -18,9 +18,11 @@ import type {
   OutboxAction,
   ParkedDelivery,
   PausedRule,
+  QueueControl,
   QueueEntry,
   WatchEntry,
 } from './store.ts';
+import { queueKeyOf } from './queue-order.ts';
 
 export type ModelBounds = Pick<
   ResolvedStateOptions,
@@ -73,6 +75,8 @@ export class HeldState {
   readonly parkedDeliveries = new Map<string, ParkedDelivery>();
   readonly watches = new Map<string, WatchEntry>();
   readonly queue = new Map<string, QueueEntry>();
+  /** Operators' queue controls, by `queueKeyOf` their queue. */
+  readonly controls = new Map<string, QueueControl>();
   readonly nextRuns = new Map<string, ScheduleEntry>();
   readonly lastSuccess = new Map<string, number>();
   readonly paused = new Map<string, PausedRule>();
@@ -116,6 +120,7 @@ export class HeldState {
     for (const parked of doc.parkedDeliveries ?? []) model.parkedDeliveries.set(parked.id, parked);
     for (const entry of doc.watches) model.watches.set(entry.itemKey, entry);
     for (const entry of doc.queue) model.queue.set(entry.itemKey, entry);
+    for (const control of doc.queueControls ?? []) model.#control(control);
     for (const entry of doc.schedules.nextRuns)
       model.nextRuns.set(scheduleKey(entry.sweep, entry.project), entry);
     for (const { sweep, at } of doc.schedules.lastSuccess) model.lastSuccess.set(sweep, at);
@@ -168,6 +173,7 @@ export class HeldState {
       dedupFiles: [],
       deliveryAttempts: [...this.attempts].map(([id, attempts]) => ({ id, attempts })),
       parkedDeliveries: [...this.parkedDeliveries.values()],
+      queueControls: [...this.controls.values()],
     };
   }
 
@@ -277,6 +283,9 @@ export class HeldState {
       case 'dequeue':
         this.queue.delete(m.itemKey);
         break;
+      case 'queue_control':
+        this.#control(m.control);
+        break;
       case 'next_run':
         this.nextRuns.set(scheduleKey(m.sweep, m.project), { sweep: m.sweep, project: m.project, at: m.at });
         break;
@@ -350,6 +359,13 @@ export class HeldState {
       this.#order = this.#order.slice(this.#head);
       this.#head = 0;
     }
+  }
+
+  /** Sets or (nothing set) removes the control of a queue. */
+  #control(control: QueueControl): void {
+    const key = queueKeyOf(control.project, control.targetBranch, control.queue);
+    if (control.paused === undefined) this.controls.delete(key);
+    else this.controls.set(key, control);
   }
 
   #park(action: OutboxAction, reason: string, at: number): void {

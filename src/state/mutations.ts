@@ -13,6 +13,7 @@ import type {
   OutboxAction,
   ParkedDelivery,
   PausedRule,
+  QueueControl,
   QueueEntry,
   WatchEntry,
 } from './store.ts';
@@ -29,6 +30,8 @@ export type Mutation =
   | { op: 'unwatch'; itemKey: string }
   | { op: 'enqueue'; entry: QueueEntry }
   | { op: 'dequeue'; itemKey: string }
+  /** An operator's control of a queue; one with nothing set removes it (docs/merge-queue.md#steering-the-queue). */
+  | { op: 'queue_control'; control: QueueControl }
   /** `project` is '' for the sweep as a whole. */
   | { op: 'next_run'; sweep: string; project: string; at: number }
   | { op: 'last_success'; sweep: string; at: number }
@@ -150,7 +153,16 @@ export const queueEntrySchema = z.object({
   trouble: z
     .object({ since: time, count: z.number().int().nonnegative(), error: z.string(), told: time.optional() })
     .optional(),
+  front: z.object({ by: z.string(), at: time }).optional(),
 }) satisfies z.ZodType<QueueEntry>;
+
+export const queueControlSchema = z.object({
+  project: z.string(),
+  projectId: z.number().int(),
+  targetBranch: z.string(),
+  queue: z.string(),
+  paused: z.object({ by: z.string(), reason: z.string(), at: time }).optional(),
+}) satisfies z.ZodType<QueueControl>;
 
 export const pausedRuleSchema = z.object({ rule: z.string(), reason: z.string(), at: time });
 
@@ -193,6 +205,7 @@ export const mutationSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('unwatch'), itemKey: z.string() }),
   z.object({ op: z.literal('enqueue'), entry: queueEntrySchema }),
   z.object({ op: z.literal('dequeue'), itemKey: z.string() }),
+  z.object({ op: z.literal('queue_control'), control: queueControlSchema }),
   z.object({ op: z.literal('next_run'), sweep: z.string(), project: z.string(), at: time }),
   z.object({ op: z.literal('last_success'), sweep: z.string(), at: time }),
   z.object({ op: z.literal('pause_rule'), paused: pausedRuleSchema }),

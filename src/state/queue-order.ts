@@ -2,14 +2,26 @@
  * The order of merge queues (docs/merge-queue.md), from the store's entries alone: the driver, the
  * status page and explain all read it here. Priority first (higher first), then arrival, then key.
  */
-import type { QueueEntry } from './store.ts';
+import type { QueueControl, QueueEntry } from './store.ts';
 
 const short = (sha: string | undefined): string => (sha ? sha.slice(0, 7) : 'none');
 
-/** A queue's entries in order: priority (higher first), then arrival, then key. */
+/** The key of a queue: its project (any case), target branch and name. */
+export function queueKeyOf(project: string, targetBranch: string, queue: string): string {
+  return `${project.toLowerCase()}|${targetBranch}|${queue}`;
+}
+
+/**
+ * A queue's entries in order: those an operator moved to the front first (the latest moved first),
+ * then priority (higher first), then arrival, then key.
+ */
 function queueOrder(entries: readonly QueueEntry[]): QueueEntry[] {
   return [...entries].sort(
-    (a, b) => b.priority - a.priority || a.enqueuedAt - b.enqueuedAt || a.itemKey.localeCompare(b.itemKey),
+    (a, b) =>
+      (b.front?.at ?? -Infinity) - (a.front?.at ?? -Infinity) ||
+      b.priority - a.priority ||
+      a.enqueuedAt - b.enqueuedAt ||
+      a.itemKey.localeCompare(b.itemKey),
   );
 }
 
@@ -37,19 +49,44 @@ export function queuesOf(entries: readonly QueueEntry[]): Map<string, QueueEntry
   for (const entry of entries) {
     // A merge request taken out with a comment is remembered, but in no queue.
     if (entry.left) continue;
-    const key = `${entry.project.toLowerCase()}|${entry.targetBranch}|${entry.queue}`;
+    const key = queueKeyOf(entry.project, entry.targetBranch, entry.queue);
     groups.set(key, [...(groups.get(key) ?? []), entry]);
   }
   for (const [key, group] of groups) groups.set(key, queueOrder(group));
   return groups;
 }
 
-/** Where a queued merge request stands, in words: `position 2 of 4; waiting for ci/test on 3f2a1c9`. */
+/** The words of an operator's pause: `paused by alice since 2026-12-07 06:00 UTC: release freeze`. */
+export function pauseText(paused: NonNullable<QueueControl['paused']>): string {
+  const since = new Date(paused.at).toISOString().slice(0, 16).replace('T', ' ');
+  return `paused by ${paused.by} since ${since} UTC: ${paused.reason}`;
+}
+
+/**
+ * Where a queued merge request stands, in words: `position 2 of 4; waiting for ci/test on 3f2a1c9`;
+ * an operator's pause of its queue first, and its move to the front (`controls`: the store's queue
+ * controls).
+ */
 export function queuePosition(
   entries: readonly QueueEntry[],
   itemKey: string,
   now: number,
+  controls: readonly Pick<QueueControl, 'project' | 'targetBranch' | 'queue' | 'paused'>[] = [],
 ): string | undefined {
+  const where = position(entries, itemKey, now);
+  const entry = entries.find((one) => one.itemKey === itemKey);
+  if (where === undefined || entry === undefined || entry.left) return where;
+  const key = queueKeyOf(entry.project, entry.targetBranch, entry.queue);
+  const paused = controls.find((c) => queueKeyOf(c.project, c.targetBranch, c.queue) === key)?.paused;
+  const fronted = entry.front ? ` (moved to the front by ${entry.front.by})` : '';
+  const [first, ...rest] = where.split('; ');
+  const text = [`${first}${fronted}`, ...rest].join('; ');
+  return paused
+    ? `the ${entry.queue} queue for ${entry.targetBranch} is ${pauseText(paused)}: nothing lands until it is resumed; ${text}`
+    : text;
+}
+
+function position(entries: readonly QueueEntry[], itemKey: string, now: number): string | undefined {
   const removed = entries.find((entry) => entry.itemKey === itemKey && entry.left);
   if (removed?.left)
     return `left the ${removed.queue} queue for ${removed.targetBranch} at ${short(removed.left.sha)}: ${removed.left.reason}; ${

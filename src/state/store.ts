@@ -214,6 +214,26 @@ export interface QueueEntry {
    * comment. Shown by the status page and explain; cleared by the next step that does not fail.
    */
   trouble?: { since: number; count: number; error: string; told?: number };
+  /**
+   * Set when an operator moved it to the front of its queue (docs/merge-queue.md#steering-the-queue):
+   * who and when. Fronted entries go before every other, the latest fronted first among them.
+   */
+  front?: { by: string; at: number };
+}
+
+/**
+ * An operator's control of one queue (docs/merge-queue.md#steering-the-queue), kept apart from its
+ * entries so that it holds for an empty queue too (a release freeze set before anything enters).
+ * One per project, target branch and queue name; a control with nothing set is no control.
+ */
+export interface QueueControl {
+  /** `namespace/project` of the target project. */
+  project: string;
+  projectId: number;
+  targetBranch: string;
+  queue: string;
+  /** Set while the queue is paused: who paused it, why, and when. */
+  paused?: { by: string; reason: string; at: number };
 }
 
 /** A member's approval of a head (`QueueEntry.approval`). */
@@ -322,6 +342,8 @@ export interface StateStats {
   parked: number;
   watched: number;
   pausedRules: number;
+  /** Queue controls held (paused queues). */
+  queueControls: number;
   decisionItems: number;
   recentDecisions: number;
   documentBytes: number;
@@ -473,6 +495,13 @@ export interface StateStore {
   dequeue(itemKey: string): Promise<void>;
   /** Every queue entry, in no particular order (`queueOrder` sorts a queue). */
   queued(): QueueEntry[];
+  /**
+   * Adds or replaces the control of `control`'s queue (keyed by project, case-insensitive, target
+   * branch and queue name); a control with nothing set (no `paused`) removes it.
+   */
+  setQueueControl(control: QueueControl): Promise<void>;
+  /** Every queue control, in no particular order. */
+  queueControls(): QueueControl[];
 
   // Schedules and approvals
   /** The next run of a sweep, per project or (project undefined) for the whole sweep. */

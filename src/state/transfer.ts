@@ -20,6 +20,7 @@ export interface TransferCounts {
   parked: number;
   watches: number;
   queued: number;
+  queueControls: number;
   pausedRules: number;
   decisions: number;
   schedules: number;
@@ -46,6 +47,7 @@ export function holdsAnything(store: StateStore): string | undefined {
       [s.parked, 'parked action', 'parked actions'],
       [s.watched, 'watch', 'watches'],
       [s.pausedRules, 'paused rule', 'paused rules'],
+      [s.queueControls, 'queue control', 'queue controls'],
       [s.decisionItems, 'decision', 'decisions'],
     ] as const
   ).filter(([n]) => n > 0);
@@ -67,6 +69,7 @@ export async function transferState(
     parked: 0,
     watches: 0,
     queued: 0,
+    queueControls: 0,
     pausedRules: 0,
     decisions: 0,
     schedules: 0,
@@ -113,6 +116,11 @@ export async function transferState(
     for (const entry of from.queued()) {
       await to.enqueue(entry);
       counts.queued++;
+    }
+    // An operator's pause, with who, why and when (the control carries its own time).
+    for (const control of from.queueControls()) {
+      await to.setQueueControl(control);
+      counts.queueControls++;
     }
     for (const paused of from.pausedRules()) {
       clock.at = paused.at;

@@ -5,7 +5,7 @@
  * one by forgetting a field; and no configuration value is read at all.
  */
 import { redactValue, secretMatcher } from '../ops/index.ts';
-import { queuePosition, queuesOf, trainEstimates } from '../state/index.ts';
+import { queueKeyOf, queuePosition, queuesOf, trainEstimates } from '../state/index.ts';
 import type { Fleet, ParkedDelivery, ReplicaView, StateStats, StateStore } from '../state/index.ts';
 import {
   actionViews,
@@ -96,6 +96,10 @@ export interface QueueView {
   };
   /** In a merge train: when it may land (ms since the epoch), from the last observed build time. */
   estimatedLandAt?: number;
+  /** An operator moved it to the front of its queue (docs/merge-queue.md#steering-the-queue). */
+  front?: { by: string; at: number };
+  /** Its queue is paused by an operator: nothing lands until it is resumed. */
+  paused?: { by: string; reason: string; at: number };
 }
 
 /** A merge request a queue took out with a comment (remembered at the head it left at). */
@@ -215,7 +219,7 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
         ...withLink(itemKey, { rule }),
       }))
       .sort((a, b) => a.since - b.since),
-    mergeQueue: queueViews(store.queued?.() ?? [], now).map((view) => ({
+    mergeQueue: queueViews(store.queued?.() ?? [], now, store.queueControls?.() ?? []).map((view) => ({
       ...view,
       ...withLink(view.itemKey, { rule: view.rule }),
     })),
@@ -267,9 +271,14 @@ export function collectStatus(sources: StatusSources, fleet?: StatusData['fleet'
   return redactValue(data, secretMatcher(secrets)) as StatusData;
 }
 
-function queueViews(entries: ReturnType<StateStore['queued']>, now: number): QueueView[] {
-  return [...queuesOf(entries).values()].flatMap((group) => {
+function queueViews(
+  entries: ReturnType<StateStore['queued']>,
+  now: number,
+  controls: readonly QueueControlView[],
+): QueueView[] {
+  return [...queuesOf(entries).entries()].flatMap(([key, group]) => {
     const estimates = trainEstimates(group, now);
+    const paused = controls.find((c) => queueKeyOf(c.project, c.targetBranch, c.queue) === key)?.paused;
     return group.map((entry, index) => {
       const view: QueueView = {
         itemKey: entry.itemKey,
@@ -278,8 +287,10 @@ function queueViews(entries: ReturnType<StateStore['queued']>, now: number): Que
         targetBranch: entry.targetBranch,
         queue: entry.queue,
         position: index + 1,
-        state: queuePosition(entries, entry.itemKey, now) ?? '',
+        state: queuePosition(entries, entry.itemKey, now, controls) ?? '',
         rule: entry.rule,
+        ...(entry.front ? { front: entry.front } : {}),
+        ...(paused ? { paused } : {}),
       };
       const car = entry.car;
       if (car)

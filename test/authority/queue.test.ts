@@ -30,6 +30,7 @@ import {
   type MergeRequestView,
   type Project,
   type Role,
+  ROLES,
 } from '../helpers/authority-world.ts';
 import { driveRows, type Outcome } from './table.ts';
 
@@ -53,6 +54,14 @@ rules:
     do:
       - queue: { statuses: [ci/test] }
 `;
+const DEQUEUE = `${QUEUE}
+  - name: dequeue on command
+    on: [note.created]
+    for: merge_requests
+    if: [ { note: { matches: '^/hookbot dequeue\\b' } } ]
+    do:
+      - dequeue
+`;
 const PUSH = `
 rules:
   - name: queue anyone's
@@ -72,6 +81,8 @@ describe('the authority table: merge queue rows, every role', () => {
       rules[`push-${slug(role)}`] = PUSH;
     }
     rules['late-fork-owner'] = QUEUE;
+    for (const role of ROLES) rules[`dequeue-${slug(role)}`] = DEQUEUE;
+    rules['controls'] = QUEUE;
     w = await startAuthorityWorld({ prefix: PREFIX, rules });
   }, 60_000);
   afterAll(async () => {
@@ -190,6 +201,58 @@ describe('the authority table: merge queue rows, every role', () => {
         const merged = (await state(project, mr)) === 'merged';
         if (pushed) return merged ? 'yes' : 'pushed, not merged';
         return merged ? 'merged without a push' : 'no';
+      },
+    },
+    "dequeue on a member's command (`/hookbot dequeue`)": {
+      async run(role) {
+        // A developer's merge request, queued on its label; its queue paused so that it stays there.
+        const project = await w.project(`dequeue-${slug(role)}`);
+        await w.runtime.store.setQueueControl({
+          project: project.path,
+          projectId: project.id,
+          targetBranch: 'master',
+          queue: 'default',
+          paused: { by: 'test', reason: 'hold the queue', at: Date.now() },
+        });
+        const mr = await open('developer', project, `dequeued-${slug(role)}`, ['automerge']);
+        const entry = () =>
+          w.runtime.store.queued().find((e) => e.projectId === project.id && e.mrId === mr.id);
+        if (!entry() || entry()!.left) return 'not queued';
+        const res = await w.people[role].as('POST', `/projects/${project.id}/merge_requests/${mr.id}/notes`, {
+          body: { body: '/hookbot dequeue' },
+        });
+        if (res.status !== 201) return `her comment: ${res.status}`;
+        await w.settle();
+        return entry()?.left ? 'yes' : 'no';
+      },
+    },
+    "an operator's queue controls (pause, resume, remove, front)": {
+      async check() {
+        // The operator's, on the ops port (this bot listens on loopback without status_auth): a body
+        // a browser form could send is refused, a JSON one lands.
+        const project = await w.project('controls');
+        const url = `${w.runtime.bot.url}/queues/pause`;
+        const form = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `project=${project.path}&target_branch=master&reason=forged`,
+        });
+        expect(form.status).toBe(415);
+        expect(w.runtime.store.queueControls().some((c) => c.projectId === project.id)).toBe(false);
+        const json = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            project: project.path,
+            target_branch: 'master',
+            reason: 'freeze',
+            by: 'ops',
+          }),
+        });
+        expect(json.status).toBe(200);
+        expect(w.runtime.store.queueControls().find((c) => c.projectId === project.id)?.paused?.by).toBe(
+          'ops',
+        );
       },
     },
     "the queue's removal and trouble comments": {

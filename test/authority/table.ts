@@ -97,6 +97,16 @@ export const TABLE: TableRow[] = [
     cells: cells(N, Y, Y, C, C, C, O),
   },
   {
+    write: "dequeue on a member's command (`/hookbot dequeue`)",
+    family: 'queue',
+    cells: cells(N, Y, Y, N, N, N, N),
+  },
+  {
+    write: "an operator's queue controls (pause, resume, remove, front)",
+    family: 'queue',
+    cells: cells(NA, NA, NA, NA, NA, NA, NA),
+  },
+  {
     write: 'queue: the push that brings a source branch up to its target',
     family: 'queue',
     cells: cells(N, Y, Y, C, C, C, N),

@@ -94,6 +94,7 @@ async function fill(store: StateStore): Promise<{ pendingKey: string }> {
   });
   await store.enqueue(approvedEntry);
   await store.pauseRule('noisy', 'too many items');
+  await store.setQueueControl(frozen);
   await store.recordDecision('acme/web#1', { verdict: 'commented' });
   // The history kept for explain: a decision that acted, then the echoes of the bot's own changes.
   await store.recordDecision('acme/web!3', { verdict: 'labelled' }, { acted: true });
@@ -103,6 +104,14 @@ async function fill(store: StateStore): Promise<{ pendingKey: string }> {
   await store.close();
   return { pendingKey: 'k-pending' };
 }
+
+const frozen = {
+  project: 'acme/web',
+  projectId: 3,
+  targetBranch: 'master',
+  queue: 'default',
+  paused: { by: 'alice', reason: 'release freeze', at: 4_000 },
+};
 
 /** The decisions kept for explain in the source, with their ids, times and whether they acted. */
 let sourceKept: DecisionRecord[] = [];
@@ -120,6 +129,8 @@ async function expectFilled(store: StateStore): Promise<void> {
   expect(store.watched().map((w) => [w.itemKey, w.trigger])).toEqual([['acme/web!3', comment]]);
   expect(store.queued()).toEqual([approvedEntry]);
   expect(store.pausedRules().map((p) => [p.rule, p.reason])).toEqual([['noisy', 'too many items']]);
+  // An operator's pause of a queue, with who, why and when.
+  expect(store.queueControls()).toEqual([frozen]);
   expect(store.latestDecision('acme/web#1')?.decision).toEqual({ verdict: 'commented' });
   expect(store.nextRun('merge_watch')).toBe(12_345);
 }

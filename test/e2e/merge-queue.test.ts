@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findDecision } from '../../src/rules/item/find-decision.ts';
 import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
+import { createQueueControls } from '../../src/scheduler/sweeps/queue-controls.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import type { CiMode } from '../helpers/simulated-ci.ts';
 import {
@@ -251,6 +252,45 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     const notes = await botNotes(w, stuck.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatch(/ci\/test \(running\) did not succeed on [0-9a-f]{7} within 600 s/);
+  });
+
+  it("a paused queue's head under test is not timed out however long the freeze; on resume its status_timeout starts again", async () => {
+    const { w, first: stuck } = await firstUnderTest(['frozen', 'f.txt'], ['behind', 'b.txt'], {
+      waitingFor: 'the frozen merge request to be tested',
+    });
+    const controls = createQueueControls({
+      client: w.client,
+      store: w.store,
+      executor: w.executor,
+      now: w.now,
+      log: { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} } as never,
+    });
+    expect(await controls.pause({ project: w.path, targetBranch: 'master' }, 'ops', 'freeze')).toMatchObject({
+      ok: true,
+    });
+    // The freeze lasts past status_timeout (10m): the head stays, waiting, and nobody leaves.
+    w.clock.offset += 11 * 60_000;
+    const frozen = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(frozen.items).toEqual([
+      expect.objectContaining({
+        outcome: 'waiting',
+        detail: expect.stringMatching(/^the queue is paused by ops/),
+      }),
+    ]);
+    expect(w.active()).toBe(2);
+    const resumedAt = w.now();
+    expect(await controls.resume({ project: w.path, targetBranch: 'master' }, 'ops')).toMatchObject({
+      ok: true,
+    });
+    const head = w.store.queued().find((e) => e.mrId === stuck.id)!;
+    expect(head.testingSince).toBeGreaterThanOrEqual(resumedAt);
+    // Resumed: its statuses are awaited again for a whole status_timeout.
+    const after = (await w.sweeps.run('merge_queue')) as MergeQueueReport;
+    expect(after.items).toEqual([
+      expect.objectContaining({ outcome: 'waiting', detail: expect.stringContaining('ci/test') }),
+    ]);
+    expect(w.active()).toBe(2);
+    expect(await botNotes(w, stuck.id)).toEqual([]);
   });
 
   it('a push by someone else (then back at the end), or a removed label, takes the merge request out at once without a comment', async () => {

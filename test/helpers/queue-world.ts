@@ -11,6 +11,7 @@ import { statusTrust } from '../../src/api/statuses.ts';
 import { createBranchUpdater, type UpdateRequest } from '../../src/git/branch-updater.ts';
 import type { TrainGit } from '../../src/git/train-git.ts';
 import { createExecutor } from '../../src/rules/executor/executor.ts';
+import type { Executor } from '../../src/rules/executor/executor.ts';
 import { createFreshCheck } from '../../src/rules/item/fresh-check.ts';
 import { createItemProcessor } from '../../src/rules/item/process-item.ts';
 import { createSnapshotReader } from '../../src/rules/item/read-snapshot.ts';
@@ -41,6 +42,10 @@ export interface QueueWorld {
   admin: Client;
   store: StateStore;
   sweeps: SweepSet;
+  /** The bot's executor (its item runs are the queue driver's locks). */
+  executor: Executor;
+  /** The bot's clock (with `clock.offset`). */
+  now: () => number;
   /** Evaluates a merge request as a hook delivery would have it evaluated. */
   processItem: (mrId: number) => Promise<void>;
   /** Evaluates a merge request on a comment, as its Note Hook's delivery would have it evaluated. */
@@ -233,6 +238,8 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     admin,
     store,
     sweeps,
+    executor,
+    now,
     clock,
     ci,
     pushes: () => pushes,

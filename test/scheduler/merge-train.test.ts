@@ -10,6 +10,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import type { TrainGit } from '../../src/git/train-git.ts';
 import type { QueueEntry } from '../../src/state/store.ts';
 import { queuePosition } from '../../src/state/queue-order.ts';
+import { createQueueControls } from '../../src/scheduler/sweeps/queue-controls.ts';
 import {
   commitFile,
   makeQueueWorld,
@@ -99,6 +100,65 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(line.every((x) => x.passes)).toBe(true);
     // Three builds for three merge requests: landing builds nothing again.
     expect(await trainBranches(w)).toEqual([]);
+  });
+
+  it("paused by an operator, a train builds and lands nothing; moved to the front, a merge request rides car 1 once resumed and lands first; the cars' clocks start again", async () => {
+    const w = await world('depth: 2');
+    const controls = createQueueControls({
+      client: w.client,
+      store: w.store,
+      executor: w.executor,
+      now: w.now,
+      log: { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} } as never,
+    });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    await queueAll(w, [a.id, b.id, c.id]);
+    // Two cars ([a], [b]) built and pushed; then the freeze.
+    await w.sweeps.run('merge_queue');
+    expect(cars(w).map((car) => car.iids)).toEqual([[a.iid], [b.iid]]);
+    const before = (await masterLine(w)).map((x) => x.sha);
+    const paused = await controls.pause(
+      { project: w.path, targetBranch: 'master' },
+      'alice',
+      'release freeze',
+    );
+    expect(paused).toMatchObject({ ok: true });
+    await w.ci.idle();
+    // Green cars, a run while paused: nothing lands, nothing is built again.
+    const shas = cars(w).map((car) => car.sha);
+    const report = (await w.sweeps.run('merge_queue')) as { items: { outcome: string; detail: string }[] };
+    expect(report.items.map((item) => item.outcome)).toEqual(['waiting']);
+    expect(report.items[0]!.detail).toMatch(/^the queue is paused by alice since .* UTC: release freeze$/);
+    expect((await masterLine(w)).map((x) => x.sha)).toEqual(before);
+    expect(cars(w).map((car) => car.sha)).toEqual(shas);
+    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('opened');
+    // c goes to the front: the order is c, a, b (the cars no longer chain).
+    expect(await controls.front({ project: w.path, iid: c.iid }, 'alice')).toMatchObject({ ok: true });
+    const order = [...w.store.queued()].filter((e) => !e.left);
+    expect(queuePosition(order, order.find((e) => e.mrId === c.id)!.itemKey, w.now())).toMatch(
+      /^position 1 of 3 in the default queue for master \(moved to the front by alice\)/,
+    );
+    const pushedBefore = cars(w).map((car) => car.pushedAt!);
+    const resumedAt = w.now();
+    expect(await controls.resume({ project: w.path, targetBranch: 'master' }, 'alice')).toMatchObject({
+      ok: true,
+    });
+    expect(cars(w).every((car) => car.pushedAt! >= resumedAt && car.pushedAt! >= pushedBefore[0]!)).toBe(
+      true,
+    );
+    // The next run rebuilds in the new order: c rides car 1.
+    await w.sweeps.run('merge_queue');
+    const rebuilt = [...new Map(cars(w).map((car) => [car.id, car])).values()].sort(
+      (x, y) => x.position - y.position,
+    );
+    expect(rebuilt.map((car) => car.iids)).toEqual([[c.iid], [a.iid]]);
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    const line = await masterLine(w);
+    const firstLanded = await w.admin.commits.get(w.project.id, line[before.length]!.sha);
+    expect(firstLanded.parent_ids[1]).toBe((await w.admin.mergeRequests.get(w.project.id, c.id)).sha);
   });
 
   it("consecutive green cars land in one fast-forward push, to the last one's commit", async () => {

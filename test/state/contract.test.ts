@@ -525,6 +525,62 @@ const cases: Case[] = [
     },
   ],
   [
+    "queue controls: a pause is kept per queue (project in any case), lifted by a control with nothing set; an entry's front is kept; both outlive a reopen",
+    {},
+    async ({ store, clock }) => {
+      const paused = {
+        project: 'acme/web',
+        projectId: 3,
+        targetBranch: 'master',
+        queue: 'default',
+        paused: { by: 'alice', reason: 'release freeze', at: clock.now },
+      };
+      const other = { ...paused, queue: 'docs', paused: { by: 'bob', reason: 'audit', at: clock.now + 1 } };
+      await store.setQueueControl(paused);
+      await store.setQueueControl(other);
+      // The same queue named in another case replaces it.
+      const again = { ...paused, project: 'ACME/Web', paused: { ...paused.paused, reason: 'still frozen' } };
+      await store.setQueueControl(again);
+      // Lifting a queue that has no control writes nothing.
+      await store.setQueueControl({
+        project: 'acme/web',
+        projectId: 3,
+        targetBranch: 'master',
+        queue: 'nothing',
+      });
+      const sorted = () => [...store.queueControls()].sort((a, b) => a.queue.localeCompare(b.queue));
+      expect(sorted()).toEqual([again, other]);
+      expect(store.stats().queueControls).toBe(2);
+      const entry = {
+        itemKey: 'merge_request:3:70',
+        project: 'acme/web',
+        projectId: 3,
+        mrId: 70,
+        iid: 7,
+        targetBranch: 'master',
+        queue: 'default',
+        rule: 'queue-green',
+        priority: 0,
+        enqueuedAt: clock.now,
+        required: ['ci/test'],
+        statusTimeoutMs: 60_000,
+        maxUpdates: 3,
+        updates: 0,
+        front: { by: 'alice', at: clock.now + 5 },
+      };
+      await store.enqueue(entry);
+      await store.close();
+      await store.open();
+      expect(sorted()).toEqual([again, other]);
+      expect(store.queued()).toEqual([entry]);
+      const { paused: _lifted, ...resumed } = other;
+      await store.setQueueControl(resumed);
+      await store.close();
+      await store.open();
+      expect(store.queueControls()).toEqual([again]);
+    },
+  ],
+  [
     'nextRun is kept per sweep and project, apart from the sweep-wide time',
     {},
     async ({ store }) => {

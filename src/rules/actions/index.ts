@@ -3,6 +3,7 @@ import type { AnyActionDefinition } from '../engine/define-action.ts';
 import { assign } from './assign.ts';
 import { cancelMerge } from './cancel-merge.ts';
 import { close } from './close.ts';
+import { dequeue } from './dequeue.ts';
 import { comment } from './comment.ts';
 import { label } from './label.ts';
 import { merge } from './merge.ts';
@@ -27,6 +28,7 @@ export const actionDefinitions: readonly AnyActionDefinition[] = [
   merge,
   mergeWhenBuildSucceeds,
   queue,
+  dequeue,
   cancelMerge,
   subscribe,
   unsubscribe,

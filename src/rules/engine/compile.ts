@@ -196,7 +196,11 @@ export function ruleSet(rules: readonly CompiledRule[]): CompiledRuleSet {
       changedFiles: rules.some((rule) => rule.conditionNames.has('files')),
       commentMarkers: rules.some((rule) => rule.actions.some((action) => action.name === 'comment')),
       authorAccess: rules.some((rule) => rule.conditionNames.has('author_access')),
-      actorAccess: rules.some((rule) => rule.conditionNames.has('actor_access')),
+      // `dequeue` reads a commenter's access itself (only a member takes a merge request out).
+      actorAccess: rules.some(
+        (rule) =>
+          rule.conditionNames.has('actor_access') || rule.actions.some((action) => action.name === 'dequeue'),
+      ),
       mergeGate: rules.some((rule) => rule.actions.some((action) => action.authority !== undefined)),
     },
   };

@@ -105,6 +105,11 @@ export interface CallArgs {
      */
     approval?: Approval;
   };
+  /**
+   * Not an API call: the merge request leaves its merge queue, remembered at `sha` (the `dequeue`
+   * action, a member's `/hookbot dequeue`); `by` is the commenter, or the rule's name for another event.
+   */
+  'mergeQueue.dequeue': MergeRequestTarget & { sha: string; by: string };
 }
 
 export type Op = keyof CallArgs;

@@ -9,7 +9,7 @@
  * which other item the global id is.
  */
 import { queuePosition } from '../../state/index.ts';
-import type { DecisionRecord, PausedRule, QueueEntry } from '../../state/index.ts';
+import type { DecisionRecord, PausedRule, QueueControl, QueueEntry } from '../../state/index.ts';
 import { pauseReason } from './brake.ts';
 import { echoPauses } from './echo-brake.ts';
 
@@ -89,7 +89,12 @@ export function itemName(query: ExplainQuery): string {
 export function findDecision(
   records: readonly DecisionRecord[],
   query: ExplainQuery,
-  queue?: { entries: readonly QueueEntry[]; now: number; paused?: readonly PausedRule[] },
+  queue?: {
+    entries: readonly QueueEntry[];
+    now: number;
+    paused?: readonly PausedRule[];
+    controls?: readonly QueueControl[];
+  },
 ): ExplainAnswer {
   const answer = findRecorded(records, query);
   if (!answer.found || !queue) return answer;
@@ -98,7 +103,7 @@ export function findDecision(
   if (project !== undefined && queue.paused)
     for (const paused of echoPauses({ pausedRules: () => [...(queue.paused ?? [])] }, { project }))
       notes.push(`paused: ${pauseReason(paused)}`);
-  const position = queuePosition(queue.entries, answer.record.itemKey, queue.now);
+  const position = queuePosition(queue.entries, answer.record.itemKey, queue.now, queue.controls);
   if (position) notes.push(`merge queue: ${position}`);
   if (answer.note) notes.push(answer.note);
   return notes.length === 0 ? answer : { ...answer, note: notes.join('\n') };

@@ -268,6 +268,10 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
       }
     }
     const leftQueue = executor.dryRun ? undefined : await leaveQueue(itemKey, evaluation);
+    // A member's `/hookbot dequeue` (the `dequeue` action): this decision tells it; the metric counts it.
+    for (const call of execution.calls)
+      if (call.op === 'mergeQueue.dequeue' && call.status === 'done')
+        options.queueMetrics?.removed('dequeue_command');
     const decision: Omit<Decision, 'text'> = {
       itemKey,
       at: new Date(now()).toISOString(),

@@ -145,6 +145,8 @@ function effectsOf(call: PlannedCall, hideText: boolean): string[] {
       return ['would cancel merge when build succeeds on {items}'];
     case 'mergeQueue.enqueue':
       return [`would put {items} in the merge queue ${args.queue} for ${args.target_branch}`];
+    case 'mergeQueue.dequeue':
+      return ['would take {items} out of its merge queue'];
     case 'issues.subscribe':
     case 'mergeRequests.subscribe':
       return ['would subscribe to {items}'];

@@ -54,6 +54,7 @@ import { driveTrain } from './merge-train.ts';
 import { dismantleTrain } from './train-cleanup.ts';
 import { goneCode, serialLanded } from './queue-told.ts';
 import { emptyCounts, type MergeQueueReport, type QueueItemReport } from './merge-queue-report.ts';
+import { pausedStep } from './queue-controls.ts';
 
 export type { MergeQueueReport } from './merge-queue-report.ts';
 
@@ -66,7 +67,7 @@ export interface MergeQueueDeps {
     members: Pick<Client['members'], 'get' | 'getInGroup'>;
     notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
   };
-  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction'>;
+  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction' | 'queueControls'>;
   executor: Executor;
   /** Absent: no git credentials are configured, and the queue cannot update branches. */
   updater: BranchUpdater | undefined;
@@ -131,6 +132,13 @@ export async function runMergeQueue(
 
   for (const [key, queued] of groups) {
     let initial = queued;
+    // Paused by an operator (queue-controls.ts): nothing is pushed, landed or taken out.
+    const pausedHead = pausedStep(store, key, initial[0]!);
+    if (pausedHead) {
+      report.items.push(pausedHead);
+      report.counts.waiting++;
+      continue;
+    }
     // The next merge request starts only when the one before left the queue, in the same run. The
     // queue is read again after each one that left: one pushed by someone else enters again at the
     // end during the run, and when the ones before it are merged it is the head, with no hook or
@@ -166,7 +174,7 @@ export async function runMergeQueue(
       const current: QueueEntry = entry;
       // One run of the item at a time: its hook runs wait for the step, and the step for them.
       const item = await executor.runs
-        .run(current.itemKey, () => step(current))
+        .run(current.itemKey, async () => pausedStep(store, key, current) ?? step(current))
         .catch((error: unknown): QueueItemReport => ({
           ...base(current),
           outcome: 'error',

@@ -11,6 +11,7 @@ import {
   parkedDeliverySchema,
   outboxActionSchema,
   pausedRuleSchema,
+  queueControlSchema,
   queueEntrySchema,
   watchEntrySchema,
 } from '../mutations.ts';
@@ -78,6 +79,8 @@ export const stateDocumentSchema = z.object({
   deliveryAttempts: z.array(deliveryAttemptsSchema).optional(),
   /** Deliveries parked, oldest parked first. Absent before poison deliveries were parked: none. */
   parkedDeliveries: z.array(parkedDeliverySchema).optional(),
+  /** Operators' queue controls (paused queues). Absent before queues could be steered: none. */
+  queueControls: z.array(queueControlSchema).optional(),
 });
 
 export type StateDocument = z.infer<typeof stateDocumentSchema>;

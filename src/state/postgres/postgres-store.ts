@@ -44,6 +44,7 @@ import type {
   ReplicaView,
   StateStats,
   StateStore,
+  QueueControl,
   QueueEntry,
   WatchEntry,
 } from '../store.ts';
@@ -51,6 +52,7 @@ import { SCHEMA_VERSION as DOCUMENT_VERSION } from '../file/document.ts';
 import { BatchWriter } from './batch-writer.ts';
 import { Connections, settlesWithin as within } from './connection.ts';
 import { migrateSchema } from './schema-migrations.ts';
+import { queueKeyOf } from '../queue-order.ts';
 import { insertDecision, pruneDecisionHistory, readKept } from './decision-history.ts';
 
 /** The store, which is also its replica's handle on the fleet (`fleet` is itself). */
@@ -647,6 +649,17 @@ class PostgresStore extends HeldStateStore implements Fleet {
       case 'dequeue':
         this.#touch('queue', m.itemKey);
         return () => q('DELETE FROM hookbot_queue WHERE item_key = $1', [m.itemKey]);
+      case 'queue_control': {
+        const key = queueKeyOf(m.control.project, m.control.targetBranch, m.control.queue);
+        this.#touch('controls', key);
+        if (m.control.paused === undefined)
+          return () => q('DELETE FROM hookbot_queue_controls WHERE key = $1', [key]);
+        return () =>
+          q(
+            'INSERT INTO hookbot_queue_controls (key, control) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET control = excluded.control',
+            [key, JSON.stringify(m.control)],
+          );
+      }
       case 'next_run':
         this.#touch('nextRuns', JSON.stringify([m.sweep, m.project]));
         return () =>
@@ -925,26 +938,28 @@ class PostgresStore extends HeldStateStore implements Fleet {
     const touched = new Set<string>();
     this.#touched = touched;
     try {
-      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue] = await Promise.all([
-        this.#query<{ action: string; parked_seq: string | null }>(
-          'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
-        ),
-        this.#query<{ entry: string }>('SELECT entry FROM hookbot_watches ORDER BY seq'),
-        this.#query<{ sweep: string; project: string; at: string }>(
-          'SELECT sweep, project, at FROM hookbot_next_runs',
-        ),
-        this.#query<{ sweep: string; at: string }>('SELECT sweep, at FROM hookbot_last_success'),
-        this.#query<{ paused: string }>('SELECT paused FROM hookbot_paused_rules ORDER BY seq'),
-        this.#query<{ record: string }>(
-          'SELECT record FROM (SELECT record, n FROM hookbot_latest_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
-          [this.options.decisionItems],
-        ),
-        this.#query<{ record: string }>(
-          'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
-          [this.options.recentDecisions],
-        ),
-        this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
-      ]);
+      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue, controls] =
+        await Promise.all([
+          this.#query<{ action: string; parked_seq: string | null }>(
+            'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
+          ),
+          this.#query<{ entry: string }>('SELECT entry FROM hookbot_watches ORDER BY seq'),
+          this.#query<{ sweep: string; project: string; at: string }>(
+            'SELECT sweep, project, at FROM hookbot_next_runs',
+          ),
+          this.#query<{ sweep: string; at: string }>('SELECT sweep, at FROM hookbot_last_success'),
+          this.#query<{ paused: string }>('SELECT paused FROM hookbot_paused_rules ORDER BY seq'),
+          this.#query<{ record: string }>(
+            'SELECT record FROM (SELECT record, n FROM hookbot_latest_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
+            [this.options.decisionItems],
+          ),
+          this.#query<{ record: string }>(
+            'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
+            [this.options.recentDecisions],
+          ),
+          this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
+          this.#query<{ control: string }>('SELECT control FROM hookbot_queue_controls ORDER BY seq'),
+        ]);
       const actions = outbox.rows.map((r) => ({
         action: JSON.parse(r.action) as OutboxAction,
         parkedSeq: r.parked_seq === null ? undefined : Number(r.parked_seq),
@@ -972,6 +987,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
             recent: recent.rows.map((r) => JSON.parse(r.record) as DecisionRecord),
           },
           dedupFiles: [],
+          queueControls: controls.rows.map((r) => JSON.parse(r.control) as QueueControl),
         },
         this.options,
         [],
@@ -1015,6 +1031,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
     }
     merge('watches', view.watches, loaded.watches);
     merge('queue', view.queue, loaded.queue);
+    merge('controls', view.controls, loaded.controls);
     merge('nextRuns', view.nextRuns, loaded.nextRuns);
     merge('lastSuccess', view.lastSuccess, loaded.lastSuccess);
     merge('paused', view.paused, loaded.paused);

@@ -14,7 +14,7 @@ import type { PoolClient } from 'pg';
 import { StateError } from '../errors.ts';
 
 /** Bump with a new step at the end of `steps`. */
-export const PG_SCHEMA_VERSION = 4;
+export const PG_SCHEMA_VERSION = 5;
 
 /** `steps[i]` brings the schema from version i to i + 1. Never change a released step. */
 const steps: readonly string[] = [
@@ -132,6 +132,16 @@ const steps: readonly string[] = [
   CREATE INDEX hookbot_decision_history_by_item ON hookbot_decision_history (item_key, n);
   INSERT INTO hookbot_decision_history (n, item_key, acted, bytes, record)
     SELECT n, item_key, false, octet_length(record), record FROM hookbot_latest_decisions;
+  `,
+  // 5: operators' queue controls (docs/merge-queue.md#steering-the-queue), one row per controlled
+  // queue: key is the project (lower case), target branch and queue name (state/queue-order.ts).
+  // Replicas of version 4 ignore the table during a rolling deploy: they do not see a pause.
+  `
+  CREATE TABLE hookbot_queue_controls (
+    key text PRIMARY KEY,
+    seq bigserial NOT NULL,
+    control text NOT NULL
+  );
   `,
 ];
 

@@ -63,12 +63,13 @@ describe('a repository file: the problems of hookbot check', () => {
 });
 
 describe('what only a repository file can get wrong', () => {
-  it('the defaults come from the action registry: merges, the merge queue and moves need the operator', () => {
+  it('the defaults come from the action registry: merges, the merge queue (dequeue too) and moves need the operator', () => {
     expect(DEFAULT_REPOSITORY_ACTIONS).toEqual(
       expect.arrayContaining(['label', 'comment', 'status', 'assign', 'close']),
     );
     expect(OPERATOR_ACTIONS.slice().sort()).toEqual([
       'cancel_merge',
+      'dequeue',
       'merge',
       'merge_when_build_succeeds',
       'move',

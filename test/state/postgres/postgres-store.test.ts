@@ -226,6 +226,25 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, several replicas', () => 
     await a.refresh();
     expect(a.queued()).toEqual([]);
   });
+
+  it("an operator's pause of a queue one replica writes, another sees at its refresh, and its lifting too", async () => {
+    const shared = schema();
+    const a = await replica('a', shared);
+    const b = await replica('b', shared);
+    const control = {
+      project: 'acme/web',
+      projectId: 3,
+      targetBranch: 'master',
+      queue: 'default',
+      paused: { by: 'alice', reason: 'release freeze', at: 5 },
+    };
+    await a.setQueueControl(control);
+    await b.refresh();
+    expect(b.queueControls()).toEqual([control]);
+    await b.setQueueControl({ project: 'Acme/Web', projectId: 3, targetBranch: 'master', queue: 'default' });
+    await a.refresh();
+    expect(a.queueControls()).toEqual([]);
+  });
 });
 
 describe.skipIf(!postgresAvailable)('PostgreSQL store, schema versions', () => {
@@ -264,6 +283,7 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, schema versions', () => {
     await first.close();
     opened = [];
     await adminQuery(`DROP TABLE "${shared}".hookbot_decision_history`);
+    await adminQuery(`DROP TABLE "${shared}".hookbot_queue_controls`);
     await adminQuery(`UPDATE "${shared}".hookbot_meta SET schema_version = 3`);
     const old = (itemKey: string, verdict: string, at: number) =>
       JSON.stringify({ itemKey, at, decision: { verdict } });
@@ -304,6 +324,47 @@ describe.skipIf(!postgresAvailable)('PostgreSQL store, schema versions', () => {
     ]);
     const after = await readDecisions(TEST_DATABASE_URL, shared, () => 'mr:1');
     expect(after.kept.map((d) => d.decision)).toEqual([{ verdict: 'echo' }, { verdict: 'merged' }]);
+  });
+
+  it('a database of schema version 4 opens at version 5 with its queue as it was and no queue paused', async () => {
+    const shared = schema();
+    const first = await replica('a', shared);
+    const entry = {
+      itemKey: 'merge_request:3:70',
+      project: 'acme/web',
+      projectId: 3,
+      mrId: 70,
+      iid: 7,
+      targetBranch: 'master',
+      queue: 'default',
+      rule: 'q',
+      priority: 0,
+      enqueuedAt: 5,
+      required: ['ci/test'],
+      statusTimeoutMs: 60_000,
+      maxUpdates: 3,
+      updates: 0,
+    };
+    await first.enqueue(entry);
+    await first.close();
+    opened = [];
+    await adminQuery(`DROP TABLE "${shared}".hookbot_queue_controls`);
+    await adminQuery(`UPDATE "${shared}".hookbot_meta SET schema_version = 4`);
+    const store = await replica('b', shared);
+    const row = await adminQuery(`SELECT schema_version FROM "${shared}".hookbot_meta`);
+    expect(row.rows[0]).toEqual({ schema_version: PG_SCHEMA_VERSION });
+    expect(store.queued()).toEqual([entry]);
+    expect(store.queueControls()).toEqual([]);
+    const paused = { ...entry, paused: { by: 'ops', reason: 'freeze', at: 9 } };
+    const control = {
+      project: paused.project,
+      projectId: 3,
+      targetBranch: 'master',
+      queue: 'default',
+      paused: paused.paused,
+    };
+    await store.setQueueControl(control);
+    expect(store.queueControls()).toEqual([control]);
   });
 
   it('refuses to open with a clear message when the database cannot be reached', async () => {

@@ -23,6 +23,7 @@ import { mergeRequestsMerge } from './merge-requests-merge.ts';
 import { mergeRequestsMergeWhenBuildSucceeds } from './merge-requests-merge-when-build-succeeds.ts';
 import { mergeRequestsCancelMergeWhenBuildSucceeds } from './merge-requests-cancel-merge-when-build-succeeds.ts';
 import { mergeQueueEnqueue } from './merge-queue-enqueue.ts';
+import { mergeQueueDequeue } from './merge-queue-dequeue.ts';
 
 const HANDLERS: { [K in Op]: CallHandler<K> } = {
   'issues.update': issuesUpdate,
@@ -41,6 +42,7 @@ const HANDLERS: { [K in Op]: CallHandler<K> } = {
   'mergeRequests.mergeWhenBuildSucceeds': mergeRequestsMergeWhenBuildSucceeds,
   'mergeRequests.cancelMergeWhenBuildSucceeds': mergeRequestsCancelMergeWhenBuildSucceeds,
   'mergeQueue.enqueue': mergeQueueEnqueue,
+  'mergeQueue.dequeue': mergeQueueDequeue,
 };
 
 /** The handler of a call's kind (typed for that kind). */

@@ -1,0 +1,30 @@
+/**
+ * `mergeQueue.dequeue`: takes the merge request out of its merge queue on a member's command
+ * (the `dequeue` action, docs/rules.md#dequeue). No API call: the entry stays as the memory of the
+ * head it left at (reason code `dequeue_command`), so a queue rule that still matches does not put
+ * it back at this head; a push, the rule matching anew, or a member's new queue command does.
+ */
+import type { CallHandler } from '../types.ts';
+import { done, skipped } from '../types.ts';
+import { leaveAt } from '../queue-removal.ts';
+import { argsKey } from './keys.ts';
+
+export const mergeQueueDequeue: CallHandler<'mergeQueue.dequeue'> = {
+  key: (call) => argsKey(call),
+  freshCheck: false,
+  perform: async (ctx, call) => {
+    const entry = ctx.store.queued().find((one) => one.itemKey === ctx.itemKey);
+    if (!entry) return skipped('not in a merge queue');
+    if (entry.left)
+      return skipped(`not in a merge queue: it left the ${entry.queue} queue (${entry.left.reason})`);
+    const a = call.args;
+    const reason = `taken out on the /hookbot dequeue command of @${a.by}`;
+    const at = ctx.now();
+    await leaveAt(ctx.store, entry, a.sha, reason, at);
+    ctx.log.info(
+      { itemKey: ctx.itemKey, queue: entry.queue, code: 'dequeue_command', by: a.by },
+      `merge queue: removed: ${reason}`,
+    );
+    return done(`taken out of the ${entry.queue} queue for ${entry.targetBranch}`);
+  },
+};
