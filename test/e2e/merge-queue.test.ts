@@ -413,6 +413,49 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     expect(notes[0]).toContain('master moved again after 3 updates of the branch (max_updates)');
   });
 
+  it("an operator's move to the front does not count against the displaced head's max_updates", async () => {
+    const w = await world();
+    const chased = await mergeRequest(w, 'chased-front', { 'c.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(chased.id);
+    const head = () => w.store.queued().find((e) => e.mrId === chased.id);
+    let moves = 0;
+    const moveMaster = async () => {
+      moves += 1;
+      const response = await commitFile(w, 'master', `direct-${moves}.txt`, 'x\n', {
+        message: `direct ${moves}`,
+      });
+      expect(response.ok).toBe(true);
+    };
+    // The head used every update max_updates (3) allows: master moved under it three times.
+    await moveMaster();
+    await w.drive(() => head()?.pinnedSha !== undefined, 'the head to be tested');
+    for (const updates of [2, 3]) {
+      const before = head()!.pinnedSha;
+      await w.ci.idle();
+      await moveMaster();
+      await w.drive(() => head()?.pinnedSha !== before, `update ${updates}`);
+    }
+    expect(head()?.updates).toBe(3);
+    // An operator moves another merge request in front of it: that one merges first, and master moves
+    // under the displaced head once more, by the operator's choice, not by the target's traffic.
+    const urgent = await mergeRequest(w, 'urgent-front', { 'u.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    await w.processItem(urgent.id);
+    const controls = createQueueControls({
+      client: w.client,
+      store: w.store,
+      executor: w.executor,
+      now: w.now,
+      log: { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} } as never,
+    });
+    expect(await controls.front({ project: w.path, iid: urgent.iid }, 'ops')).toMatchObject({ ok: true });
+    await w.drive(() => w.active() === 0, 'the queue to empty');
+    expect((await w.admin.mergeRequests.get(w.project.id, urgent.id)).state).toBe('merged');
+    expect((await w.admin.mergeRequests.get(w.project.id, chased.id)).state).toBe('merged');
+    expect(await botNotes(w, chased.id)).toEqual([]);
+  });
+
   // Real ssh processes on top of the queue's work: room for a busy machine (drive itself waits up to 60 s).
   it(
     'with an SSH key: a merge request whose branch is behind is brought up over ssh_url_to_repo and merged',

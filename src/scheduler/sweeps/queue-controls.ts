@@ -340,8 +340,10 @@ export function createQueueControls(deps: QueueControlsDeps): QueueControls {
         const entry = store.queued().find((e) => e.itemKey === found.itemKey && !e.left);
         if (!entry) return refused(409, `${address.project}!${address.iid} is not in the queue any more`);
         // Strictly later than any other fronted entry of the queue: the latest fronted goes first.
-        const latest = Math.max(0, ...(queuesOf(store.queued()).get(key) ?? []).map((e) => e.front?.at ?? 0));
+        const group = queuesOf(store.queued()).get(key) ?? [];
+        const latest = Math.max(0, ...group.map((e) => e.front?.at ?? 0));
         await store.enqueue({ ...entry, front: { by, at: Math.max(deps.now(), latest + 1) } });
+        await creditDisplacedHead(group, entry);
         deps.log.info({ itemKey: entry.itemKey, queue: entry.queue, by }, 'merge queue: moved to the front');
         return {
           ok: true,
@@ -351,6 +353,19 @@ export function createQueueControls(deps: QueueControlsDeps): QueueControls {
     );
     if (outcome.ok) deps.wake?.();
     return outcome;
+  }
+
+  /**
+   * A serial queue's head that an operator's move to the front displaces will find the target moved
+   * (by the merge request put before it) and bring its branch up again: that update is the operator's
+   * choice, not the target's traffic, so it is given back and does not count against `max_updates`
+   * (docs/merge-queue.md#steering-the-queue). A train rebuilds its cars instead and counts nothing.
+   */
+  async function creditDisplacedHead(group: QueueEntry[], fronted: QueueEntry): Promise<void> {
+    const head = group[0];
+    if (!head || head.itemKey === fronted.itemKey || (head.depth ?? 1) > 1 || (head.batch ?? 1) > 1) return;
+    if (head.pinnedSha === undefined || head.updates === 0) return;
+    await store.enqueue({ ...head, updates: head.updates - 1 });
   }
 
   /** Under the queue's train lock (merge-queue.ts takes it to drive a train). */
