@@ -547,6 +547,18 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
         'hookbot_merge_queue_time_to_land_seconds',
       ])
         await watch.until(metric);
+
+      // 3. An operator freezes the blocked project's queue over the ops port (as `hookbot queue pause`
+      // does; a loopback bot without status_auth takes it), then lifts the freeze.
+      const control = (action: string, body: object) =>
+        fetch(`${runtime.bot.url}/queues/${action}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ project: BLOCKED_PROJECT, target_branch: 'master', ...body }),
+        });
+      expect((await control('pause', { reason: 'release freeze', by: 'ops' })).status).toBe(200);
+      await watch.until('stats.queueControls');
+      expect((await control('resume', { by: 'ops' })).status).toBe(200);
       await watch.stop();
       await watch.read();
 
@@ -563,7 +575,7 @@ describe('every documented figure moves under real traffic (docs/operations.md)'
         ...DOCUMENTED_METRICS.filter((metric) => metricsOf('queue').includes(metric)),
         ...DOCUMENTED_FIELDS.filter((field) => FIELD_PROBES[field]!.bot === 'queue'),
       ];
-      expect(expected.length).toBe(metricsOf('queue').length + 1);
+      expect(expected.length).toBe(metricsOf('queue').length + 2);
       expect(expected.filter((figure) => !watch.moved.has(figure))).toEqual([]);
       await runtime.close();
       await ci.stop();

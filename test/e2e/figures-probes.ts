@@ -208,6 +208,8 @@ export const FIELD_PROBES: Record<string, { bot: Bot; moved: (s: Status, first: 
   'stats.parked': { bot: 'file', moved: (s) => s.stats.parked > 0 },
   'stats.watched': { bot: 'file', moved: (s) => s.stats.watched > 0 },
   'stats.pausedRules': { bot: 'file', moved: (s) => s.stats.pausedRules > 0 },
+  // An operator's pause through the ops port (POST /queues/pause), the way `hookbot queue pause` does.
+  'stats.queueControls': { bot: 'queue', moved: (s) => s.stats.queueControls > 0 },
   'stats.decisionItems': { bot: 'file', moved: (s) => s.stats.decisionItems > 0 },
   'stats.recentDecisions': { bot: 'file', moved: (s) => s.stats.recentDecisions > 0 },
   'stats.documentBytes': {
