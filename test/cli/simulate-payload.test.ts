@@ -16,7 +16,14 @@ function snapshotOf(body: unknown) {
     parsed.event,
     hint.item,
     trigger,
-    { changedFiles: false, commentMarkers: false, authorAccess: false, actorAccess: false, mergeGate: false },
+    {
+      changedFiles: false,
+      commentMarkers: false,
+      authorAccess: false,
+      actorAccess: false,
+      mergeGate: false,
+      noteChanges: false,
+    },
     0,
   ).snapshot;
 }

@@ -14,7 +14,7 @@ export const dequeue = defineAction({
   // A project's rules could let anyone who comments take others' merge requests out: the operator's call.
   inRepositories: 'operator',
   summary:
-    "Takes the merge request out of its merge queue, remembered at its head (reason `dequeue_command`): a `queue` rule that still matches does not put it back at this head; a push, the rule matching anew (it stopped matching, then matched), or a member's new comment command lets it in. On a comment, only when the commenter has developer access or more ([Members' commands](#members-commands)); nothing when it is in no queue.",
+    "Takes the merge request out of its merge queue, remembered at its head (reason `dequeue_command`): a `queue` rule that still matches does not put it back at this head; a push, the rule matching anew (it stopped matching, then matched), or a member's new comment command lets it in. On a comment, only when the commenter has developer access or more ([Members' commands](#members-commands)), and only the head it was written on: a push, a close and reopen or a retarget after the comment voids it, and so does a member's `/hookbot queue` written after it that queued the merge request again; nothing when it is in no queue.",
   example: { commenters: 'members' },
   bareParams: {},
   params: z.strictObject({
@@ -39,10 +39,25 @@ export const dequeue = defineAction({
           `${who}, who commented, has ${trigger.actorAccess > 0 ? `${showAccess(trigger.actorAccess)} access` : 'no access'}: taking a merge request out of its queue asks ${showAccess(ACCESS_LEVELS.developer)} or more`,
         );
     }
+    if (comment) {
+      // A command speaks of the head it was written on: a push (a close and reopen, a retarget)
+      // after it, and a replayed delivery of it would take out a head nobody asked to take out.
+      const who = `@${trigger.actor?.username ?? 'someone'}`;
+      if (trigger.changedSinceNote === undefined)
+        return skip(`what changed the merge request after the comment of ${who} was not read`);
+      if (trigger.changedSinceNote)
+        return skip(
+          `${trigger.changedSinceNote} came after the comment of ${who}: the command takes out only the head it was written on`,
+        );
+    }
     const by = comment && trigger.actor ? trigger.actor.username : `rule ${rule}`;
+    const note = comment ? trigger.noteId : undefined;
     return [
       {
-        call: { op: 'mergeQueue.dequeue', args: { ...mergeRequestTarget(mr), sha: mr.sha, by } },
+        call: {
+          op: 'mergeQueue.dequeue',
+          args: { ...mergeRequestTarget(mr), sha: mr.sha, by, ...(note !== undefined ? { note } : {}) },
+        },
         reason: comment
           ? `take out of its merge queue on the comment of @${by}`
           : 'take out of its merge queue',

@@ -64,6 +64,13 @@ export interface SnapshotNeeds {
    * note (the merge request's notes, in the listing the comment markers use).
    */
   mergeGate: boolean;
+  /**
+   * Merge requests only, on note triggers: what changed the merge request after the note (a push, a
+   * close or reopen, a retarget: `changedSinceNote`), without the rest of the gate. `dequeue` asks
+   * it: a member's command takes out only the head it was written on (a replayed delivery of an old
+   * command takes out nothing that came back since).
+   */
+  noteChanges: boolean;
 }
 
 export interface CompiledRuleSet {
@@ -202,6 +209,7 @@ export function ruleSet(rules: readonly CompiledRule[]): CompiledRuleSet {
           rule.conditionNames.has('actor_access') || rule.actions.some((action) => action.name === 'dequeue'),
       ),
       mergeGate: rules.some((rule) => rule.actions.some((action) => action.authority !== undefined)),
+      noteChanges: rules.some((rule) => rule.actions.some((action) => action.name === 'dequeue')),
     },
   };
 }

@@ -109,7 +109,8 @@ export interface CallArgs {
    * Not an API call: the merge request leaves its merge queue, remembered at `sha` (the `dequeue`
    * action, a member's `/hookbot dequeue`); `by` is the commenter, or the rule's name for another event.
    */
-  'mergeQueue.dequeue': MergeRequestTarget & { sha: string; by: string };
+  /** `note`: the comment's id, on a member's command (a command older than the queue entry takes nothing out). */
+  'mergeQueue.dequeue': MergeRequestTarget & { sha: string; by: string; note?: number };
 }
 
 export type Op = keyof CallArgs;

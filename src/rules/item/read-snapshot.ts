@@ -265,8 +265,12 @@ export function createSnapshotReader(
     if (options.watching && snapshot.kind === 'merge_request')
       snapshot.botMerge = options.watching(itemKeyOf('merge_request', projectId, mr.id));
     if (needs.authorAccess || needs.mergeGate) snapshot.authorAccess = await accessTo(projectId, mr.author);
-    // The gate asks of a comment that approves a merge whether a push came after it.
-    const after = needs.mergeGate && trigger.kind === 'note' && !trigger.system ? trigger.noteId : undefined;
+    // The gate asks of a comment that approves a merge whether a push came after it; `dequeue` of
+    // its command (a command older than the head takes nothing of it out).
+    const after =
+      (needs.mergeGate || needs.noteChanges) && trigger.kind === 'note' && !trigger.system
+        ? trigger.noteId
+        : undefined;
     if (needs.commentMarkers || after !== undefined) {
       const notes = await readNotes('merge_request', projectId, mr.id, after);
       if (needs.commentMarkers) snapshot.commentMarkers = notes.markers;

@@ -1,7 +1,8 @@
 /**
  * The `dequeue` action (a member's `/hookbot dequeue`, docs/rules.md#hookbot-queue-and-hookbot-dequeue):
  * on a comment, planned only for a commenter with developer access or more (`commenters: anyone`
- * waives it); on any other event, the rule alone decides.
+ * waives it) and only when nothing changed the merge request after it (the head it was written on);
+ * on any other event, the rule alone decides.
  */
 import { describe, expect, it } from 'vitest';
 import type { Trigger } from '../../../src/rules/engine/snapshot.ts';
@@ -30,6 +31,8 @@ const taken = (by: string) => [
         merge_request_id: mergeRequest('mr-green').id,
         sha: mergeRequest('mr-green').sha,
         by,
+        // A member's command names its note: the executor takes out nothing a later command put back.
+        ...(by === 'alice' ? { note: 41 } : {}),
       },
     },
     reason:
@@ -75,6 +78,21 @@ describe('dequeue action', () => {
       spec: 'dequeue',
       trigger: comment({ byBot: true }),
       outcome: { skipped: "the comment is the bot's own" },
+    },
+    {
+      name: 'a comment a push came after (a replayed delivery of an old command)',
+      spec: 'dequeue',
+      trigger: comment({ changedSinceNote: 'a push to its source branch' }),
+      outcome: {
+        skipped:
+          'a push to its source branch came after the comment of @alice: the command takes out only the head it was written on',
+      },
+    },
+    {
+      name: 'a comment whose later changes were not read',
+      spec: 'dequeue',
+      trigger: comment({ changedSinceNote: undefined }),
+      outcome: { skipped: 'what changed the merge request after the comment of @alice was not read' },
     },
     {
       name: "a reporter's comment with commenters: anyone",

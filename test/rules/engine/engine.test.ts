@@ -337,7 +337,7 @@ rules:
   });
 
   it('tells what the rules need read beyond the item', () => {
-    const none = { authorAccess: false, actorAccess: false, mergeGate: false };
+    const none = { authorAccess: false, actorAccess: false, mergeGate: false, noteChanges: false };
     expect(rulesFrom('rules: []').needs).toEqual({ changedFiles: false, commentMarkers: false, ...none });
     expect(
       rulesFrom(`
@@ -373,6 +373,12 @@ rules:
     // `authors: anyone` waives the gate: nothing to read for it.
     expect(needs(rule('{ state: opened }', '{ merge: { authors: anyone } }'))).toMatchObject({
       mergeGate: false,
+    });
+    // `dequeue` reads the commenter's access and what changed after the comment, not the gate.
+    expect(needs(rule('{ state: opened }', 'dequeue'))).toMatchObject({
+      actorAccess: true,
+      mergeGate: false,
+      noteChanges: true,
     });
   });
 

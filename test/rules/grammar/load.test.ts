@@ -28,6 +28,7 @@ describe('loadRules', () => {
       authorAccess: false,
       actorAccess: false,
       mergeGate: false,
+      noteChanges: false,
     });
   });
 

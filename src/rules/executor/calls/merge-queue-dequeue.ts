@@ -2,7 +2,9 @@
  * `mergeQueue.dequeue`: takes the merge request out of its merge queue on a member's command
  * (the `dequeue` action, docs/rules.md#dequeue). No API call: the entry stays as the memory of the
  * head it left at (reason code `dequeue_command`), so a queue rule that still matches does not put
- * it back at this head; a push, the rule matching anew, or a member's new queue command does.
+ * it back at this head; a push, the rule matching anew, or a member's new queue command does. A
+ * command older than the member's comment that queued the merge request takes nothing out (the
+ * action's plan already refuses one a push or a reopen came after).
  */
 import type { CallHandler } from '../types.ts';
 import { done, skipped } from '../types.ts';
@@ -18,6 +20,12 @@ export const mergeQueueDequeue: CallHandler<'mergeQueue.dequeue'> = {
     if (entry.left)
       return skipped(`not in a merge queue: it left the ${entry.queue} queue (${entry.left.reason})`);
     const a = call.args;
+    // A member's command older than the comment that queued it (a replayed delivery of a command the
+    // new approval answered): it speaks of an entry that is gone.
+    if (a.note !== undefined && entry.approval !== undefined && a.note < entry.approval.noteId)
+      return skipped(
+        `the comment of @${a.by} is older than the comment of @${entry.approval.by} that queued it: it takes out nothing now`,
+      );
     const reason = `taken out on the /hookbot dequeue command of @${a.by}`;
     const at = ctx.now();
     await leaveAt(ctx.store, entry, a.sha, reason, at);
