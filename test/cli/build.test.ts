@@ -19,5 +19,5 @@ describe('the compiled build', () => {
     expect(version.stdout.trim()).toBe(pkg.version);
     const check = await run(process.execPath, ['dist/cli/run.js', 'check', 'rules']);
     expect(check.stdout).toMatch(/no problems/);
-  }, 120_000);
+  }, 300_000);
 });
