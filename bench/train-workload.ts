@@ -125,3 +125,22 @@ export function idealTrain(
   }
   return { rounds, ciRuns };
 }
+
+/**
+ * N merge requests that are all good: each writes a file of its own calling a name always defined, so
+ * each passes alone and any combination passes. The flaky workload (a CI failing some runs at random:
+ * every removal is a good merge request lost) and the push-mid-train workload (a source branch pushed
+ * while its car waits) of bench/merge-train.bench.ts.
+ */
+export function goodWorkload(n: number, prefix = 'good'): TrainWorkload {
+  if (!Number.isInteger(n) || n < 1) throw new Error('the good workload needs at least one merge request');
+  const changes: TrainChange[] = [];
+  for (let position = 1; position <= n; position++)
+    changes.push({
+      position,
+      branch: `${prefix}-${String(position).padStart(2, '0')}`,
+      kind: 'plain',
+      files: { [`plain-${position}.txt`]: 'calls: foo\n' },
+    });
+  return { base: {}, changes };
+}

@@ -4,8 +4,21 @@
  * the last two against the sandbox's real git and its simulated CI.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ciRunCounter, countBroken, firstParentLine } from '../../bench/train-measure.ts';
-import { idealOutcome, idealTrain, trainWorkload, type TrainWorkload } from '../../bench/train-workload.ts';
+import {
+  ciRunCounter,
+  countBroken,
+  firstParentLine,
+  p50max,
+  staleRuns,
+  type SeenPush,
+} from '../../bench/train-measure.ts';
+import {
+  goodWorkload,
+  idealOutcome,
+  idealTrain,
+  trainWorkload,
+  type TrainWorkload,
+} from '../../bench/train-workload.ts';
 import { addGroup, addProject, addUser } from '../../src/sandbox/factories.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { INITIAL_FILES } from '../helpers/queue-world.ts';
@@ -62,6 +75,54 @@ describe('merge train benchmark: the workload', () => {
 
   it('refuses a size too small to hold its conflicts', () => {
     expect(() => trainWorkload(5)).toThrow(/at least 10/);
+  });
+});
+
+describe('merge train benchmark: the good workload, stale CI runs, p50 and max', () => {
+  it('the good workload: every merge request lands, alone or together', () => {
+    const workload = goodWorkload(20, 'flaky');
+    expect(workload.changes.map((c) => c.branch)).toContain('flaky-20');
+    expect(idealOutcome(workload, INITIAL_FILES)).toEqual({
+      landed: Array.from({ length: 20 }, (_, i) => i + 1),
+      failed: [],
+    });
+  });
+
+  it('a stale run is a build first pushed after a source head it merges was replaced; one started before is not', async () => {
+    // master M; MR branch `mr-3` at H (then pushed again: H2); cars: A = [M, H] pushed before the
+    // push of H2, B = [M, H] again (another commit, a rebuild) after it, C = [M, H2] after it, and D,
+    // a car on top of B = [B, X] where X is the head of `mr-4`, never replaced.
+    const seen: SeenPush[] = [];
+    const push = (ref: string, after: string) =>
+      seen.push({ seq: seen.length + 1, at: seen.length, ref: `refs/heads/${ref}`, after });
+    push('mr-3', 'M');
+    push('mr-3', 'H');
+    push('mr-4', 'X');
+    const from = seen.length;
+    push('hookbot/train/master/default/1', 'A');
+    push('mr-3', 'H2');
+    push('hookbot/train/master/default/1', 'A'); // the same commit again: still built before the push
+    push('hookbot/train/master/default/1', 'B');
+    push('hookbot/train/master/default/2', 'D');
+    push('hookbot/train/master/default/1', 'C');
+    push('hookbot/train/master/default/2', '0000000000000000000000000000000000000000');
+    const lines: Record<string, string[][]> = {
+      A: [['A', 'M', 'H'], ['M']],
+      B: [['B', 'M', 'H'], ['M']],
+      C: [['C', 'M', 'H2'], ['M']],
+      D: [['D', 'B', 'X'], ['B', 'M', 'H'], ['M']],
+      H2: [['H2', 'H'], ['H', 'M'], ['M']],
+    };
+    const parentsOf = (sha: string) => Promise.resolve(lines[sha]!);
+    expect(await staleRuns(seen, new Set(['mr-3', 'mr-4']), from, parentsOf)).toEqual(['B', 'D']);
+    // The branch's creation and first commit before `from` replace nothing.
+    expect(await staleRuns(seen.slice(0, 4), new Set(['mr-3', 'mr-4']), 3, parentsOf)).toEqual([]);
+  });
+
+  it('p50 and max', () => {
+    expect(p50max([])).toEqual({ p50: 0, max: 0 });
+    expect(p50max([30, 10, 20])).toEqual({ p50: 20, max: 30 });
+    expect(p50max([4, 1, 3, 2])).toEqual({ p50: 2, max: 4 });
   });
 });
 

@@ -72,6 +72,8 @@ export interface QueueWorldOptions {
   workDir: string;
   modeOf?: (branch: string) => CiMode;
   buildMs?: number;
+  /** A flaky CI: the share of passing builds that fail anyway, and the draws' seed (simulated-ci.ts). */
+  flakes?: { rate: number; seed: number };
   /** Git over SSH (the sandbox must serve it): the bot's key pair, registered for it here, and known_hosts. */
   ssh?: { keyFile: string; publicKey: string; knownHostsFile: string };
   /** No branch updater (no git credentials configured): the queue cannot update branches. */
@@ -226,6 +228,7 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     git: { username: ciUser.username, password: `${prefix}-ci-password` },
     ...(options.modeOf ? { modeOf: options.modeOf } : {}),
     ...(options.buildMs !== undefined ? { buildMs: options.buildMs } : {}),
+    ...(options.flakes ? { flakeRate: options.flakes.rate, seed: options.flakes.seed } : {}),
   });
   const trigger = { kind: 'merge_request' as const, action: 'update' as const, byBot: false };
   return {

@@ -30,13 +30,22 @@ export interface SimulatedCiOptions {
   parallel?: number;
   /** Per branch: how its builds behave (default `normal`). */
   modeOf?: (branch: string) => CiMode;
+  /**
+   * The share of passing builds that post `failed` anyway (0 to 1; default 0), seeded by `seed`
+   * (default 1): the sandbox CI's flaky builds (src/sandbox/ci/simulated-ci.ts), deterministic for a
+   * given workload. `passes` stays the true check.
+   */
+  flakeRate?: number;
+  seed?: number;
 }
 
 export interface SimulatedCi {
   /** Builds started (one per new head). */
   readonly runs: number;
-  /** Builds that failed. */
+  /** Builds that failed (flaked ones included). */
   readonly failures: number;
+  /** Builds that failed only because of `flakeRate`. */
+  readonly flakes: number;
   /** Builds not finished yet. */
   readonly running: number;
   /** Whether the tree at `sha` of `projectId` passes the check (false when the commit cannot be had). */
@@ -58,6 +67,8 @@ export function startSimulatedCi(sb: Sandbox, options: SimulatedCiOptions): Simu
     durationMs: options.buildMs ?? 20,
     parallel: options.parallel ?? 64,
     as: { token: options.token, git: options.git },
+    ...(options.flakeRate !== undefined ? { flakeRate: options.flakeRate } : {}),
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(modeOf ? { hold: (build) => modeOf(build.branch) === 'pending-forever' } : {}),
     // Failed builds are what the tests make on purpose; a status it could not post is worth seeing.
     log: (line) => {
@@ -70,6 +81,9 @@ export function startSimulatedCi(sb: Sandbox, options: SimulatedCiOptions): Simu
     },
     get failures() {
       return ci.failures;
+    },
+    get flakes() {
+      return ci.flakes;
     },
     get running() {
       return ci.running;

@@ -8,7 +8,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulatedCi, type SimulatedCi } from '../../src/sandbox/ci/simulated-ci.ts';
+import { flakeDraw, startSimulatedCi, type SimulatedCi } from '../../src/sandbox/ci/simulated-ci.ts';
 import { addProject, addUser, ensureUserNamespace } from '../../src/sandbox/factories.ts';
 import { DEVELOPER } from '../../src/sandbox/permissions.ts';
 import { startSandbox, type SandboxOptions } from '../../src/sandbox/server.ts';
@@ -278,6 +278,61 @@ describe('the sandbox simulated CI', { timeout: 60_000 }, () => {
       await ci.stop();
       await w.sb.close();
     }
+  });
+
+  it('a flaky CI (`flakeRate`) fails passing builds as `flaked`, and only those; `verdict` stays the true check', async () => {
+    const w = await world({ script: 'test ! -f bad.txt', durationMs: 0, flakeRate: 1 });
+    try {
+      const good = await w.commit('master', 'ok.txt', 'yes\n');
+      await w.sb.ci!.idle();
+      const bad = await w.commit('master', 'bad.txt', 'x\n');
+      await w.sb.ci!.idle();
+      expect((await w.statuses(good)).map((s) => [s.status, s.description])).toEqual([['failed', 'flaked']]);
+      expect((await w.statuses(bad)).map((s) => [s.status, s.description])).toEqual([
+        ['failed', 'exit code 1'],
+      ]);
+      expect(w.sb.ci!.flakes).toBe(1);
+      expect(w.sb.ci!.failures).toBe(2);
+      expect(await w.sb.ci!.verdict(w.project.id, good)).toBe(true);
+      expect(await w.sb.ci!.verdict(w.project.id, bad)).toBe(false);
+    } finally {
+      await w.sb.close();
+    }
+    expect(() => startSimulatedCi(w.sb.ctx, { script: 'true', flakeRate: 1.5 })).toThrow(/between 0 and 1/);
+  });
+
+  it('its flakes are seeded and keyed by tree and attempt: the same commits draw the same in another sandbox; the same tree again draws again', async () => {
+    const outcomes = async (seed: number) => {
+      const w = await world({ script: 'true', durationMs: 0, flakeRate: 0.5, seed });
+      try {
+        const states: string[] = [];
+        for (let i = 0; i < 12; i++) {
+          const sha = await w.commit(`b${i}`, `f${i}.txt`, `${i}\n`);
+          await w.sb.ci!.idle();
+          states.push((await w.statuses(sha))[0]!.status);
+        }
+        return { states, flakes: w.sb.ci!.flakes, runs: w.sb.ci!.runs };
+      } finally {
+        await w.sb.close();
+      }
+    };
+    const first = await outcomes(7);
+    // Commit dates differ (so do the shas), the trees do not: the same draws.
+    expect(await outcomes(7)).toEqual(first);
+    // Every build passes the script: each failure is a flake (the branches' first commit, master's, is built too).
+    const failed = first.states.filter((s) => s === 'failed').length;
+    expect(first.runs).toBe(13);
+    expect(first.flakes - failed).toBeLessThanOrEqual(1);
+    expect(failed).toBeGreaterThan(0);
+    expect(failed).toBeLessThan(12);
+    // A tree built again (another commit, same files) is a new attempt with a draw of its own.
+    expect(flakeDraw(7, 'tree:0')).toBe(flakeDraw(7, 'tree:0'));
+    expect(flakeDraw(7, 'tree:0')).not.toBe(flakeDraw(7, 'tree:1'));
+    expect(flakeDraw(7, 'tree:0')).not.toBe(flakeDraw(8, 'tree:0'));
+    const draws = Array.from({ length: 10_000 }, (_, i) => flakeDraw(3, `t${i}:0`));
+    const share = draws.filter((d) => d < 0.1).length / draws.length;
+    expect(share).toBeGreaterThan(0.08);
+    expect(share).toBeLessThan(0.12);
   });
 
   it('refuses to start over a user named sandbox-ci that is not an administrator', async () => {

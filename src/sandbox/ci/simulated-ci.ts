@@ -22,6 +22,11 @@
  * - `pending` is posted when the build is queued, the result when it ends; the script's output never
  *   goes to the API (it is the user's own): the status says `exit code N`, and the log of the person
  *   running the sandbox gets the last lines of a failed build.
+ * - Flaky on request (`flakeRate`, `seed`; tests and benchmarks): a build whose commit passes fails
+ *   anyway with that probability, `failed` with the description `flaked`. The draw is seeded and keyed
+ *   by the commit's tree and how many builds of that tree came before in this CI (not by time, nor by
+ *   the sha, which holds commit dates): the same workload draws the same flakes run after run, and a
+ *   commit made again with the same files (a car built again) draws again. `verdict` stays the true check.
  */
 import { setMaxListeners } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -69,6 +74,10 @@ export interface SimulatedCiOptions {
   log?: (line: string) => void;
   /** Where its caches and build folders go. Default: the system's temporary folder. */
   workDir?: string;
+  /** The share of passing builds that fail anyway (0 to 1): a flaky CI. Default 0. */
+  flakeRate?: number;
+  /** The seed of the flakes' draws (an integer). Default 1. */
+  seed?: number;
 }
 
 export interface SimulatedCi {
@@ -76,8 +85,10 @@ export interface SimulatedCi {
   readonly name: string;
   /** Builds started since it started: one per new commit of a project (held ones included). */
   readonly runs: number;
-  /** Builds that failed. */
+  /** Builds that failed (flaked ones included). */
   readonly failures: number;
+  /** Builds that failed only because of `flakeRate` (their commit passes). */
+  readonly flakes: number;
   /** Builds queued or running (held ones not counted). */
   readonly running: number;
   /** Whether the commit passes the check (the script, or `check`), without posting anything or counting a run. */
@@ -106,7 +117,26 @@ function checked(options: SimulatedCiOptions) {
     queueLimit: count(options.queueLimit, 1000, 'queue limit', 0),
     timeoutMs: count(options.timeoutMs, 10 * 60_000, 'time limit', 1),
     name: options.name ?? 'ci/sandbox',
+    flakeRate: rate(options.flakeRate),
+    seed: count(options.seed, 1, 'seed', Number.MIN_SAFE_INTEGER),
   };
+}
+
+function rate(value: number | undefined): number {
+  const r = value ?? 0;
+  if (!Number.isFinite(r) || r < 0 || r > 1)
+    throw new Error("the simulated CI's flake rate must be between 0 and 1");
+  return r;
+}
+
+/** A number in [0, 1) from a seed and a key: FNV-1a over the key, mixed with the seed, one mulberry32 step. */
+export function flakeDraw(seed: number, key: string): number {
+  let h = 0x811c9dc5 ^ (seed | 0);
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  let t = (h + 0x6d2b79f5) | 0;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
 export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOptions): SimulatedCi {
@@ -130,6 +160,9 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
 
   let runs = 0;
   let failures = 0;
+  let flakes = 0;
+  /** Flaky runs only: builds drawn so far per project and tree (a tree built again draws again). */
+  const drawn = new Map<string, number>();
   /** Builds between their trigger and their result (held ones excluded). */
   const active = new Set<Promise<void>>();
   /** Posts of held builds, so `stop` waits for them. */
@@ -219,6 +252,17 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     if (result) await post(b, result.state, result.description);
   }
 
+  /** Whether a build whose commit passed fails anyway (`flakeRate`): seeded, keyed by tree and attempt. */
+  async function isFlake(b: CiBuild): Promise<boolean> {
+    if (settings.flakeRate === 0) return false;
+    const tree = (await ctx.git.commit(b.projectId, b.sha))?.tree ?? b.sha;
+    const key = `${b.projectId}:${tree}`;
+    const attempt = drawn.get(key) ?? 0;
+    if (drawn.size >= SEEN_LIMIT && attempt === 0) drawn.delete(drawn.keys().next().value!);
+    drawn.set(key, attempt + 1);
+    return flakeDraw(settings.seed, `${tree}:${attempt}`) < settings.flakeRate;
+  }
+
   async function build(b: CiBuild, done: (state: string, description: string) => void): Promise<void> {
     await post(b, 'pending', 'waiting for a runner of the simulated CI');
     await runner();
@@ -230,6 +274,11 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
       } catch (error) {
         if (stopping.signal.aborted) return;
         result = { ok: false, reason: `could not build: ${String(error).slice(0, 200)}`, output: '' };
+      }
+      if (stopping.signal.aborted) return;
+      if (result.ok && (await isFlake(b))) {
+        flakes++;
+        result = { ok: false, reason: 'flaked', output: '' };
       }
       if (stopping.signal.aborted) return;
       if (!result.ok) {
@@ -305,6 +354,9 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     },
     get failures() {
       return failures;
+    },
+    get flakes() {
+      return flakes;
     },
     get running() {
       return active.size;
