@@ -22,10 +22,11 @@ import type { QueueEntry } from '../../state/index.ts';
 import type { TrainDeps, TrainStep } from './train-deps.ts';
 import { carsOf } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
-import { landRecorded } from './train-land.ts';
+import { confirmLanded, landRecorded } from './train-land.ts';
 import { landFront } from './train-judge.ts';
-import { buildNewCars, pushBuilt, rebuildUnpushed } from './train-build.ts';
+import { buildNewCars, fetchAhead, pushBuilt, rebuildUnpushed } from './train-build.ts';
 import { startTrainRun, type TrainRun } from './train-run.ts';
+import { cutStaleRiders } from './train-watch.ts';
 
 export { FORK_APPROVAL_SETTLE_MS } from './train-riders.ts';
 
@@ -44,18 +45,22 @@ export async function driveTrain(
   const chained = carsOf(run.queueNow(), run.target);
   run.cars = chained.cars;
   await run.cut(chained.broken);
+  // A member of any car pushed, closed or retargeted since: that car and those behind are given up now.
+  await cutStaleRiders(run);
   // 2. The front.
-  if ((await landFront(run)) === 'stop') return run.steps;
+  if ((await landFront(run)) === 'stop') return finish(run, false);
   // 3. Cars up to `depth`: the recorded ones not pushed yet again (same sha), then new ones behind.
   if (await rebuildUnpushed(run)) {
     await buildNewCars(run);
-    await pushBuilt(run);
+    if (await pushBuilt(run)) await fetchAhead(run);
   }
   return finish(run);
 }
 
-async function finish(run: TrainRun): Promise<TrainStep[]> {
+async function finish(run: TrainRun, cleanUp = true): Promise<TrainStep[]> {
   const { deps, head } = run;
+  await confirmLanded(run);
+  if (!cleanUp) return run.steps;
   const dropped = run.steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed');
   await deleteCarBranches({
     updater: deps.updater,

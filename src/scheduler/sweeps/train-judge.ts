@@ -72,11 +72,18 @@ async function stillHeld(run: TrainRun, green: number): Promise<number> {
   const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
   // Under the member's comment that queued it, when one did: the note read again, its author's
   // access read again, no push after it (docs/rules.md#members-commands).
-  for (const one of run.cars.slice(0, green))
-    for (const entry of one.entries)
-      await deps.processItem({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
-        entry.trigger ?? trigger,
-      ]);
+  // Each its own item (its own lock): evaluated side by side, so the landing waits for the slowest.
+  const evaluate = deps.processItem;
+  await Promise.all(
+    run.cars
+      .slice(0, green)
+      .flatMap((one) => one.entries)
+      .map((entry) =>
+        evaluate({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
+          entry.trigger ?? trigger,
+        ]),
+      ),
+  );
   const riding = run.carIds();
   const landing = run.cars.findIndex(
     (one, i) => i < green && one.entries.some((e) => riding.get(e.itemKey) !== one.car.id),

@@ -13,44 +13,70 @@ const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
 
 /**
- * The car's merge requests after its landing push: out of the queue (the target holds them). The
- * server marks them merged itself, and 8.x does it in the background (`PostReceive`, then
+ * The car's merge requests after its landing push: out of the queue at once (the target holds them).
+ * The server marks them merged itself, and 8.x does it in the background (`PostReceive`, then
  * `UpdateMergeRequestsWorker`), so a merge request read at once may still be open: those are read
- * again a few times, LANDED_READS in all, LANDED_READ_GAP_MS apart, before the report says so.
+ * again at the end of the run (`confirmLanded`), after the next cars were built and pushed, so the
+ * train's next round never waits for the server's job.
  */
 export async function landed(run: TrainRun, front: Car, target: string, position = 1): Promise<void> {
-  const { deps } = run;
-  const reads = new Map<string, MergeRequest | undefined>();
-  for (let round = 0; round < LANDED_READS; round++) {
-    const open = front.entries.filter((e) => reads.get(e.itemKey)?.state !== 'merged');
-    if (open.length === 0) break;
-    if (round > 0) await new Promise((resolve) => setTimeout(resolve, LANDED_READ_GAP_MS));
-    for (const entry of open) reads.set(entry.itemKey, await run.readMr(entry));
-  }
-  for (const entry of front.entries) {
-    const mr = reads.get(entry.itemKey);
-    await deps.store.dequeue(entry.itemKey);
-    const car = { ...front.car, position };
-    await deps.events?.landed(entry, { mode: 'train', car, commit: front.car.sha! }, mr);
-    if (mr?.state === 'merged')
-      run.say(
-        entry,
-        'merged',
-        `landed: ${entry.targetBranch} fast-forwarded to ${short(front.car.sha)} (car ${front.car.position}), the server marked it merged`,
-      );
-    else {
-      deps.log.warn(
-        { sweep: 'merge_queue', itemKey: entry.itemKey, sha: front.car.sha, state: mr?.state },
-        'merge train: the target holds the car, but the server had not marked the merge request merged',
-      );
-      run.say(
-        entry,
-        'merged',
-        `landed at ${short(target)}; the server had not marked it merged ${Math.round(((LANDED_READS - 1) * LANDED_READ_GAP_MS) / 100) / 10} s after the push (it was ${mr?.state ?? 'unread'}): 8.x does it in the background, a server that never does leaves it open`,
-      );
-    }
+  const reads = await Promise.all(front.entries.map((entry) => run.readMr(entry)));
+  for (const [i, entry] of front.entries.entries()) {
+    await run.deps.store.dequeue(entry.itemKey);
+    const mr = reads[i];
+    if (mr?.state === 'merged') await told(run, entry, front.car, position, target, mr);
+    else run.unconfirmed.push({ entry, car: front.car, position, target });
   }
   run.stale.set(front.car.branch, front.car.sha);
+}
+
+/** A landed merge request told (explain, metrics, the run's steps), with what the server showed of it. */
+async function told(
+  run: TrainRun,
+  entry: QueueEntry,
+  landedCar: Car['car'],
+  position: number,
+  target: string,
+  mr: MergeRequest | undefined,
+): Promise<void> {
+  const { deps } = run;
+  const car = { ...landedCar, position };
+  await deps.events?.landed(entry, { mode: 'train', car, commit: landedCar.sha! }, mr);
+  if (mr?.state === 'merged') {
+    run.say(
+      entry,
+      'merged',
+      `landed: ${entry.targetBranch} fast-forwarded to ${short(landedCar.sha)} (car ${landedCar.position}), the server marked it merged`,
+    );
+    return;
+  }
+  deps.log.warn(
+    { sweep: 'merge_queue', itemKey: entry.itemKey, sha: landedCar.sha, state: mr?.state },
+    'merge train: the target holds the car, but the server had not marked the merge request merged',
+  );
+  run.say(
+    entry,
+    'merged',
+    `landed at ${short(target)}; the server had not marked it merged ${Math.round(((LANDED_READS - 1) * LANDED_READ_GAP_MS) / 100) / 10} s after the push (it was ${mr?.state ?? 'unread'}): 8.x does it in the background, a server that never does leaves it open`,
+  );
+}
+
+/**
+ * The landed merge requests not shown merged at once, read again (LANDED_READS in all,
+ * LANDED_READ_GAP_MS apart) at the end of the run, then told; one still open is said in the log.
+ */
+export async function confirmLanded(run: TrainRun): Promise<void> {
+  const waiting = run.unconfirmed.splice(0);
+  const reads = new Map<string, MergeRequest | undefined>();
+  for (let round = 1; round < LANDED_READS; round++) {
+    const open = waiting.filter(({ entry }) => reads.get(entry.itemKey)?.state !== 'merged');
+    if (open.length === 0) break;
+    // The run's pushes since the landing took a while already: the first read again waits for nothing.
+    if (round > 1) await new Promise((resolve) => setTimeout(resolve, LANDED_READ_GAP_MS));
+    for (const { entry } of open) reads.set(entry.itemKey, await run.readMr(entry));
+  }
+  for (const { entry, car, position, target } of waiting)
+    await told(run, entry, car, position, target, reads.get(entry.itemKey));
 }
 
 /**
@@ -84,11 +110,9 @@ export async function landRecorded(run: TrainRun): Promise<void> {
 export async function landCars(run: TrainRun, going: readonly Car[]): Promise<'landed' | 'on' | 'stop'> {
   const { deps, head } = run;
   const last = going.at(-1)!.car;
-  // What a build took, as seen here (from the push to green): the status page's estimates.
+  // What a build took, as seen here (from the push to green): the status page's estimates, written
+  // once the landing push is made (nothing of it is needed before: the push waits for nothing else).
   const ciMs = Math.max(0, deps.now() - last.pushedAt!);
-  const carried = new Set(going.flatMap((one) => one.car.members));
-  for (const entry of run.queueNow())
-    if (!carried.has(entry.itemKey)) await run.patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
   const at = deps.now();
   for (const one of going)
     for (const entry of one.entries)
@@ -107,6 +131,7 @@ export async function landCars(run: TrainRun, going: readonly Car[]): Promise<'l
       await landed(run, one, run.target, i + 1);
     }
     run.cars = run.cars.slice(going.length);
+    for (const entry of run.queueNow()) await run.patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
     return 'landed';
   }
   if (pushed.kind === 'missing') {

@@ -31,6 +31,12 @@ export interface TrainRun {
   readonly stale: Map<string, string | undefined>;
   /** Cars built in this run, pushed together at its end. */
   readonly toPush: Car[];
+  /**
+   * Landed merge requests the server had not marked merged at the first read: read again at the end
+   * of the run, after the next cars are pushed (train-land.ts `confirmLanded`), so the train never
+   * waits for the server's background job.
+   */
+  readonly unconfirmed: { entry: QueueEntry; car: Car['car']; position: number; target: string }[];
   /** The target branch's head as this run knows it. */
   target: string;
   /** The cars that chain on the target, front first. */
@@ -76,6 +82,7 @@ export async function startTrainRun(
     steps,
     stale,
     toPush: [],
+    unconfirmed: [],
     target: (await client.branches.get(head.projectId, head.targetBranch)).commit.id,
     cars: [],
     say: (entry, outcome, detail, statuses) =>
