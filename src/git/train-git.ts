@@ -98,6 +98,13 @@ export interface TrainGit {
   readonly prefix: string;
   buildCar(request: BuildCarRequest): Promise<BuildCarOutcome>;
   /**
+   * Fetches the heads of the next cars' merge requests the cache lacks, in one fetch from the target
+   * project's `refs/merge-requests/<iid>/head` (no ref kept; a member given without `head` is fetched
+   * whatever its ref holds): `buildCar` then finds them and builds without a fetch of its own per car. Only a speed-up: whatever it could not have (a ref moved on,
+   * a refusal), `buildCar` fetches again and answers for.
+   */
+  fetchHeads(request: { targetUrl: string; members: { iid: number; head?: string }[] }): Promise<void>;
+  /**
    * Points each `branch` (a `hookbot/train/` branch) at its `sha`, in one push, each with a lease on
    * what the branch held when read just before (one `ls-remote` for all).
    */
@@ -175,6 +182,22 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     return (await git(repo, ['cat-file', '-e', '--end-of-options', `${sha}^{commit}`])).code === 0;
   }
 
+  /** Which of `shas` the cache has as commits, asked in one `cat-file --batch-check`. */
+  async function haveAll(repo: string, shas: string[]): Promise<Set<string>> {
+    const asked = await git(
+      repo,
+      ['cat-file', '--batch-check=%(objectname) %(objecttype)'],
+      shas.map((sha) => `${sha}^{commit}`).join('\n') + '\n',
+    );
+    const found = new Set<string>();
+    if (asked.code !== 0) return found;
+    for (const line of asked.stdout.split('\n')) {
+      const [sha, type] = line.split(' ');
+      if (sha && type === 'commit') found.add(sha);
+    }
+    return found;
+  }
+
   /**
    * Fetches `refspecs` from `url` into the cache; a ref the remote lacks is no error (the caller
    * checks what it needed with `has`). The server's refusal (credentials, permission) is answered.
@@ -245,7 +268,10 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     const id = randomBytes(4).toString('hex');
     const temp: string[] = [];
     try {
-      if (!(await has(repo, request.base))) {
+      // What the cache has of the base and the heads, asked in one process (most often all of it:
+      // the base is the car ahead, just built, and the heads were fetched ahead of the build).
+      const present = await haveAll(repo, [request.base, ...request.members.map((m) => m.head)]);
+      if (!present.has(request.base) && !(await has(repo, request.base))) {
         const local = `refs/hookbot/${id}/base`;
         temp.push(local);
         const fetched = await fetchInto(repo, request.targetUrl, [
@@ -257,7 +283,7 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
       // The heads the cache does not have yet, in one fetch from the target project's refs.
       const wanted: string[] = [];
       for (const member of request.members)
-        if (!(await has(repo, member.head))) {
+        if (!present.has(member.head)) {
           const local = `refs/hookbot/${id}/mr-${member.iid}`;
           temp.push(local);
           wanted.push(`+refs/merge-requests/${member.iid}/head:${local}`);
@@ -274,7 +300,7 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
       };
       let current = request.base;
       for (const [index, member] of request.members.entries()) {
-        if (!(await has(repo, member.head))) {
+        if (!present.has(member.head) && !(await has(repo, member.head))) {
           const fetched = await git(repo, [
             'rev-parse',
             '--verify',
@@ -343,10 +369,37 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     }
   }
 
+  async function fetchHeads(
+    repo: string,
+    request: { targetUrl: string; members: { iid: number; head?: string }[] },
+  ): Promise<void> {
+    // One process to ask which heads the cache has (`cat-file --batch-check`), one fetch for the rest.
+    // A member without a head (not read yet) is fetched whatever its ref holds.
+    const known = request.members.flatMap((m) => (m.head ? [m.head] : []));
+    const present = known.length > 0 ? await haveAll(repo, known) : new Set<string>();
+    const lacking = request.members.filter((m) => !m.head || !present.has(m.head));
+    if (lacking.length === 0) return;
+    const id = randomBytes(4).toString('hex');
+    const refs = lacking.map((m) => `refs/hookbot/${id}/mr-${m.iid}`);
+    try {
+      await fetchInto(
+        repo,
+        request.targetUrl,
+        lacking.map((m, i) => `+refs/merge-requests/${m.iid}/head:${refs[i]}`),
+      ).catch(() => undefined);
+    } finally {
+      await git(repo, ['update-ref', '--stdin'], refs.map((ref) => `delete ${ref}`).join('\n') + '\n');
+    }
+  }
+
   return {
     identity: deps.identity,
     prefix,
     buildCar: (request) => deps.withRepository(request.targetUrl, (repo) => buildCar(repo, request)),
+    fetchHeads: (request) =>
+      request.members.length === 0
+        ? Promise.resolve()
+        : deps.withRepository(request.targetUrl, (repo) => fetchHeads(repo, request)),
     pushCars: (request) => {
       for (const car of request.cars) ownedBranch(car.branch);
       if (request.cars.length === 0) return Promise.resolve({ kind: 'pushed' as const });

@@ -362,6 +362,45 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(await trainBranches(w)).toEqual([]);
   });
 
+  // Issue 38: a push to the source of a car behind the front was noticed only once that car reached
+  // the front; its car and those behind kept the CI busy for nothing until then.
+  it('a push to the source of a car behind the front acts at the next run, while the front still builds: that car and those behind are built again at once', async () => {
+    // The front car's build never reports, so the front stays where it is while the push is acted on.
+    let front: number | undefined;
+    const w = await world('depth: 3', {
+      modeOf: (branch) => (front !== undefined && branch.endsWith(`/${front}`) ? 'pending-forever' : 'normal'),
+    });
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    front = a.iid;
+    await queueAll(w, [a.id, b.id, c.id]);
+    await w.sweeps.run('merge_queue');
+    const [carA, carB, carC] = cars(w);
+    expect(carB!.base).toBe(carA!.sha);
+    expect((await commitFile(w, 'b', 'b2.txt', 'calls: foo\n', { message: 'more' })).ok).toBe(true);
+    const pushedHead = (await w.admin.mergeRequests.get(w.project.id, b.id)).sha;
+    // The hook of the push: the merge request evaluated again, then one run of the queue.
+    await w.processItem(b.id);
+    await w.sweeps.run('merge_queue');
+    const now = w.store.queued().filter((e: QueueEntry) => !e.left);
+    const byKey = new Map(now.map((e) => [e.mrId, e]));
+    // The front car is untouched; c rides on it now; b is back at the end, on its new head, on top of c.
+    expect(byKey.get(a.id)!.car!.sha).toBe(carA!.sha);
+    const newC = byKey.get(c.id)!.car!;
+    expect(newC.base).toBe(carA!.sha);
+    expect(newC.sha).not.toBe(carC!.sha);
+    const newB = byKey.get(b.id)!.car!;
+    expect(newB.heads).toEqual([pushedHead]);
+    expect(newB.base).toBe(newC.sha);
+    expect(await botNotes(w, b.id)).toEqual([]);
+    // The old cars of b and c are gone from their branches (c's branch holds its new car).
+    const branches = new Map<string, string>();
+    for await (const br of w.admin.branches.list(w.project.id)) branches.set(br.name, br.commit.id);
+    expect([...branches.values()]).not.toContain(carB!.sha);
+    expect([...branches.values()]).not.toContain(carC!.sha);
+  });
+
   it('a removed label takes the car out without a comment; the cars behind it are rebuilt', async () => {
     const w = await world('depth: 3');
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });

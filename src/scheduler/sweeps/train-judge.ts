@@ -1,0 +1,157 @@
+/**
+ * Judging a merge train's front (docs/merge-queue.md#merge-trains): the consecutive green cars at the
+ * front land (train-land.ts), each merge request evaluated again first (the serial queue's fresh
+ * check); the first car that is not green is judged: failed or past a member's timeout, a car of one
+ * leaves with one comment and a car of more is split in halves; a member that may not ride any more
+ * is out at once. Every car behind a car given up is built again.
+ */
+import type { QueueEntry } from '../../state/index.ts';
+import type { Trigger } from '../../rules/index.ts';
+import type { Car } from './train-cars.ts';
+import { carStatuses, checkCarsBehind, type CarStatuses } from './train-statuses.ts';
+import { landCars, leftTheirCar } from './train-land.ts';
+import { short, withoutCar, type TrainRun } from './train-run.ts';
+
+type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
+
+/** The car's members still ride, and its statuses for each member's own requirements (train-statuses.ts). */
+async function judge(run: TrainRun, one: Car): Promise<Verdict> {
+  if (one.car.pushedAt === undefined) return { kind: 'unbuilt' };
+  let fine = true;
+  for (const [i, entry] of one.entries.entries())
+    if (!(await run.stillRides(entry, await run.readMr(entry), one.car.heads[i]))) fine = false;
+  if (!fine) return { kind: 'left' };
+  return carStatuses(
+    run.deps.client,
+    run.head.projectId,
+    { sha: one.car.sha!, branch: one.car.branch },
+    one.entries,
+    run.deps.now() - one.car.pushedAt,
+  );
+}
+
+/** A front car that failed (statuses or timeout): one alone leaves with a comment, more are split. */
+async function failed(
+  run: TrainRun,
+  front: Car,
+  code: 'status_failed' | 'status_timeout',
+  why: (entry: QueueEntry) => string,
+): Promise<void> {
+  const { deps } = run;
+  run.stale.set(front.car.branch, front.car.sha);
+  deps.events?.carBuilt(code === 'status_failed' ? 'failed' : 'timed_out');
+  if (front.entries.length === 1) {
+    const entry = front.entries[0]!;
+    const mr = await run.readMr(entry);
+    const at = front.car.heads[0]!;
+    if (mr) run.say(entry, 'removed', (await deps.remove(entry, mr, code, why(entry), at)).detail);
+    else
+      run.say(entry, 'dropped', (await deps.drop(entry, 'gone', 'the merge request is gone (404)')).detail);
+    return;
+  }
+  const half = Math.ceil(front.entries.length / 2);
+  for (const [i, entry] of front.entries.entries()) {
+    const cap = i < half ? half : front.entries.length - half;
+    await run.patch(entry.itemKey, (e) => ({ ...withoutCar(e), carCap: cap }));
+    run.say(
+      entry,
+      'waiting',
+      `the car of ${front.entries.length} failed (${why(entry)}): split in cars of ${half} and ${front.entries.length - half}`,
+    );
+  }
+}
+
+/**
+ * Green cars from the front, each member evaluated again (the rule must still hold: the serial
+ * queue's fresh check before a merge): how many land. A car with a member the rule no longer holds
+ * for ends the landing before it.
+ */
+async function stillHeld(run: TrainRun, green: number): Promise<number> {
+  const { deps } = run;
+  if (!deps.processItem || green === 0) return green;
+  const trigger: Trigger = { kind: 'merge_request', action: 'update', byBot: false };
+  // Under the member's comment that queued it, when one did: the note read again, its author's
+  // access read again, no push after it (docs/rules.md#members-commands).
+  // Each its own item (its own lock): evaluated side by side, so the landing waits for the slowest.
+  const evaluate = deps.processItem;
+  await Promise.all(
+    run.cars
+      .slice(0, green)
+      .flatMap((one) => one.entries)
+      .map((entry) =>
+        evaluate({ type: 'merge_request', projectId: entry.projectId, id: entry.mrId }, [
+          entry.trigger ?? trigger,
+        ]),
+      ),
+  );
+  const riding = run.carIds();
+  const landing = run.cars.findIndex(
+    (one, i) => i < green && one.entries.some((e) => riding.get(e.itemKey) !== one.car.id),
+  );
+  return landing === -1 ? green : landing;
+}
+
+/** Gives up every car from `from` on (the front car's verdict made them stale). */
+async function cutFrom(run: TrainRun, from: number): Promise<'on'> {
+  await run.cut(run.cars.slice(from));
+  run.cars = [];
+  return 'on';
+}
+
+/**
+ * Step 2 of a run, once: every consecutive green car at the front lands, all in one fast-forward push
+ * to the last one's commit (each car's commit holds every car ahead of it); then the first car that is
+ * not green is judged as the front. 'stop' when the run must end here (git refused the landing).
+ */
+export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
+  if (run.cars.length === 0) return 'on';
+  let green = 0;
+  let stop: Verdict = { kind: 'green', statuses: {} };
+  for (; green < run.cars.length; green++) {
+    stop = await judge(run, run.cars[green]!);
+    if (stop.kind !== 'green') break;
+  }
+  const landing = await stillHeld(run, green);
+  if (landing > 0) {
+    const outcome = await landCars(run, run.cars.slice(0, landing));
+    if (outcome !== 'landed') return outcome;
+  }
+  if (landing < green) {
+    for (const entry of leftTheirCar(run, run.cars[0]!))
+      run.say(entry, 'dropped', 'its rule no longer holds at the landing (evaluated again)');
+    return cutFrom(run, 0);
+  }
+  if (run.cars.length === 0 || stop.kind === 'unbuilt') return 'on';
+  // The first car that is not green is the front now.
+  const front = run.cars[0]!;
+  const onTop = (entry: QueueEntry) =>
+    `the train's car ${short(front.car.sha)} (${entry.targetBranch} at ${short(front.car.base)} with ${front.car.iids.map((n) => `!${n}`).join(', ')})`;
+  if (stop.kind === 'left') return cutFrom(run, 0);
+  if (stop.kind === 'red') {
+    const { red } = stop;
+    await failed(run, front, 'status_failed', (e) => `${red.join(', ')} failed on ${onTop(e)}`);
+    return cutFrom(run, 1);
+  }
+  if (stop.kind === 'pending') {
+    const { pending, statuses, late } = stop;
+    if (late) {
+      await failed(
+        run,
+        front,
+        'status_timeout',
+        (e) =>
+          `${late.names.map(([n, b]) => `${n} (${b})`).join(', ')} did not succeed on ${onTop(e)} within ${Math.round(late.entry.statusTimeoutMs / 1000)} s${late.entry === e ? '' : ` (the status_timeout of !${late.entry.iid}, in the same car)`}`,
+      );
+      return cutFrom(run, 1);
+    }
+    for (const entry of front.entries)
+      run.say(
+        entry,
+        'waiting',
+        `car 1: waiting for ${pending.map(([n, b]) => `${n} ${b}`).join(', ')} on ${short(front.car.sha)}`,
+        statuses,
+      );
+    await checkCarsBehind(run.deps, run.head.projectId, run.cars.slice(1));
+  }
+  return 'on';
+}

@@ -1,0 +1,135 @@
+/**
+ * One run of a merge train's driver (merge-train.ts), as data shared by its steps: the queue as the
+ * store holds it now, the cars, what the run says (its steps), the branches it gave up and the cars
+ * it built. The steps are in their own files, along the seams of a run: landing what is green
+ * (train-land.ts), judging the front (train-judge.ts), building and pushing cars (train-build.ts),
+ * cleaning up branches (train-cleanup.ts).
+ */
+import type { QueueEntry } from '../../state/index.ts';
+import { queuesOf, queueKeyOf } from '../../state/index.ts';
+import { ApiError, type MergeRequest } from '../../api/index.ts';
+import type { StatusBucket } from '../../rules/index.ts';
+import type { TrainDeps, TrainOutcome, TrainStep } from './train-deps.ts';
+import type { Car } from './train-cars.ts';
+import { FORK_APPROVAL_SETTLE_MS, riderVerdict } from './train-riders.ts';
+import { goneCode } from './queue-told.ts';
+
+export const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
+
+export interface TrainRun {
+  readonly deps: TrainDeps;
+  /** The queue's first entry when the run began: its project, target branch and queue name. */
+  readonly head: QueueEntry;
+  readonly depth: number;
+  readonly batch: number;
+  /** How long a fork's approval settles before its head rides (`api.push_note_lag_ms`). */
+  readonly settleMs: number;
+  readonly targetUrl: string;
+  /** What the run says, per merge request (the sweep's report, the status page, explain). */
+  readonly steps: TrainStep[];
+  /** Branches of cars given up, with the car commit each held (deleted at the end unless a car holds them). */
+  readonly stale: Map<string, string | undefined>;
+  /** Cars built in this run, pushed together at its end. */
+  readonly toPush: Car[];
+  /**
+   * Landed merge requests the server had not marked merged at the first read: read again at the end
+   * of the run, after the next cars are pushed (train-land.ts `confirmLanded`), so the train never
+   * waits for the server's background job.
+   */
+  readonly unconfirmed: { entry: QueueEntry; car: Car['car']; position: number; target: string }[];
+  /** The target branch's head as this run knows it. */
+  target: string;
+  /** The cars that chain on the target, front first. */
+  cars: Car[];
+  say(
+    entry: QueueEntry,
+    outcome: TrainOutcome,
+    detail: string,
+    statuses?: Record<string, StatusBucket>,
+  ): void;
+  /** The queue as the store holds it now, in the queue's order (priority, then arrival). */
+  queueNow(): QueueEntry[];
+  /** Writes train fields onto the entry as the store holds it now (an evaluation may have updated it). */
+  patch(itemKey: string, change: (e: QueueEntry) => QueueEntry): Promise<void>;
+  /** Gives cars up: their members ride again in cars built anew. */
+  cut(cars: readonly Car[]): Promise<void>;
+  readMr(entry: QueueEntry): Promise<MergeRequest | undefined>;
+  /** A member that may not ride any more is taken out (said in the steps); true when it still rides. */
+  stillRides(entry: QueueEntry, mr: MergeRequest | undefined, headWanted?: string): Promise<boolean>;
+  /** The car each merge request still in a queue rides in now (after an evaluation may have moved it). */
+  carIds(): Map<string, string | undefined>;
+}
+
+export const withoutCar = ({ car: _car, ...rest }: QueueEntry): QueueEntry => rest;
+
+export async function startTrainRun(
+  deps: TrainDeps,
+  head: QueueEntry,
+  shape: { depth: number; batch: number },
+): Promise<TrainRun> {
+  const { client, store } = deps;
+  const key = queueKeyOf(head.project, head.targetBranch, head.queue);
+  const steps: TrainStep[] = [];
+  const stale = new Map<string, string | undefined>();
+  const targetUrl = await deps.cloneUrl(head.projectId);
+  const run: TrainRun = {
+    deps,
+    head,
+    depth: shape.depth,
+    batch: shape.batch,
+    settleMs: deps.pushNoteLagMs ?? FORK_APPROVAL_SETTLE_MS,
+    targetUrl,
+    steps,
+    stale,
+    toPush: [],
+    unconfirmed: [],
+    target: (await client.branches.get(head.projectId, head.targetBranch)).commit.id,
+    cars: [],
+    say: (entry, outcome, detail, statuses) =>
+      steps.push({ entry, outcome, detail, ...(statuses ? { statuses } : {}) }),
+    // The one order of the queue (state/queue-order.ts): whichever replica received which hook, the
+    // driver works from the store's entries in priority, then arrival.
+    queueNow: () => queuesOf(store.queued()).get(key) ?? [],
+    async patch(itemKey, change) {
+      const now = store.queued().find((e) => e.itemKey === itemKey && !e.left);
+      if (now) await store.enqueue(change(now));
+    },
+    async cut(cars) {
+      for (const { car, entries } of cars) {
+        if (car.pushedAt !== undefined) deps.events?.carBuilt('replaced');
+        stale.set(car.branch, car.sha);
+        for (const entry of entries) await run.patch(entry.itemKey, withoutCar);
+      }
+    },
+    async readMr(entry) {
+      try {
+        return await client.mergeRequests.get(entry.projectId, entry.mrId);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return undefined;
+        throw error;
+      }
+    },
+    async stillRides(entry, mr, headWanted) {
+      const verdict = await riderVerdict(client, entry, mr, headWanted);
+      if (verdict.kind === 'rides') return true;
+      // The car it rode in goes with it: its branch is deleted with a lease on the car's own commit.
+      if (entry.car && !stale.has(entry.car.branch)) stale.set(entry.car.branch, entry.car.sha);
+      if (verdict.kind === 'unapproved') {
+        run.say(
+          entry,
+          'removed',
+          (await deps.remove(entry, mr!, 'not_allowed', verdict.why, mr!.sha!)).detail,
+        );
+        return false;
+      }
+      const out =
+        verdict.kind === 'gone'
+          ? await deps.drop(entry, goneCode(mr, entry.targetBranch), verdict.why)
+          : await deps.pushedOut(entry, verdict.why);
+      run.say(entry, 'dropped', out.detail);
+      return false;
+    },
+    carIds: () => new Map(store.queued().flatMap((q) => (q.left ? [] : [[q.itemKey, q.car?.id]]))),
+  };
+  return run;
+}
