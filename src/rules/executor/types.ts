@@ -118,7 +118,8 @@ export const failed = (detail: string, error: string, retryable: boolean): CallR
 
 /**
  * One kind of API call (one file each in calls/): how a plan tells two of them apart, whether it
- * waits for a fresh evaluation, and how it is carried out.
+ * waits for a fresh evaluation, how it is carried out, and what a plan says it does. `in K`: one
+ * handler may serve a kind on both items (`CallHandler<'issues.update' | 'mergeRequests.update'>`).
  */
 export interface CallHandler<K extends Op> {
   /** Two calls of this kind with the same key do the same thing to the item: a plan keeps one. */
@@ -131,6 +132,13 @@ export interface CallHandler<K extends Op> {
   freshCheck: boolean;
   /** Re-reads what it changes and acts only when the effect does not hold yet; safe to run twice. */
   perform(ctx: CallContext, call: CallOf<K>): Promise<CallResult>;
+  /**
+   * What the plan of a rules change (rules/repository/plan.ts, `hookbot plan`, the comment on a
+   * merge request that changes `.hookbot.yml`) says the call would do: one line per effect, `{items}`
+   * standing for the items (`would close {items}`); `hideText`: the item is confidential, leave out
+   * any text the call writes.
+   */
+  effects(call: CallOf<K>, hideText: boolean): string[];
   /**
    * In a dry run, what the call would come to as the store alone tells it (no read of the server):
    * a result to report instead of "would call", or undefined. The merge queue's memory of a merge

@@ -45,7 +45,7 @@ import {
   type QueueEvents,
   type RemovalCode,
 } from '../../rules/index.ts';
-import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
+import { ApiError, isOpenState, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 import { pushRefusal } from './queue-push-rule.ts';
@@ -91,7 +91,6 @@ export interface MergeQueueOptions extends SweepRunOptions {
 }
 
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
-const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
 
 /**
  * The comment that queued `entry`, to replay before its merge: with the head the queue pushed itself
@@ -451,7 +450,7 @@ export async function runMergeQueue(
         return drop(entry, 'gone', 'the merge request is gone (404)');
       throw error;
     }
-    if (!isOpen(mr.state)) return drop(entry, goneCode(mr, ''), `the merge request is ${mr.state}`);
+    if (!isOpenState(mr.state)) return drop(entry, goneCode(mr, ''), `the merge request is ${mr.state}`);
     if (mr.target_branch !== entry.targetBranch)
       return drop(entry, 'target_changed', `its target branch is ${mr.target_branch} now`);
     const head = await sourceHead(client, mr);
