@@ -12,4 +12,5 @@ export { type Issue } from './issues.ts';
 export { type MergeOutcome, type MergeRequest } from './merge-requests.ts';
 export { type Note } from './notes.ts';
 export { type Project } from './projects.ts';
+export { isOpenState } from './types.ts';
 export { latestByName, markRepositoryStatus, statusTrust } from './statuses.ts';

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
+import { isOpenState } from './types.ts';
 import type { Change, Http, HttpMethod } from './http.ts';
 import { diffEntrySchema, type Commit } from './commits.ts';
 import { issueSchema, type Issue } from './issues.ts';
@@ -406,7 +407,7 @@ export function createMergeRequestsApi(http: Http) {
         throw error;
       }
       if (mr.state === 'merged') return { outcome: 'merged', mr };
-      if (isOpen(mr.state) && mr.merge_when_build_succeeds) return { outcome: 'armed', mr };
+      if (isOpenState(mr.state) && mr.merge_when_build_succeeds) return { outcome: 'armed', mr };
       return { outcome: 'not_merged', mr };
     },
 
@@ -440,10 +441,6 @@ export function createMergeRequestsApi(http: Http) {
       }
     },
   };
-}
-
-function isOpen(state: string): boolean {
-  return state === 'opened' || state === 'reopened';
 }
 
 /** Maps a failed merge to its outcome; `undefined` means the error is about the call, not the MR: rethrow. */

@@ -69,3 +69,10 @@ export function commaList(values: readonly string[] | string | undefined): strin
     throw new TypeError(`label "${withComma}": a name in a list cannot contain a comma (the separator)`);
   return values.join(',');
 }
+
+/**
+ * Whether an issue or merge request state is open: `opened`, and `reopened`, which v3-era servers
+ * report for a reopened merge request (docs/server-behaviour.md). The one definition: the rules,
+ * the executor and the sweeps all ask it.
+ */
+export const isOpenState = (state: string): boolean => state === 'opened' || state === 'reopened';

@@ -304,7 +304,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
           )
           .meta(meta({ env: 'HOOKBOT_REPOSITORY_RULES' })),
         allow: textList(nonEmptyText()).describe(
-          'Actions repository rules may use besides label, comment, status, assign, unassign, close, reopen, subscribe and unsubscribe: merge, merge_when_build_succeeds, cancel_merge, move (a move only within the namespace), queue, dequeue.',
+          "Actions repository rules may use besides the defaults: the ones docs/rules.md#actions-in-repository-rules lists as needing the operator's permission (generated from the action registry). A move stays within the project's namespace.",
         ),
         queue: section({
           // At most the queue action's own limits (rules/actions/queue.ts MAX_DEPTH, MAX_BATCH).

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { generateRulesSchema, RULES_SCHEMA } from '../../scripts/gen-rules-schema.ts';
+import { expectGenerated } from '../helpers/generated.ts';
 import { main } from '../../src/cli/main.ts';
 import { conditionDefinitions } from '../../src/rules/conditions/index.ts';
 import { actionDefinitions } from '../../src/rules/actions/index.ts';
@@ -68,7 +69,7 @@ describe('hookbot schema', () => {
   });
 
   it('docs/rules.schema.json is the generated file (run npx tsx scripts/gen-rules-schema.ts)', async () => {
-    expect(readFileSync(RULES_SCHEMA, 'utf8')).toBe(await generateRulesSchema());
+    expectGenerated(RULES_SCHEMA, await generateRulesSchema(), 'npx tsx scripts/gen-rules-schema.ts');
   });
 
   it('docs/rules.schema.json holds what hookbot schema prints', async () => {

@@ -6,6 +6,7 @@ import { generateConfigFiles } from '../../scripts/gen-config-example.ts';
 import { configKeys, leafKeys } from '../../src/config/config-keys.ts';
 import { getIn } from '../../src/config/env-overlay.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { expectGenerated } from '../helpers/generated.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const example = `${root}config.example.yml`;
@@ -15,7 +16,7 @@ describe('files generated from the schema', () => {
   it('config.example.yml and docs/configuration.md are current (npx tsx scripts/gen-config-example.ts)', async () => {
     const files = await generateConfigFiles();
     expect(files.map((file) => file.path)).toEqual(['config.example.yml', 'docs/configuration.md']);
-    for (const file of files) expect(readFileSync(`${root}${file.path}`, 'utf8'), file.path).toBe(file.text);
+    for (const file of files) expectGenerated(file.path, file.text, 'npx tsx scripts/gen-config-example.ts');
   });
 
   it.each([

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineAction } from '../engine/define-action.ts';
 import { mergeRequestTarget, skip } from '../engine/planned-call.ts';
-import { isOpen } from '../engine/build-calls.ts';
+import { isOpenState } from '../../api/index.ts';
 
 export const cancelMerge = defineAction({
   inRepositories: 'operator',
@@ -15,7 +15,7 @@ export const cancelMerge = defineAction({
   describe: () => 'cancel merge_when_build_succeeds',
   plan: (_params, { snapshot }) => {
     if (snapshot.kind !== 'merge_request') return [];
-    if (!isOpen(snapshot)) return skip(`the merge request is ${snapshot.state}`);
+    if (!isOpenState(snapshot.state)) return skip(`the merge request is ${snapshot.state}`);
     if (!snapshot.merge_when_build_succeeds && snapshot.botMerge !== true)
       return skip('merge_when_build_succeeds is not set');
     return [

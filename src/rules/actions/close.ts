@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineAction } from '../engine/define-action.ts';
 import { skip } from '../engine/planned-call.ts';
-import { isOpen, updateCall } from '../engine/build-calls.ts';
+import { isOpenState } from '../../api/index.ts';
+import { updateCall } from '../engine/build-calls.ts';
 
 export const close = defineAction({
   inRepositories: 'allowed',
@@ -12,7 +13,7 @@ export const close = defineAction({
   params: z.null(),
   describe: () => 'close',
   plan: (_params, { snapshot }) => {
-    if (!isOpen(snapshot)) return skip(`already ${snapshot.state}`);
+    if (!isOpenState(snapshot.state)) return skip(`already ${snapshot.state}`);
     return [{ call: updateCall(snapshot, { state_event: 'close' }), reason: 'close' }];
   },
 });

@@ -11,11 +11,11 @@ import type { EvalInput } from '../engine/eval-input.ts';
 import type { Approval } from '../engine/planned-call.ts';
 import type { MergeRequestSnapshot } from '../engine/snapshot.ts';
 import { classifyStatus, type StatusBucket } from '../engine/status-buckets.ts';
-import { isOpen } from '../engine/build-calls.ts';
+import { isOpenState } from '../../api/index.ts';
 
 /** Why the merge request cannot be merged at all, or undefined. */
 export function mergeBlocker(mr: MergeRequestSnapshot): string | undefined {
-  if (!isOpen(mr)) return `the merge request is ${mr.state}`;
+  if (!isOpenState(mr.state)) return `the merge request is ${mr.state}`;
   if (mr.work_in_progress) return 'the merge request is work in progress';
   if (mr.sha === null) return 'the head commit is unknown';
   if (mr.merge_status === 'cannot_be_merged') return 'the merge request has conflicts (cannot_be_merged)';

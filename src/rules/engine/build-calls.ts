@@ -29,9 +29,6 @@ export function subscriptionCall(item: ItemSnapshot, subscribe: boolean): ApiCal
   };
 }
 
-/** `opened`, and `reopened` which v3-era servers report for a reopened merge request. */
-export const isOpen = (item: ItemSnapshot): boolean => item.state === 'opened' || item.state === 'reopened';
-
 /**
  * One label change as a write of the whole set, with its delta: the engine merges every label
  * change for an item into one write (the v3 API replaces the set, so two writes would race).

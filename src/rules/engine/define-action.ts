@@ -37,7 +37,8 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType, C = z.output<
   name: string;
   /**
    * Whether the rules of a project's own `.hookbot.yml` may use it by default (`allowed`), or only
-   * when the operator lists it in `rules.repository.allow` (`operator`): docs/repository-rules.md.
+   * when the operator lists it in `rules.repository.allow` (`operator`). The only place it is
+   * written: docs/rules.md#actions-in-repository-rules and the allow-list check are derived from it.
    */
   inRepositories: 'allowed' | 'operator';
   summary: string;

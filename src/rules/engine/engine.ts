@@ -7,7 +7,8 @@
  * executor's writes cause new events, and a new evaluation sees the result (level-triggered).
  */
 import { callKey } from '../executor/calls/index.ts';
-import { isOpen, labelProposal } from './build-calls.ts';
+import { isOpenState } from '../../api/index.ts';
+import { labelProposal } from './build-calls.ts';
 import { planStatus } from './build-status-call.ts';
 import { blockingSentence } from './blocking.ts';
 import { resultOf } from '../conditions/combine.ts';
@@ -191,7 +192,11 @@ function evaluateRule(rule: CompiledRule, input: EvalInput): RuleEvaluation {
     planned: NONE,
   };
   // A summary is for merge requests still open: a merged one's head needs no verdict.
-  if (rule.summaryStatus !== null && input.snapshot.kind === 'merge_request' && isOpen(input.snapshot)) {
+  if (
+    rule.summaryStatus !== null &&
+    input.snapshot.kind === 'merge_request' &&
+    isOpenState(input.snapshot.state)
+  ) {
     const ready = matched && !(actions ?? NONE).some((action) => action.blocks);
     const outcome = planStatus(
       input.snapshot,

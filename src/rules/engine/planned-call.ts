@@ -121,19 +121,19 @@ export interface LabelDelta {
   remove: string[];
 }
 
-/** The call of one kind. */
-export type CallOf<K extends Op> = Extract<ApiCall, { op: K }>;
-
-export type ApiCall = {
-  [K in Op]: {
-    op: K;
-    args: CallArgs[K];
+/** The call of one kind, or of several (`CallOf<'issues.update' | 'mergeRequests.update'>`). */
+export type CallOf<K extends Op> = {
+  [P in K]: {
+    op: P;
+    args: CallArgs[P];
     /** On label writes only. */
     labels?: LabelDelta;
     /** On comments only: the hidden marker the body ends with (see comment-marker.ts). */
     marker?: string;
   };
-}[Op];
+}[K];
+
+export type ApiCall = CallOf<Op>;
 
 /** What an action proposes; the engine stamps the action and rule names on it. */
 export interface Proposal {

@@ -17,6 +17,7 @@ import { done, failed, skipped, type CallContext, type CallResult } from './type
 import {
   ApiError,
   type Issue,
+  isOpenState,
   latestByName,
   markRepositoryStatus,
   type MergeRequest,
@@ -41,9 +42,6 @@ async function writeItem(ctx: CallContext, target: Target, edit: Edit): Promise<
   if (isIssue(target)) await ctx.client.issues.update(target.project, target.issue_id, edit);
   else await ctx.client.mergeRequests.update(target.project, target.merge_request_id, edit);
 }
-
-/** `opened`, and `reopened` which v3-era servers report for a reopened merge request. */
-export const isOpenState = (state: string): boolean => state === 'opened' || state === 'reopened';
 
 /** A delta applied to the set as it is NOW: a label a human added meanwhile stays. */
 export function applyLabelDelta(current: readonly string[], delta: LabelDelta): string[] {

@@ -5,7 +5,7 @@
  */
 import type { WatchEntry } from '../../state/index.ts';
 import { commentTrigger } from './comment-trigger.ts';
-import { isOpenState } from './item-calls.ts';
+import { isOpenState } from '../../api/index.ts';
 import { done, failed, skipped, type CallContext, type CallResult } from './types.ts';
 import type { CallArgs, MergeRequestTarget } from '../engine/planned-call.ts';
 import { ApiError, type MergeOutcome, type MergeRequest } from '../../api/index.ts';

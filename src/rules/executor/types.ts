@@ -4,22 +4,15 @@ import type { CallOf, Op, PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemSnapshot, Trigger } from '../engine/snapshot.ts';
 import type { Client } from '../../api/index.ts';
 
-/** The slice of the client the executor uses: the reads of its re-checks, and the writes of the plan. */
-export interface ExecutorClient {
-  issues: Pick<Client['issues'], 'get' | 'update' | 'move' | 'subscribe' | 'unsubscribe'>;
-  mergeRequests: Pick<
-    Client['mergeRequests'],
-    'get' | 'update' | 'merge' | 'cancelMergeWhenBuildSucceeds' | 'subscribe' | 'unsubscribe'
-  >;
-  notes: Pick<
-    Client['notes'],
-    'listIssueNotes' | 'listMergeRequestNotes' | 'createIssueNote' | 'createMergeRequestNote'
-  >;
-  statuses: Pick<Client['statuses'], 'list' | 'listWithOwn' | 'create'>;
-  users: Pick<Client['users'], 'list'>;
-  projects: Pick<Client['projects'], 'get'>;
-  branches: Pick<Client['branches'], 'get'>;
-}
+/**
+ * The resource families the executor uses: the reads of its re-checks, and the writes of the plan.
+ * Whole families, so that a handler using another method of one of them needs nothing here; a
+ * handler of a family not named yet adds it.
+ */
+export type ExecutorClient = Pick<
+  Client,
+  'issues' | 'mergeRequests' | 'notes' | 'statuses' | 'users' | 'projects' | 'branches'
+>;
 
 export type ExecutorStore = Pick<
   StateStore,
@@ -118,7 +111,8 @@ export const failed = (detail: string, error: string, retryable: boolean): CallR
 
 /**
  * One kind of API call (one file each in calls/): how a plan tells two of them apart, whether it
- * waits for a fresh evaluation, and how it is carried out.
+ * waits for a fresh evaluation, how it is carried out, and what a plan says it does. `in K`: one
+ * handler may serve a kind on both items (`CallHandler<'issues.update' | 'mergeRequests.update'>`).
  */
 export interface CallHandler<K extends Op> {
   /** Two calls of this kind with the same key do the same thing to the item: a plan keeps one. */
@@ -131,6 +125,13 @@ export interface CallHandler<K extends Op> {
   freshCheck: boolean;
   /** Re-reads what it changes and acts only when the effect does not hold yet; safe to run twice. */
   perform(ctx: CallContext, call: CallOf<K>): Promise<CallResult>;
+  /**
+   * What the plan of a rules change (rules/repository/plan.ts, `hookbot plan`, the comment on a
+   * merge request that changes `.hookbot.yml`) says the call would do: one line per effect, `{items}`
+   * standing for the items (`would close {items}`); `hideText`: the item is confidential, leave out
+   * any text the call writes.
+   */
+  effects(call: CallOf<K>, hideText: boolean): string[];
   /**
    * In a dry run, what the call would come to as the store alone tells it (no read of the server):
    * a result to report instead of "would call", or undefined. The merge queue's memory of a merge

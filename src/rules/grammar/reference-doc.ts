@@ -127,6 +127,24 @@ function actionSection(definition: AnyActionDefinition): string[] {
   ];
 }
 
+/**
+ * Which actions a project's own `.hookbot.yml` may use, from each action's `inRepositories`: the one
+ * list of them (docs/repository-rules.md and `rules.repository.allow`'s description point here).
+ */
+function repositoryActionsSection(): string[] {
+  const names = (which: AnyActionDefinition['inRepositories']) =>
+    actionDefinitions
+      .filter((definition) => definition.inRepositories === which)
+      .map((definition) => `\`${definition.name}\``)
+      .join(', ');
+  return [
+    '### Actions in repository rules',
+    '',
+    `A project's own \`.hookbot.yml\` ([repository-rules.md](repository-rules.md)) may use ${names('allowed')} by default; ${names('operator')} only when the operator lists them in \`rules.repository.allow\` (a \`move\` then stays within the project's namespace, a \`queue\` within the operator's limits). Each action below says which it is.`,
+    '',
+  ];
+}
+
 function ruleKeys(): string[] {
   const json = z.toJSONSchema(ruleSchema, { io: 'input', unrepresentable: 'any' }) as Json;
   const required = new Set((json.required as string[] | undefined) ?? []);
@@ -216,6 +234,7 @@ export function renderRulesDoc(): string {
     '',
     'Actions plan API calls; the executor makes them (or, in dry-run, describes them). An action whose effect already holds plans nothing and says why: a present label is not added again, a closed issue is not closed again. All label changes to one item become one write of the whole set, computed from the fresh set, because the v3 API replaces it.',
     '',
+    ...repositoryActionsSection(),
     ...actionDefinitions.flatMap(actionSection),
     ...membersCommandsSection(),
     '## Summary status',

@@ -116,8 +116,10 @@ function unknownKeys(
   schema: () => Record<string, unknown>,
 ): PathMessage[] {
   const role = roleAt(path);
-  const known = keysAt(schema(), path);
+  const allKnown = keysAt(schema(), path);
   return keys.map((key) => {
+    // A key another form of a union knows is no typo of itself: never "did you mean" the same key.
+    const known = allKnown.filter((name) => name !== key);
     const hint =
       didYouMean(key, known) ??
       (known.length > 0 && known.length <= 10
@@ -131,6 +133,39 @@ function unknownKeys(
 
 const depthOf = (issues: readonly Issue[]): number =>
   Math.max(...issues.map((issue) => issue.path.length * 2 + (issue.code === 'invalid_type' ? 0 : 1)));
+
+/**
+ * How well a union's branch fits a mapping: the keys of the input it knows (those its own
+ * `unrecognized_keys` at the union's place do not list). Undefined when the input is no mapping.
+ */
+function matchingKeys(issues: readonly Issue[], value: unknown): number | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const unknown = new Set(
+    issues.flatMap((issue) =>
+      issue.code === 'unrecognized_keys' && issue.path.length === 0 ? issue.keys : [],
+    ),
+  );
+  return Object.keys(value).filter((key) => !unknown.has(key)).length;
+}
+
+/**
+ * The branch of a union the writer meant: for a mapping, the one that knows most of its keys, then
+ * the one with fewest problems; otherwise (and on a tie) the one that got furthest into the value.
+ * Without the keys first, a form that knows none of them but fails deeper would win, and report the
+ * writer's keys as unknown.
+ */
+function meantBranch(branches: readonly (readonly Issue[])[], value: unknown): readonly Issue[] | undefined {
+  const score = (issues: readonly Issue[]) => [
+    matchingKeys(issues, value) ?? 0,
+    -issues.length,
+    depthOf(issues),
+  ];
+  return [...branches].sort((a, b) => {
+    const [x, y] = [score(a), score(b)];
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return y[i]! - x[i]!;
+    return 0;
+  })[0];
+}
 
 function fromIssue(
   issue: Issue,
@@ -175,9 +210,8 @@ function fromIssue(
       return [{ path, message }];
     }
     case 'invalid_union': {
-      // The branch that got furthest is the one the writer meant.
       const branches = issue.errors.filter((errors) => errors.length > 0);
-      const best = [...branches].sort((a, b) => depthOf(b) - depthOf(a))[0];
+      const best = meantBranch(branches, value);
       const rootTypeOnly = (errors: readonly Issue[]) =>
         errors.every((e) => e.path.length === 0 && e.code === 'invalid_type');
       if (!best || branches.every(rootTypeOnly)) {

@@ -20,6 +20,7 @@
  * Recording never fails the queue: an error is logged and the queue goes on.
  */
 import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
+import { unhandled } from '../../text/index.ts';
 
 /**
  * Why a merge request left its queue, as a stable code: the label of
@@ -159,6 +160,8 @@ export function queueEventWords(event: QueueEventRecord): { headline: string; de
         headline: `merge queue: left (${event.code ?? 'unknown'})`,
         detail: `out of ${where} at once, without a comment: ${event.reason ?? ''}`,
       };
+    default:
+      return unhandled(event.kind, 'queue event kind');
   }
 }
 

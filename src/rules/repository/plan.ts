@@ -20,12 +20,12 @@
 import { clientOver, refuseWrites, type Client, type Issue } from '../../api/index.ts';
 import { ruleSet, type CompiledRuleSet } from '../engine/compile.ts';
 import { evaluate, type Evaluation } from '../engine/engine.ts';
-import type { PlannedCall } from '../engine/planned-call.ts';
 import type { BotIdentity, ItemKind, Trigger } from '../engine/snapshot.ts';
 import { createSnapshotReader } from '../item/read-snapshot.ts';
 import { readAudience, type Reader } from './plan-access.ts';
 import { counted } from '../../text/index.ts';
 import type { QueueEntry } from '../../state/index.ts';
+import { callEffects } from '../executor/calls/index.ts';
 import { notQueuedAgain } from '../executor/calls/merge-queue-enqueue.ts';
 import { itemKeyOf } from '../executor/ids.ts';
 
@@ -104,60 +104,8 @@ const KIND_WORDS: Record<ItemKind, [string, string]> = {
 
 const itemName = (kind: ItemKind, iid: number): string => `${kind === 'issue' ? '#' : '!'}${iid}`;
 
-/** Each planned call as one or more effects, in words (labels one by one); `hideText`: no comment text. */
-function effectsOf(call: PlannedCall, hideText: boolean): string[] {
-  const { op, args } = call.call;
-  switch (op) {
-    case 'issues.update':
-    case 'mergeRequests.update': {
-      const effects: string[] = [];
-      for (const name of call.call.labels?.add ?? []) effects.push(`would add label ${name} to {items}`);
-      for (const name of call.call.labels?.remove ?? [])
-        effects.push(`would remove label ${name} from {items}`);
-      if (!call.call.labels && args.edit.labels)
-        effects.push(`would set labels ${args.edit.labels.join(', ')} on {items}`);
-      if (args.edit.state_event) effects.push(`would ${args.edit.state_event} {items}`);
-      return effects;
-    }
-    case 'issues.assign':
-    case 'mergeRequests.assign':
-      return [
-        args.username === null ? 'would unassign {items}' : `would assign @${args.username} to {items}`,
-      ];
-    case 'notes.createIssueNote':
-    case 'notes.createMergeRequestNote': {
-      if (hideText) return ['would comment on {items} (the text is not shown: confidential)'];
-      const text = args.body
-        .replace(/<!-- hookbot:[^>]*-->/g, '')
-        .trim()
-        .replace(/\s+/g, ' ');
-      return [`would comment "${text.length > 60 ? `${text.slice(0, 59)}…` : text}" on {items}`];
-    }
-    case 'issues.move':
-      return [`would move {items} to ${args.to_project}`];
-    case 'statuses.create':
-      return [`would set status ${args.name} to ${args.state} on {items}`];
-    case 'mergeRequests.merge':
-      return ['would merge now'];
-    case 'mergeRequests.mergeWhenBuildSucceeds':
-      return ['would arm merge when build succeeds on {items}'];
-    case 'mergeRequests.cancelMergeWhenBuildSucceeds':
-      return ['would cancel merge when build succeeds on {items}'];
-    case 'mergeQueue.enqueue':
-      return [`would put {items} in the merge queue ${args.queue} for ${args.target_branch}`];
-    case 'mergeQueue.dequeue':
-      return ['would take {items} out of its merge queue'];
-    case 'issues.subscribe':
-    case 'mergeRequests.subscribe':
-      return ['would subscribe to {items}'];
-    case 'issues.unsubscribe':
-    case 'mergeRequests.unsubscribe':
-      return ['would unsubscribe from {items}'];
-  }
-}
-
 const planEffects = (evaluation: Evaluation, hideText: boolean): Set<string> =>
-  new Set(evaluation.plan.flatMap((call) => effectsOf(call, hideText)));
+  new Set(evaluation.plan.flatMap((planned) => callEffects(planned.call, hideText)));
 
 /** The rules that match, by name, with what they do. */
 function matchedRules(evaluation: Evaluation): Map<string, string> {

@@ -34,7 +34,7 @@ import {
   disarmIfOutgrown,
   runNow,
 } from '../../rules/index.ts';
-import { ApiError, type Client, type MergeRequest } from '../../api/index.ts';
+import { ApiError, isOpenState, type Client, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
 
 export interface MergeWatchDeps {
@@ -96,7 +96,6 @@ export interface MergeWatchReport {
 }
 
 const short = (sha: string): string => sha.slice(0, 8);
-const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
 
 function emptyCounts(): Record<WatchOutcome, number> {
   return {
@@ -179,7 +178,7 @@ export async function runMergeWatch(
         return drop(entry, 'the merge request is gone (404)');
       throw error;
     }
-    if (!isOpen(mr.state)) {
+    if (!isOpenState(mr.state)) {
       // Closed while armed: the server keeps the arming (8.x cancels it on no close, and a push
       // while closed does not disarm it), so the merge request stays watched: at its reopen, the
       // bot sees whether it is still the head and target it armed for (rules/item/disarm.ts).

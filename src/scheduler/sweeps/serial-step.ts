@@ -8,7 +8,7 @@
 import type { QueueEntry } from '../../state/index.ts';
 import { counted } from '../../text/index.ts';
 import type { PlannedCall, StatusBucket, Trigger, QueueEvents } from '../../rules/index.ts';
-import { ApiError, type MergeRequest } from '../../api/index.ts';
+import { ApiError, isOpenState, type MergeRequest } from '../../api/index.ts';
 import { requiredBuckets, sourceHead } from './head-statuses.ts';
 import { pushRefusal } from './queue-push-rule.ts';
 import { goneCode, serialLanded } from './queue-told.ts';
@@ -17,7 +17,6 @@ import type { MergeQueueDeps } from './merge-queue-deps.ts';
 import type { QueueExits } from './queue-exits.ts';
 
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
-const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
 
 /**
  * The comment that queued `entry`, to replay before its merge: with the head the queue pushed itself
@@ -54,7 +53,7 @@ export function serialStep(
         return drop(entry, 'gone', 'the merge request is gone (404)');
       throw error;
     }
-    if (!isOpen(mr.state)) return drop(entry, goneCode(mr, ''), `the merge request is ${mr.state}`);
+    if (!isOpenState(mr.state)) return drop(entry, goneCode(mr, ''), `the merge request is ${mr.state}`);
     if (mr.target_branch !== entry.targetBranch)
       return drop(entry, 'target_changed', `its target branch is ${mr.target_branch} now`);
     const head = await sourceHead(client, mr);

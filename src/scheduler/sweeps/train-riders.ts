@@ -4,7 +4,7 @@
  * train tested, at the head a member approved, and, for a fork's, only at an approved head. The
  * driver (merge-train.ts) takes out those that may not.
  */
-import type { Client, MergeRequest } from '../../api/index.ts';
+import { isOpenState, type Client, type MergeRequest } from '../../api/index.ts';
 import { changeAfter } from '../../rules/index.ts';
 import type { QueueEntry } from '../../state/index.ts';
 
@@ -29,7 +29,6 @@ export type RiderVerdict =
   | { kind: 'unapproved'; why: string };
 
 const short = (sha: string | undefined | null): string => (sha ? sha.slice(0, 7) : 'none');
-const isOpen = (state: string): boolean => state === 'opened' || state === 'reopened';
 const isFork = (entry: QueueEntry, mr: MergeRequest): boolean => mr.source_project_id !== entry.projectId;
 
 /** A fork's member whose approval was recorded less than `settleMs` ago. */
@@ -55,7 +54,7 @@ export async function riderVerdict(
   headWanted?: string,
 ): Promise<RiderVerdict> {
   if (!mr) return { kind: 'gone', why: 'the merge request is gone (404)' };
-  if (!isOpen(mr.state)) return { kind: 'gone', why: `the merge request is ${mr.state}` };
+  if (!isOpenState(mr.state)) return { kind: 'gone', why: `the merge request is ${mr.state}` };
   if (mr.target_branch !== entry.targetBranch)
     return { kind: 'gone', why: `its target branch is ${mr.target_branch} now` };
   if (!mr.sha) return { kind: 'gone', why: 'its source branch is gone' };

@@ -5,10 +5,11 @@ import { generateRulesDoc, RULES_DOC } from '../../../scripts/gen-rules-doc.ts';
 import { actionDefinitions } from '../../../src/rules/actions/index.ts';
 import { conditionDefinitions } from '../../../src/rules/conditions/index.ts';
 import { exampleLine, flowYaml } from '../../../src/rules/grammar/reference-doc.ts';
+import { expectGenerated } from '../../helpers/generated.ts';
 
 describe('the rules reference', () => {
   it('docs/rules.md is the generated text (run npx tsx scripts/gen-rules-doc.ts)', async () => {
-    expect(await readFile(RULES_DOC, 'utf8')).toBe(await generateRulesDoc());
+    expectGenerated(RULES_DOC, await generateRulesDoc(), 'npx tsx scripts/gen-rules-doc.ts');
   });
 
   it('lists every condition and action', async () => {

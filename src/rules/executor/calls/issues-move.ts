@@ -6,5 +6,6 @@ import { moveIssue } from '../item-calls.ts';
 export const issuesMove: CallHandler<'issues.move'> = {
   key: (call) => argsKey(call),
   freshCheck: true,
+  effects: (call) => [`would move {items} to ${call.args.to_project}`],
   perform: (ctx, call) => moveIssue(ctx, call.args),
 };

@@ -14,6 +14,7 @@ import { argsKey } from './keys.ts';
 export const mergeQueueDequeue: CallHandler<'mergeQueue.dequeue'> = {
   key: (call) => argsKey(call),
   freshCheck: false,
+  effects: () => ['would take {items} out of its merge queue'],
   perform: async (ctx, call) => {
     const entry = ctx.store.queued().find((one) => one.itemKey === ctx.itemKey);
     if (!entry) return skipped('not in a merge queue');

@@ -35,6 +35,9 @@ export function notQueuedAgain(
 export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
   key: (call) => argsKey(call),
   freshCheck: false,
+  effects: (call) => [
+    `would put {items} in the merge queue ${call.args.queue} for ${call.args.target_branch}`,
+  ],
   dryRun: (store, itemKey, call) => {
     const why = notQueuedAgain(store.queued(), itemKey, call.args);
     return why === undefined ? undefined : skipped(why);

@@ -7,5 +7,6 @@ export const mergeRequestsCancelMergeWhenBuildSucceeds: CallHandler<'mergeReques
   {
     key: (call) => argsKey(call),
     freshCheck: true,
+    effects: () => ['would cancel merge when build succeeds on {items}'],
     perform: (ctx, call) => cancelMergeWhenBuildSucceeds(ctx, call.args),
   };

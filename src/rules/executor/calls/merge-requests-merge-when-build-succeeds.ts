@@ -6,5 +6,6 @@ import { mergeWhenBuildSucceeds } from '../merge-calls.ts';
 export const mergeRequestsMergeWhenBuildSucceeds: CallHandler<'mergeRequests.mergeWhenBuildSucceeds'> = {
   key: (call) => argsKey(call),
   freshCheck: true,
+  effects: () => ['would arm merge when build succeeds on {items}'],
   perform: (ctx, call) => mergeWhenBuildSucceeds(ctx, call.args),
 };

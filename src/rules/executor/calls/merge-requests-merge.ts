@@ -6,5 +6,6 @@ import { merge } from '../merge-calls.ts';
 export const mergeRequestsMerge: CallHandler<'mergeRequests.merge'> = {
   key: (call) => argsKey(call),
   freshCheck: true,
+  effects: () => ['would merge now'],
   perform: (ctx, call) => merge(ctx, call.args),
 };

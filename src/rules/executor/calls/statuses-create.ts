@@ -6,5 +6,6 @@ import { postStatus } from '../item-calls.ts';
 export const statusesCreate: CallHandler<'statuses.create'> = {
   key: (call) => statusKey(call),
   freshCheck: false,
+  effects: (call) => [`would set status ${call.args.name} to ${call.args.state} on {items}`],
   perform: (ctx, call) => postStatus(ctx, call.args),
 };
