@@ -366,9 +366,10 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
   // the front; its car and those behind kept the CI busy for nothing until then.
   it('a push to the source of a car behind the front acts at the next run, while the front still builds: that car and those behind are built again at once', async () => {
     // The front car's build never reports, so the front stays where it is while the push is acted on.
-    let front: number | undefined;
+    // (Set once a's iid is known; 0 is no merge request's.)
+    let front = 0;
     const w = await world('depth: 3', {
-      modeOf: (branch) => (front !== undefined && branch.endsWith(`/${front}`) ? 'pending-forever' : 'normal'),
+      modeOf: (branch) => (branch.endsWith(`/${front}`) ? 'pending-forever' : 'normal'),
     });
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
     const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
