@@ -13,7 +13,11 @@
 import type { CliIo, RegisterCommand } from './command.ts';
 import { configProblems } from './config-problems.ts';
 import { counted } from '../text/index.ts';
-import type { ProjectRules } from '../rules/index.ts';
+import type { Config } from '../config/index.ts';
+import type { HookbotLogger } from '../ops/index.ts';
+import type { echoPauses, loadRules, ProjectRules } from '../rules/index.ts';
+import type { SweepSet } from '../scheduler/index.ts';
+import type { createStoreFromConfig } from '../state-from-config.ts';
 
 interface SweepCommandOptions {
   once?: boolean;
@@ -44,6 +48,14 @@ function progressLine(io: CliIo, enabled: boolean) {
   };
 }
 
+type SweepRules = Awaited<ReturnType<typeof loadRules>>;
+type SweepStore = ReturnType<typeof createStoreFromConfig>;
+/** The server swept: the configuration's `api.url` and `api.token`, both set. */
+interface SweepServer {
+  url: string;
+  token: string;
+}
+
 export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): Promise<number> {
   if (!options.once) {
     io.err(
@@ -55,35 +67,57 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     io.err(`hookbot sweep: --project must be namespace/project, e.g. acme/web (got "${options.project}")\n`);
     return 2;
   }
-
+  const loaded = await loadConfigAndRules(options, io);
+  if (typeof loaded === 'number') return loaded;
+  const { config, server, rules } = loaded;
   // Loaded here so that `hookbot --help` stays fast.
-  const { loadConfig } = await import('../config/index.ts');
-  const { loadRules, createRepositoryRules, repositoryPolicy, formatProblem } =
-    await import('../rules/index.ts');
-  const { createClient, statusTrust } = await import('../api/index.ts');
-  const {
-    approveEcho,
-    createExecutor,
-    createFreshCheck,
-    createQueueEvents,
-    createSnapshotReader,
-    echoPauses,
-  } = await import('../rules/index.ts');
   const { createStoreFromConfig } = await import('../state-from-config.ts');
   const { createLogger } = await import('../ops/index.ts');
-  const {
-    createSweepSet,
-    enabledSweeps,
-    gitAccessOf,
-    sweepSettingsOf,
-    summarise,
-    needsAttention,
-    approve,
-    definitionHash,
-    pauseOf,
-  } = await import('../scheduler/index.ts');
-  const { apiProblem, missingProject } = await import('./api-problem.ts');
+  const { apiProblem } = await import('./api-problem.ts');
 
+  const isTty = process.stderr.isTTY === true;
+  const log = createLogger({
+    level: 'warn',
+    format: config.log.format,
+    destination: process.stderr,
+    isTty,
+    secrets: [config.api.token, config.webhook.secret, config.git.password],
+  });
+  const dryRun = options.dryRun ?? false;
+  // The state file, or the replicas' database (this run takes no delivery over: it sweeps only).
+  const store = createStoreFromConfig(config.state, { log, takeDeliveries: false });
+  await store.open();
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  const progress = progressLine(io, isTty);
+  try {
+    const sweeps = await createSweeps({ options, io, config, server, rules, store, log, dryRun });
+    if (typeof sweeps === 'number') return sweeps;
+    const named = await checkNamedRules({ options, io, rules, store, sweeps });
+    if (named === undefined) return 1;
+    const approved = await approveNamedRule({ options, io, store, dryRun, named });
+    return await runSweeps({ options, io, config, sweeps, approved, signal: controller.signal, progress });
+  } catch (error) {
+    const problem = apiProblem(error, server.url);
+    if (problem === undefined) throw error;
+    io.err(`hookbot sweep: ${problem}\n`);
+    return 1;
+  } finally {
+    progress.clear();
+    process.off('SIGINT', onSignal);
+    await store.close();
+  }
+}
+
+/** The configuration (with a server to sweep) and the rules, or the exit code of their problems. */
+async function loadConfigAndRules(
+  options: SweepCommandOptions,
+  io: CliIo,
+): Promise<number | { config: Config; server: SweepServer; rules: SweepRules }> {
+  // Loaded here so that `hookbot --help` stays fast.
+  const { loadConfig } = await import('../config/index.ts');
+  const { loadRules, formatProblem } = await import('../rules/index.ts');
   // A sweep receives no deliveries: it needs no webhook secret.
   const loaded = loadConfig({
     file: options.config,
@@ -110,188 +144,231 @@ export async function runSweepCommand(options: SweepCommandOptions, io: CliIo): 
     );
     return 1;
   }
+  return { config, server: { url: config.api.url, token: config.api.token }, rules };
+}
 
-  const isTty = process.stderr.isTTY === true;
-  const log = createLogger({
-    level: 'warn',
-    format: config.log.format,
-    destination: process.stderr,
-    isTty,
-    secrets: [config.api.token, config.webhook.secret, config.git.password],
+/**
+ * The sweeps as the running bot runs them: its client, identity, rules (repository rules
+ * layered), reader and executor; or the exit code when `--project` names no project.
+ */
+async function createSweeps(run: {
+  options: SweepCommandOptions;
+  io: CliIo;
+  config: Config;
+  server: SweepServer;
+  rules: SweepRules;
+  store: SweepStore;
+  log: HookbotLogger;
+  dryRun: boolean;
+}): Promise<number | SweepSet> {
+  const { options, io, config, server, rules, store, log, dryRun } = run;
+  const { createRepositoryRules, repositoryPolicy } = await import('../rules/index.ts');
+  const { createClient, statusTrust } = await import('../api/index.ts');
+  const { createExecutor, createFreshCheck, createQueueEvents, createSnapshotReader } =
+    await import('../rules/index.ts');
+  const { createSweepSet, gitAccessOf, sweepSettingsOf } = await import('../scheduler/index.ts');
+  const { missingProject } = await import('./api-problem.ts');
+  // Whose statuses count, as the running bot counts them (rules.status_authors).
+  const trust = statusTrust(config.rules.status_authors, () => me?.username);
+  const client = createClient({
+    baseUrl: server.url,
+    token: server.token,
+    tokenType: config.api.token_type,
+    timeoutMs: config.api.timeout_ms,
+    concurrency: config.api.concurrency,
+    retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
+    ...(trust ? { statusTrust: trust } : {}),
   });
-  const dryRun = options.dryRun ?? false;
-  // The state file, or the replicas' database (this run takes no delivery over: it sweeps only).
-  const store = createStoreFromConfig(config.state, { log, takeDeliveries: false });
-  await store.open();
-  const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  process.once('SIGINT', onSignal);
-  const progress = progressLine(io, isTty);
-  try {
-    // Whose statuses count, as the running bot counts them (rules.status_authors).
-    const trust = statusTrust(config.rules.status_authors, () => me?.username);
-    const client = createClient({
-      baseUrl: config.api.url,
-      token: config.api.token,
-      tokenType: config.api.token_type,
-      timeoutMs: config.api.timeout_ms,
-      concurrency: config.api.concurrency,
-      retry: { limit: config.api.retry.limit, baseDelayMs: config.api.retry.base_delay_ms },
-      ...(trust ? { statusTrust: trust } : {}),
-    });
-    const central = { forProject: (path: string) => rules.byProject(path) };
-    // The bot's own user, as the running bot knows it: comment markers count only in its notes.
-    const me = config.api.bot_username
-      ? { username: config.api.bot_username }
-      : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
-    // Repository rules, as the running bot layers them (a dry run posts no hookbot/config status).
-    let projectRules: ProjectRules = central;
-    if (config.rules.repository.enabled) {
-      const repository = createRepositoryRules({
-        central,
-        policy: repositoryPolicy(config.rules.repository.allow, {
-          maxDepth: config.rules.repository.queue.max_depth,
-          maxBatch: config.rules.repository.queue.max_batch,
-        }),
-        postStatuses: !dryRun,
-        log,
-      });
-      repository.attach({ client, bot: me, planClient: () => client });
-      projectRules = repository;
-    }
-    if (options.project !== undefined) {
-      // Checked once here: otherwise every sweep reports the same 404 with its own stack trace.
-      const missing = await missingProject(client, options.project);
-      if (missing !== undefined) {
-        io.err(`hookbot sweep: ${missing}\n`);
-        return 1;
-      }
-    }
-    const reader = createSnapshotReader(client, {
-      bot: me,
-      watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
-    });
-    const executor = createExecutor({
-      client,
-      store,
-      dryRun,
-      ...(store.fleet ? { fleet: store.fleet } : {}),
+  const central = { forProject: (path: string) => rules.byProject(path) };
+  // The bot's own user, as the running bot knows it: comment markers count only in its notes.
+  const me = config.api.bot_username
+    ? { username: config.api.bot_username }
+    : await client.users.current().then((user) => ({ id: user.id, username: user.username }));
+  // Repository rules, as the running bot layers them (a dry run posts no hookbot/config status).
+  let projectRules: ProjectRules = central;
+  if (config.rules.repository.enabled) {
+    const repository = createRepositoryRules({
+      central,
+      policy: repositoryPolicy(config.rules.repository.allow, {
+        maxDepth: config.rules.repository.queue.max_depth,
+        maxBatch: config.rules.repository.queue.max_batch,
+      }),
+      postStatuses: !dryRun,
       log,
-      bot: me,
-      freshCheck: createFreshCheck({ reader, rules: projectRules }),
     });
-    const sweeps = createSweepSet(
-      {
-        client,
-        store,
-        rules: projectRules,
-        executor,
-        reader,
-        bot: me,
-        log,
-        // The queue's story for explain (no metrics: a one-off run has no /metrics).
-        queueEvents: createQueueEvents({ store, now: () => Date.now(), log }),
-        ...gitAccessOf(config, me.username),
-      },
-      sweepSettingsOf(config),
-    );
-
-    let exitCode = 0;
-    const named = [options.rule, options.approve].filter((name) => name !== undefined);
-    const projects =
-      named.length > 0
-        ? await sweeps.projects(options.project !== undefined ? { project: options.project } : {})
-        : [];
-    /** The scheduled rules of that name in the projects swept (a project file may redefine one). */
-    const scheduledNamed = (name: string) =>
-      projects.flatMap((path) =>
-        rules.byProject(path).rules.filter((rule) => rule.name === name && rule.schedule !== null),
-      );
-    // A rule paused by the echo brake (hook-driven, rules/item/echo-brake.ts) is approved the same way.
-    const echoPaused = (name: string) =>
-      echoPauses(store, {
-        rule: name,
-        ...(options.project !== undefined ? { project: options.project } : {}),
-      });
-    for (const name of named) {
-      if (scheduledNamed(name).length > 0) continue;
-      if (name === options.approve && echoPaused(name).length > 0) continue;
-      const where = projects.length === 1 ? projects[0] : 'the configured projects';
-      io.err(`hookbot sweep: no scheduled rule named "${name}" in the rules of ${where}\n`);
+    repository.attach({ client, bot: me, planClient: () => client });
+    projectRules = repository;
+  }
+  if (options.project !== undefined) {
+    // Checked once here: otherwise every sweep reports the same 404 with its own stack trace.
+    const missing = await missingProject(client, options.project);
+    if (missing !== undefined) {
+      io.err(`hookbot sweep: ${missing}\n`);
       return 1;
     }
+  }
+  const reader = createSnapshotReader(client, {
+    bot: me,
+    watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
+  });
+  const executor = createExecutor({
+    client,
+    store,
+    dryRun,
+    ...(store.fleet ? { fleet: store.fleet } : {}),
+    log,
+    bot: me,
+    freshCheck: createFreshCheck({ reader, rules: projectRules }),
+  });
+  return createSweepSet(
+    {
+      client,
+      store,
+      rules: projectRules,
+      executor,
+      reader,
+      bot: me,
+      log,
+      // The queue's story for explain (no metrics: a one-off run has no /metrics).
+      queueEvents: createQueueEvents({ store, now: () => Date.now(), log }),
+      ...gitAccessOf(config, me.username),
+    },
+    sweepSettingsOf(config),
+  );
+}
 
-    const approved = new Set<string>();
-    if (options.approve !== undefined) {
-      const name = options.approve;
-      const echoes = echoPaused(name);
-      for (const paused of echoes)
-        if (dryRun) io.out(`rule "${name}" would be approved in ${paused.project} (dry run)\n`);
-        else {
-          await approveEcho(store, name, paused.project, Date.now());
-          io.out(
-            `rule "${name}" approved in ${paused.project}: its writes after the bot's own changes are counted afresh\n`,
-          );
-        }
-      // An approval given before the breaker trips counts as one given after: the preview of a dry
-      // run says "would be paused; approve with ...", and running exactly that must go through.
-      const definitions = scheduledNamed(name).map(definitionHash);
-      if (!pauseOf(store, name)) {
-        if (definitions.length === 0) {
-          if (echoes.length === 0) io.out(`rule "${name}" is not paused: nothing to approve\n`);
-        } else if (dryRun) {
-          approved.add(name);
-          io.out(
-            `rule "${name}" is not paused; it would be approved in advance (dry run: previewing as if it were)\n`,
-          );
-        } else {
-          await approve(store, name, definitions, Date.now());
-          io.out(
-            `rule "${name}" is not paused: its current definition is approved in advance, so the circuit breaker lets it past max_items and max_share, in this run and the next ones until its definition changes (the budget still bounds each run)\n`,
-          );
-        }
+/** What `--rule` and `--approve` name, found in the projects swept. */
+interface NamedRules {
+  /** The scheduled rules of that name in the projects swept (a project file may redefine one). */
+  scheduledNamed: (name: string) => ReturnType<SweepRules['byProject']>['rules'];
+  /** The echo brake's pauses of that rule. */
+  echoPaused: (name: string) => ReturnType<typeof echoPauses>;
+}
+
+/** Checks that the rules `--rule` and `--approve` name exist (undefined, said on stderr, when not). */
+async function checkNamedRules(run: {
+  options: SweepCommandOptions;
+  io: CliIo;
+  rules: SweepRules;
+  store: SweepStore;
+  sweeps: SweepSet;
+}): Promise<NamedRules | undefined> {
+  const { options, io, rules, store, sweeps } = run;
+  const { echoPauses } = await import('../rules/index.ts');
+  const named = [options.rule, options.approve].filter((name) => name !== undefined);
+  const projects =
+    named.length > 0
+      ? await sweeps.projects(options.project !== undefined ? { project: options.project } : {})
+      : [];
+  /** The scheduled rules of that name in the projects swept (a project file may redefine one). */
+  const scheduledNamed = (name: string) =>
+    projects.flatMap((path) =>
+      rules.byProject(path).rules.filter((rule) => rule.name === name && rule.schedule !== null),
+    );
+  // A rule paused by the echo brake (hook-driven, rules/item/echo-brake.ts) is approved the same way.
+  const echoPaused = (name: string) =>
+    echoPauses(store, {
+      rule: name,
+      ...(options.project !== undefined ? { project: options.project } : {}),
+    });
+  for (const name of named) {
+    if (scheduledNamed(name).length > 0) continue;
+    if (name === options.approve && echoPaused(name).length > 0) continue;
+    const where = projects.length === 1 ? projects[0] : 'the configured projects';
+    io.err(`hookbot sweep: no scheduled rule named "${name}" in the rules of ${where}\n`);
+    return undefined;
+  }
+  return { scheduledNamed, echoPaused };
+}
+
+/** `--approve`: approves the rule (or, in a dry run, previews as if it were); the rules approved. */
+async function approveNamedRule(run: {
+  options: SweepCommandOptions;
+  io: CliIo;
+  store: SweepStore;
+  dryRun: boolean;
+  named: NamedRules;
+}): Promise<Set<string>> {
+  const { options, io, store, dryRun } = run;
+  const { scheduledNamed, echoPaused } = run.named;
+  const { approveEcho } = await import('../rules/index.ts');
+  const { approve, definitionHash, pauseOf } = await import('../scheduler/index.ts');
+  const approved = new Set<string>();
+  if (options.approve !== undefined) {
+    const name = options.approve;
+    const echoes = echoPaused(name);
+    for (const paused of echoes)
+      if (dryRun) io.out(`rule "${name}" would be approved in ${paused.project} (dry run)\n`);
+      else {
+        await approveEcho(store, name, paused.project, Date.now());
+        io.out(
+          `rule "${name}" approved in ${paused.project}: its writes after the bot's own changes are counted afresh\n`,
+        );
+      }
+    // An approval given before the breaker trips counts as one given after: the preview of a dry
+    // run says "would be paused; approve with ...", and running exactly that must go through.
+    const definitions = scheduledNamed(name).map(definitionHash);
+    if (!pauseOf(store, name)) {
+      if (definitions.length === 0) {
+        if (echoes.length === 0) io.out(`rule "${name}" is not paused: nothing to approve\n`);
       } else if (dryRun) {
         approved.add(name);
-        io.out(`rule "${name}" would be approved (dry run: previewing as if it were)\n`);
+        io.out(
+          `rule "${name}" is not paused; it would be approved in advance (dry run: previewing as if it were)\n`,
+        );
       } else {
         await approve(store, name, definitions, Date.now());
-        io.out(`rule "${name}" approved: its current definition is exempt from the circuit breaker\n`);
+        io.out(
+          `rule "${name}" is not paused: its current definition is approved in advance, so the circuit breaker lets it past max_items and max_share, in this run and the next ones until its definition changes (the budget still bounds each run)\n`,
+        );
       }
+    } else if (dryRun) {
+      approved.add(name);
+      io.out(`rule "${name}" would be approved (dry run: previewing as if it were)\n`);
+    } else {
+      await approve(store, name, definitions, Date.now());
+      io.out(`rule "${name}" approved: its current definition is exempt from the circuit breaker\n`);
     }
-
-    const names = options.rule !== undefined ? (['rules'] as const) : enabledSweeps(config);
-    for (const name of names) {
-      if (controller.signal.aborted) break;
-      const report = await sweeps.run(name, {
-        force: true,
-        signal: controller.signal,
-        onProgress: (p) =>
-          progress.update(
-            `${p.sweep}: ${p.scope}: ${counted(p.items, 'item')}${p.pages ? `, ${counted(p.pages, 'page')}` : ''}`,
-          ),
-        ...(options.project !== undefined ? { project: options.project } : {}),
-        ...(options.rule !== undefined ? { rule: options.rule } : {}),
-        ...(approved.size > 0 ? { assumeApproved: approved } : {}),
-      });
-      progress.clear();
-      io.out(`${summarise(report)}\n`);
-      if (needsAttention(report)) exitCode = 1;
-    }
-    if (controller.signal.aborted) {
-      io.err('hookbot sweep: interrupted; what was done stays done, the rest waits for the next run\n');
-      exitCode = 1;
-    }
-    return exitCode;
-  } catch (error) {
-    const problem = apiProblem(error, config.api.url);
-    if (problem === undefined) throw error;
-    io.err(`hookbot sweep: ${problem}\n`);
-    return 1;
-  } finally {
-    progress.clear();
-    process.off('SIGINT', onSignal);
-    await store.close();
   }
+  return approved;
+}
+
+/** Runs the sweeps one after the other, printing each report; the exit code. */
+async function runSweeps(run: {
+  options: SweepCommandOptions;
+  io: CliIo;
+  config: Config;
+  sweeps: SweepSet;
+  approved: ReadonlySet<string>;
+  signal: AbortSignal;
+  progress: ReturnType<typeof progressLine>;
+}): Promise<number> {
+  const { options, io, config, sweeps, approved, signal, progress } = run;
+  const { enabledSweeps, summarise, needsAttention } = await import('../scheduler/index.ts');
+  let exitCode = 0;
+  const names = options.rule !== undefined ? (['rules'] as const) : enabledSweeps(config);
+  for (const name of names) {
+    if (signal.aborted) break;
+    const report = await sweeps.run(name, {
+      force: true,
+      signal: signal,
+      onProgress: (p) =>
+        progress.update(
+          `${p.sweep}: ${p.scope}: ${counted(p.items, 'item')}${p.pages ? `, ${counted(p.pages, 'page')}` : ''}`,
+        ),
+      ...(options.project !== undefined ? { project: options.project } : {}),
+      ...(options.rule !== undefined ? { rule: options.rule } : {}),
+      ...(approved.size > 0 ? { assumeApproved: approved } : {}),
+    });
+    progress.clear();
+    io.out(`${summarise(report)}\n`);
+    if (needsAttention(report)) exitCode = 1;
+  }
+  if (signal.aborted) {
+    io.err('hookbot sweep: interrupted; what was done stays done, the rest waits for the next run\n');
+    exitCode = 1;
+  }
+  return exitCode;
 }
 
 export const registerSweepCommand: RegisterCommand = (program, io, setExitCode) => {

@@ -18,34 +18,30 @@
  *   the same burst: the bot's own comment and status fire hooks too, and start nothing. Its comment
  *   is found among the notes whose author (as the server says) is the bot. Plans per author and per
  *   merge request in an hour are bounded (plan-limit.ts): past that, the comment says when.
+ *
+ * Beside this file: read-file.ts (the file through the files API, and whether a merge request
+ * changes it) and review-text.ts (a problem as the status shows it, the merge request's comment).
  */
-import { ApiError, fileText, type Client, type RepositoryFile } from '../../api/index.ts';
+import { ApiError, fileText } from '../../api/index.ts';
 import { ruleSet, type CompiledRule, type CompiledRuleSet } from '../engine/compile.ts';
 import { triggerEvents } from '../engine/event-names.ts';
 import { isBotUser, type BotIdentity, type Trigger } from '../engine/snapshot.ts';
 import { MAX_RULE_FILE_BYTES, tooLarge } from '../grammar/parse-file.ts';
-import { counted } from '../../text/index.ts';
 import { firstProblems, problemCount, type Problem } from '../grammar/problem.ts';
 import type { ProjectRules } from '../item/process-item.ts';
 import type { ItemAddress } from '../item/read-snapshot.ts';
 import type { RepositoryPolicy } from './allow-list.ts';
 import type { QueueEntry } from '../../state/index.ts';
-import { planChange, planLines, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
+import { planChange, type PlanBudget, type PlanClient, type PlanReport } from './plan.ts';
 import { parseRuleFileOffThread } from '../grammar/parse-off-thread.ts';
-import { readerText, type Reader } from './plan-access.ts';
-import { createPlanLimiter, DEFAULT_PLAN_LIMITS, type PlanLimits, type PlanWait } from './plan-limit.ts';
+import { createPlanLimiter, DEFAULT_PLAN_LIMITS, type PlanLimits } from './plan-limit.ts';
 import { checkParsedRepositoryFile, REPOSITORY_FILE } from './repository-file.ts';
 import { keptBeside } from './queues.ts';
+import { readFile, readStamp, touchesRepositoryFile, type RepositoryClient } from './read-file.ts';
+import { clock, commentBody, PLAN_MARKER, problemText, waitText, type Waiting } from './review-text.ts';
 
 /** The commit status the bot posts about a project's `.hookbot.yml`. */
 export const CONFIG_STATUS = 'hookbot/config';
-/** The hidden marker of the bot's plan comment on a merge request. */
-export const PLAN_MARKER = '<!-- hookbot:repository-rules-plan -->';
-
-export type RepositoryClient = Pick<
-  Client,
-  'projects' | 'files' | 'statuses' | 'notes' | 'mergeRequests' | 'issues' | 'branches'
->;
 
 interface RepositoryLog {
   info(obj: object, msg: string): void;
@@ -162,120 +158,14 @@ export function startsReview(triggers: readonly Trigger[]): boolean {
 
 const quiet: RepositoryLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-/** `3:7: message (hint)`: a problem without its file, as the status and the comment show it. */
-export function problemText(problem: Problem): string {
-  return `${problem.line}:${problem.column}: ${problem.message}${problem.hint ? ` (${problem.hint})` : ''}`;
-}
-
-/**
- * ` that @alice (reporter) may read`: who the plan was computed for (plan-access.ts). Several: the
- * author and whoever may push to the fork, who must all be able to read an item for it to count.
- */
-function readersText(readers: readonly Reader[] | undefined): string {
-  if (!readers || readers.length === 0) return '';
-  const shown = readers.slice(0, 5).map(readerText);
-  if (readers.length > 5) shown.push(`${readers.length - 5} more`);
-  if (shown.length === 1) return ` that ${shown[0]} may read (nothing else is evaluated)`;
-  return ` that ${shown.join(', ')} may all read (the author and whoever may push to the source branch; nothing else is evaluated)`;
-}
-
-/** Why a merge request's plan waits, for whom, and whether a timer will compute it. */
-interface Waiting extends PlanWait {
-  author: string;
-  scheduled: boolean;
-}
-
 /** Most merge requests whose plan waits with a timer; past it, the next push computes the plan. */
 const MAX_WAITING = 1000;
 
-/** `2026-05-04 14:05 UTC`: when a plan that waits will be computed. */
-const clock = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-
-/** Why a plan waits: `@alice had 10 plans in the last hour (at most 10 per author, rules.repository.plan_per_author_hour)`. */
-function waitText(wait: Waiting): string {
-  const plans = `${wait.limit} plan${wait.limit === 1 ? '' : 's'}`;
-  return wait.by === 'author'
-    ? `@${wait.author} had ${plans} computed in the last hour (at most ${wait.limit} per author, rules.repository.plan_per_author_hour)`
-    : `this merge request had ${plans} computed in the last hour (at most ${wait.limit} per merge request, rules.repository.plan_per_merge_request_hour)`;
-}
 /** Problems of a file shown at most (in the comment, on the status page, in the log); the rest counted. */
 const MAX_PROBLEMS_SHOWN = 50;
 
 /** Statuses take a short description. */
 const short = (text: string): string => (text.length > 250 ? `${text.slice(0, 249)}…` : text);
-
-const isNotFound = (error: unknown): boolean => error instanceof ApiError && error.status === 404;
-
-/** A `.hookbot.yml` as read: the file, or only that it is over the limit (its reading was stopped). */
-type FileRead = { file: RepositoryFile } | { tooLarge: true };
-
-/**
- * The most bytes of the files API's answer read. It carries the file's content base64-encoded (4
- * bytes for 3) and a few short fields: past this bound the file is surely over the limit of a rule
- * file, and the rest is never downloaded (a 200 MB file once took the bot's heap, issue 28).
- */
-const MAX_FILE_ANSWER_BYTES = Math.ceil(MAX_RULE_FILE_BYTES / 3) * 4 + 16 * 1024;
-
-/**
- * The most bytes of a merge request's `/changes` read (every file's diff): past it, whether the
- * merge request changes the file is found by its blobs instead (`touchesRepositoryFile`).
- */
-const MAX_CHANGES_BYTES = 4 * 1024 * 1024;
-
-const isTooLarge = (error: unknown): boolean => error instanceof ApiError && error.kind === 'too_large';
-
-/**
- * The file at a ref, or undefined when the ref or the file does not exist. `ref` must be
- * unambiguous (a sha, or `refs/heads/<branch>`): the server resolves a bare name as git does, a tag
- * before a branch, and anyone who may push a tag could name one like the default branch.
- */
-async function readFile(
-  client: RepositoryClient,
-  project: number,
-  ref: string,
-): Promise<FileRead | undefined> {
-  try {
-    return {
-      file: await client.files.get(project, REPOSITORY_FILE, ref, { maxBytes: MAX_FILE_ANSWER_BYTES }),
-    };
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    if (isTooLarge(error)) return { tooLarge: true };
-    throw error;
-  }
-}
-
-/** What tells two reads of the file apart: its blob, or that it was too large to read. */
-const readStamp = (read: FileRead | undefined): string =>
-  read === undefined ? 'none' : 'file' in read ? read.file.blob_id : 'too-large';
-
-/**
- * Whether a merge request changes `.hookbot.yml`: its `/changes` say so, read up to a bound. A
- * change too large to list is judged by the file's blob at the head against the one at the target
- * branch (a change of the file on the target since the merge request's start then counts too).
- */
-async function touchesRepositoryFile(
-  client: RepositoryClient,
-  item: ItemAddress,
-  mr: { sha: string; target_branch: string; source_project_id?: number | null },
-): Promise<boolean> {
-  try {
-    const changes = await client.mergeRequests.changes(item.projectId, item.id, {
-      maxBytes: MAX_CHANGES_BYTES,
-    });
-    return changes.changes.some(
-      (change) => change.new_path === REPOSITORY_FILE || change.old_path === REPOSITORY_FILE,
-    );
-  } catch (error) {
-    if (!isTooLarge(error)) throw error;
-  }
-  const [head, target] = await Promise.all([
-    readFile(client, mr.source_project_id ?? item.projectId, mr.sha),
-    readFile(client, item.projectId, `refs/heads/${mr.target_branch}`),
-  ]);
-  // Two files too large to read cannot be compared: reviewed (the head's file is refused anyway).
-  return readStamp(head) !== readStamp(target) || readStamp(head) === 'too-large';
-}
 
 export function createRepositoryRules(options: RepositoryRulesOptions): RepositoryRules {
   const { central, policy } = options;
@@ -467,47 +357,6 @@ export function createRepositoryRules(options: RepositoryRulesOptions): Reposito
     const set = ruleSet([...base.rules, ...good.rules.filter(keptBeside(base.rules))]);
     combined.set(base, { good, set });
     return set;
-  }
-
-  function commentBody(
-    head: string,
-    problems: readonly Problem[],
-    plan: PlanReport | undefined,
-    branches: { target: string; default: string | null },
-    wait?: Waiting,
-  ): string {
-    const lines = [
-      `**hookbot** checked \`${REPOSITORY_FILE}\` as this merge request changes it (head ${head.slice(0, 8)}).`,
-      '',
-    ];
-    if (branches.default !== null && branches.target !== branches.default)
-      lines.push(
-        `This merge request targets \`${branches.target}\`: the rules are read from the default branch, \`${branches.default}\`, so merging it changes no rules until the file reaches \`${branches.default}\`.`,
-        '',
-      );
-    if (problems.length > 0) {
-      lines.push(
-        `**${counted(problemCount(problems), 'problem')}**: merged as it is, the file would be refused and the rules in force would stay.`,
-        '',
-        ...problems.map((problem) => `- \`${problemText(problem)}\``),
-      );
-    } else if (plan) {
-      lines.push(
-        `**No problems.** The plan: the proposed rules, evaluated in dry run on the ${plan.evaluated} open issues and merge requests of ${plan.project}${readersText(plan.readers)}, next to the rules in force:`,
-        '',
-        ...planLines(plan).map((line) => `- ${line}`),
-      );
-    } else if (wait) {
-      lines.push(
-        `**No problems.** The plan was not computed: ${waitText(wait)}. ${
-          wait.scheduled
-            ? `It will be computed at ${clock(wait.until)}, and this comment updated then.`
-            : `It will be computed at the next push after ${clock(wait.until)}.`
-        }`,
-      );
-    }
-    lines.push('', `_This comment is updated on each push._ ${PLAN_MARKER}`);
-    return lines.join('\n');
   }
 
   async function reviewMergeRequest(item: ItemAddress, triggers: readonly Trigger[]): Promise<void> {

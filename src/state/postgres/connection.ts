@@ -143,3 +143,36 @@ export async function settlesWithin(work: Promise<void>, ms: number | undefined)
     clearTimeout(timer);
   }
 }
+
+/**
+ * The store's readiness check (`ping`, postgres-store.ts): a `SELECT 1` that fails as soon as any
+ * statement in flight, itself included, has waited longer than `bound` ms.
+ */
+export async function answersWithin(db: Connections, label: string, bound: number): Promise<void> {
+  const stalled = (): StateError | undefined => {
+    const waited = db.oldestWaitMs();
+    return waited > bound
+      ? new StateError(
+          'unavailable',
+          `${label}: a statement has waited ${Math.round(waited)} ms for the database (the bound is ${bound} ms)`,
+        )
+      : undefined;
+  };
+  const now = stalled();
+  if (now !== undefined) throw now;
+  let watch: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      watch = setInterval(
+        () => {
+          const problem = stalled();
+          if (problem !== undefined) reject(problem);
+        },
+        Math.min(250, bound),
+      );
+      db.query(label, 'SELECT 1').then(() => resolve(), reject);
+    });
+  } finally {
+    clearInterval(watch);
+  }
+}

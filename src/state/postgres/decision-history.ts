@@ -3,7 +3,7 @@
  * row per decision, with its item, whether it acted and its size. The rules are those of the other
  * backends (kept-decisions.ts), in SQL:
  *
- * - each decision's row is inserted with the latest-decision and ring rows (postgres-store.ts), and
+ * - each decision's row is inserted with the latest-decision and ring rows (write-through.ts), and
  *   its item's rows are trimmed at once, in the same chain of writes: by count (the newest
  *   `decisionHistory`, and the newest `actingDecisions` that acted) and by bytes
  *   (`decisionItemBytes`: the newest and the newest that acted always, then those that acted, then

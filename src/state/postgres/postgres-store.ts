@@ -19,13 +19,18 @@
  * record it left in this replica's view. The view of what the fleet shares (outbox, watches,
  * schedules, paused rules, decisions) is reloaded at each refresh; keys written meanwhile keep
  * this replica's value, so a reload never undoes a write it raced with.
+ *
+ * This file holds the store itself (open, close, the inbox, the outbox, the leases, the refresh);
+ * its parts are in the files beside it: accept-batch.ts (the group commit of accepts),
+ * write-through.ts (a mutation's statement), shared-view.ts (the reload), fleet-upkeep.ts (heartbeat,
+ * bounds, parked deliveries, takeover), connection.ts (the pool and the readiness check).
  */
 import type pg from 'pg';
 import { StateError } from '../errors.ts';
-import { HeldEntry, type JsonPiece } from '../held-entry.ts';
+import type { JsonPiece } from '../held-entry.ts';
 import { HeldState } from '../held-state.ts';
 import { HeldStateStore } from '../held-state-store.ts';
-import { inboxEntrySchema, outboxActionSchema, type Mutation } from '../mutations.ts';
+import { outboxActionSchema, type Mutation } from '../mutations.ts';
 import {
   resolvePostgresStoreOptions,
   type PostgresStoreOptions,
@@ -39,21 +44,19 @@ import type {
   Delivery,
   Fleet,
   OutboxAction,
-  ParkedDelivery,
-  PausedRule,
   ReplicaView,
   StateStats,
   StateStore,
-  QueueControl,
-  QueueEntry,
-  WatchEntry,
 } from '../store.ts';
-import { SCHEMA_VERSION as DOCUMENT_VERSION } from '../file/document.ts';
+import { writeAccepts, type AcceptOutcome, type PendingAccept } from './accept-batch.ts';
 import { BatchWriter } from './batch-writer.ts';
-import { Connections, settlesWithin as within } from './connection.ts';
+import { answersWithin, Connections, settlesWithin as within } from './connection.ts';
+import { readKept } from './decision-history.ts';
+import { adopt, heartbeat, loadParkedDeliveries, prune, readReplicas } from './fleet-upkeep.ts';
 import { migrateSchema } from './schema-migrations.ts';
-import { queueKeyOf } from '../queue-order.ts';
-import { insertDecision, pruneDecisionHistory, readKept } from './decision-history.ts';
+import { installShared, readShared, VIEW } from './shared-view.ts';
+import type { DedupEstimate, StoreAccess } from './store-access.ts';
+import { writeThrough } from './write-through.ts';
 
 /** The store, which is also its replica's handle on the fleet (`fleet` is itself). */
 export type PostgresStateStore = StateStore & Fleet & { readonly fleet: Fleet };
@@ -73,20 +76,6 @@ export function describeDatabase(url: string): string {
   }
 }
 
-interface PendingAccept {
-  key: string;
-  id: string;
-  json: string;
-  bytes: number;
-  expiresAt: number;
-  now: number;
-}
-
-type AcceptOutcome = AcceptResult | StateError;
-
-/** A replica's view keeps no decisions for explain beyond the latest and the ring: they are read when asked. */
-const VIEW = { keepDecisions: false } as const;
-
 class PostgresStore extends HeldStateStore implements Fleet {
   protected readonly label: string;
   readonly replicaId: string;
@@ -103,8 +92,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #nextRefresh: Promise<void> | undefined;
   /** Keys written while a reload reads: they keep this replica's value (`collection\0key`). */
   #touched: Set<string> | undefined;
-  /** About how many de-dup keys the table holds (pruned past maxDedupKeys). */
-  #dedupEstimate = 0;
+  readonly #dedup: DedupEstimate = { keys: 0 };
   readonly #adoptedListeners: (() => void)[] = [];
   #refreshFailures = 0;
   /** Deliveries processed here whose delete failed (the database was away): deleted at a refresh. */
@@ -118,14 +106,29 @@ class PostgresStore extends HeldStateStore implements Fleet {
   readonly #heldLeases = new Set<string>();
   /** Leases whose release failed: deleted again at a refresh, so another replica need not wait them out. */
   readonly #unreleasedLeases = new Set<string>();
+  /** What the parts in the other files of this folder reach of the store (store-access.ts). */
+  readonly #access: StoreAccess;
 
   constructor(options: ResolvedPostgresStoreOptions) {
     super(options, VIEW);
     this.#pg = options;
     this.replicaId = options.replicaId;
     this.label = `state database ${describeDatabase(options.url)}`;
+    const view = () => this.model;
+    this.#access = {
+      query: (text, values) => this.#query(text, values),
+      get model() {
+        return view();
+      },
+      options,
+      replicaId: options.replicaId,
+    };
     // Two batches of accepts in flight: one gathers and is sent while the other waits for its commit.
-    this.#accepts = new BatchWriter((items) => this.#writeAccepts(items), options.maxBatch, 2);
+    this.#accepts = new BatchWriter(
+      (items) => writeAccepts(this.#access, this.#dedup, items),
+      options.maxBatch,
+      2,
+    );
     // A processed mark does not wait for the database's WAL flush (synchronous_commit off for this
     // one statement's transaction): losing it in a database crash only means the delivery is
     // processed again, which the level-triggered design makes harmless (the handlers re-read and
@@ -175,12 +178,12 @@ class PostgresStore extends HeldStateStore implements Fleet {
       }
       this.model = new HeldState(this.options, VIEW);
       const counted = await this.#query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
-      this.#dedupEstimate = Number(counted.rows[0]?.n ?? 0);
+      this.#dedup.keys = Number(counted.rows[0]?.n ?? 0);
       this.isOpen = true;
-      await this.#heartbeat();
+      await heartbeat(this.#access, this.#heldLeases, this.#unfinishedDeletes);
       await this.#reload();
-      await this.#loadParkedDeliveries();
-      await this.#adopt();
+      await loadParkedDeliveries(this.#access);
+      await adopt(this.#access, this.#adoptedListeners);
     } catch (error) {
       this.isOpen = false;
       this.#db = undefined;
@@ -194,7 +197,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   async compact(): Promise<void> {
     this.assertOpen();
     await this.settled();
-    await this.#prune();
+    await prune(this.#access, this.#dedup);
   }
 
   /**
@@ -451,7 +454,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #refreshNow(): Promise<void> {
     this.#refreshing ??= (async () => {
       try {
-        await this.#heartbeat();
+        await heartbeat(this.#access, this.#heldLeases, this.#unfinishedDeletes);
         if (this.#unfinishedDeletes.size > 0) {
           const ids = [...this.#unfinishedDeletes];
           await this.#query('DELETE FROM hookbot_inbox WHERE id = ANY($1::text[])', [ids]);
@@ -465,10 +468,10 @@ class PostgresStore extends HeldStateStore implements Fleet {
           ]);
           for (const name of names) this.#unreleasedLeases.delete(name);
         }
-        await this.#prune();
+        await prune(this.#access, this.#dedup);
         await this.#reload();
-        await this.#loadParkedDeliveries();
-        await this.#adopt();
+        await loadParkedDeliveries(this.#access);
+        await adopt(this.#access, this.#adoptedListeners);
       } finally {
         this.#refreshing = undefined;
       }
@@ -488,57 +491,11 @@ class PostgresStore extends HeldStateStore implements Fleet {
   async ping(): Promise<void> {
     const db = this.#db;
     if (db === undefined) throw new StateError('closed', `${this.label} is not open`);
-    const bound = this.#pg.acceptTimeoutMs;
-    const stalled = (): StateError | undefined => {
-      const waited = db.oldestWaitMs();
-      return waited > bound
-        ? new StateError(
-            'unavailable',
-            `${this.label}: a statement has waited ${Math.round(waited)} ms for the database (the bound is ${bound} ms)`,
-          )
-        : undefined;
-    };
-    const now = stalled();
-    if (now !== undefined) throw now;
-    let watch: NodeJS.Timeout | undefined;
-    try {
-      await new Promise<void>((resolve, reject) => {
-        watch = setInterval(
-          () => {
-            const problem = stalled();
-            if (problem !== undefined) reject(problem);
-          },
-          Math.min(250, bound),
-        );
-        this.#query('SELECT 1').then(() => resolve(), reject);
-      });
-    } finally {
-      clearInterval(watch);
-    }
+    await answersWithin(db, this.label, this.#pg.acceptTimeoutMs);
   }
 
-  async replicas(): Promise<ReplicaView[]> {
-    const rows = await this.#query<{
-      id: string;
-      started_at: Date;
-      seen_at: Date;
-      stopped_at: Date | null;
-      deliveries: string;
-      leases: string[] | null;
-    }>(
-      `SELECT r.id, r.started_at, r.seen_at, r.stopped_at,
-              (SELECT count(*) FROM hookbot_inbox i WHERE i.holder = r.id AND i.lease_until > clock_timestamp()) AS deliveries,
-              (SELECT array_agg(l.name ORDER BY l.name) FROM hookbot_leases l WHERE l.holder = r.id AND l.until > clock_timestamp()) AS leases
-       FROM hookbot_replicas r ORDER BY r.started_at`,
-    );
-    return rows.rows.map((row) => ({
-      id: row.id,
-      startedAt: row.started_at.getTime(),
-      seenAt: row.seen_at.getTime(),
-      ...(row.stopped_at ? { stoppedAt: row.stopped_at.getTime() } : {}),
-      deliveries: Number(row.deliveries),
-      leases: row.leases ?? [],
-    }));
+  replicas(): Promise<ReplicaView[]> {
+    return readReplicas(this.#access);
   }
 
   async fleetInbox(): Promise<number> {
@@ -551,7 +508,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   protected persist(json: string | readonly JsonPiece[]): Promise<void> {
     const text = typeof json === 'string' ? json : json.map((piece) => piece.toString()).join('');
     const mutation = JSON.parse(text) as Mutation;
-    const write = this.#writeThrough(mutation);
+    const write = writeThrough(this.#access, (collection, key) => this.#touch(collection, key), mutation);
     return write === undefined ? Promise.resolve() : this.#serial(write);
   }
 
@@ -580,464 +537,16 @@ class PostgresStore extends HeldStateStore implements Fleet {
     this.#touched?.add(`${collection}\0${key}`);
   }
 
-  /** The statement that makes the database hold what `mutation` left in this replica's view. */
-  #writeThrough(m: Mutation): (() => Promise<void>) | undefined {
-    const q = async (text: string, values: unknown[]) => void (await this.#query(text, values));
-    switch (m.op) {
-      case 'accept':
-      case 'processed':
-      case 'attempt':
-        return undefined; // their own paths (accept, markProcessed, beginAttempt)
-      case 'attempt_released':
-        return () => q('UPDATE hookbot_inbox SET attempts = greatest(attempts - 1, 0) WHERE id = $1', [m.id]);
-      case 'park_delivery':
-        // Out of the inbox and into the parked ones in one statement; the oldest past the bound go.
-        return async () => {
-          await q(
-            `WITH gone AS (DELETE FROM hookbot_inbox WHERE id = $1 RETURNING id)
-             INSERT INTO hookbot_parked_deliveries (id, record) SELECT id, $2 FROM gone
-             ON CONFLICT (id) DO NOTHING`,
-            [m.parked.id, JSON.stringify(m.parked)],
-          );
-          await q(
-            `DELETE FROM hookbot_parked_deliveries WHERE seq <= (SELECT max(seq) FROM hookbot_parked_deliveries) - $1`,
-            [this.options.maxParked],
-          );
-        };
-      case 'put_action':
-        this.#touch('outbox', m.action.id);
-        return () =>
-          q('INSERT INTO hookbot_outbox (id, action) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [
-            m.action.id,
-            JSON.stringify(m.action),
-          ]);
-      case 'complete_action':
-        this.#touch('outbox', m.id);
-        return () => q('DELETE FROM hookbot_outbox WHERE id = $1', [m.id]);
-      case 'fail_action':
-      case 'park_action': {
-        this.#touch('outbox', m.id);
-        const parked = this.model.parked.get(m.id);
-        const action = parked ?? this.model.outbox.get(m.id);
-        if (action === undefined) return undefined;
-        const json = JSON.stringify(action);
-        return () =>
-          q(
-            `UPDATE hookbot_outbox SET action = $2,
-               parked_seq = CASE WHEN $3 THEN nextval('hookbot_parked_n') ELSE NULL END
-             WHERE id = $1`,
-            [m.id, json, parked !== undefined],
-          );
-      }
-      case 'watch':
-        this.#touch('watches', m.entry.itemKey);
-        return () =>
-          q(
-            'INSERT INTO hookbot_watches (item_key, entry) VALUES ($1, $2) ON CONFLICT (item_key) DO UPDATE SET entry = excluded.entry',
-            [m.entry.itemKey, JSON.stringify(m.entry)],
-          );
-      case 'unwatch':
-        this.#touch('watches', m.itemKey);
-        return () => q('DELETE FROM hookbot_watches WHERE item_key = $1', [m.itemKey]);
-      case 'enqueue':
-        this.#touch('queue', m.entry.itemKey);
-        return () =>
-          q(
-            'INSERT INTO hookbot_queue (item_key, entry) VALUES ($1, $2) ON CONFLICT (item_key) DO UPDATE SET entry = excluded.entry',
-            [m.entry.itemKey, JSON.stringify(m.entry)],
-          );
-      case 'dequeue':
-        this.#touch('queue', m.itemKey);
-        return () => q('DELETE FROM hookbot_queue WHERE item_key = $1', [m.itemKey]);
-      case 'queue_control': {
-        const key = queueKeyOf(m.control.project, m.control.targetBranch, m.control.queue);
-        this.#touch('controls', key);
-        if (m.control.paused === undefined)
-          return () => q('DELETE FROM hookbot_queue_controls WHERE key = $1', [key]);
-        return () =>
-          q(
-            'INSERT INTO hookbot_queue_controls (key, control) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET control = excluded.control',
-            [key, JSON.stringify(m.control)],
-          );
-      }
-      case 'next_run':
-        this.#touch('nextRuns', JSON.stringify([m.sweep, m.project]));
-        return () =>
-          q(
-            'INSERT INTO hookbot_next_runs (sweep, project, at) VALUES ($1, $2, $3) ON CONFLICT (sweep, project) DO UPDATE SET at = excluded.at',
-            [m.sweep, m.project, m.at],
-          );
-      case 'last_success':
-        this.#touch('lastSuccess', m.sweep);
-        return () =>
-          q(
-            'INSERT INTO hookbot_last_success (sweep, at) VALUES ($1, $2) ON CONFLICT (sweep) DO UPDATE SET at = excluded.at',
-            [m.sweep, m.at],
-          );
-      case 'pause_rule':
-        this.#touch('paused', m.paused.rule);
-        return () =>
-          q(
-            'INSERT INTO hookbot_paused_rules (rule, paused) VALUES ($1, $2) ON CONFLICT (rule) DO UPDATE SET paused = excluded.paused',
-            [m.paused.rule, JSON.stringify(m.paused)],
-          );
-      case 'approve_rule':
-        this.#touch('paused', m.rule);
-        return () => q('DELETE FROM hookbot_paused_rules WHERE rule = $1', [m.rule]);
-      case 'decision':
-        this.#touch('decisions', m.record.itemKey);
-        return () =>
-          insertDecision(
-            (text, values) => this.#query(text, values),
-            m.record,
-            JSON.stringify(m.record),
-            this.options,
-          );
-    }
-  }
-
-  /**
-   * One batch of accepts: one multi-row insert (each key and its inbox row in one statement, so both
-   * or neither). A key already in force, whoever inserted it, is not inserted again and comes back
-   * as a duplicate with the first copy's id.
-   */
-  async #writeAccepts(items: PendingAccept[]): Promise<AcceptOutcome[]> {
-    const now = items.reduce((latest, item) => Math.max(latest, item.now), 0);
-    // One round trip per batch: no look-up first. A key already in force is not inserted again by
-    // the statement below (its de-dup row is kept, so its inbox row is not written), and comes back
-    // as a duplicate with the first copy's id from the look-up that follows, which only runs when
-    // some key was in force. Let the event loop apply the previous batch to the view first.
-    await Promise.resolve();
-    // The bounds are this replica's: what it holds in memory (its view of the inbox). Every accepted
-    // row is held by the replica that accepted it, and a replica takes over orphaned rows only while
-    // it has room, so the database holds at most the replicas' bounds together. Counting the whole
-    // table instead cost a scan per batch, over every row deleted since the last vacuum: half the
-    // throughput, measured (docs/state.md).
-    let pending = this.model.inbox.size;
-    let pendingBytes = this.model.inboxBytes;
-    const outcomes: (AcceptOutcome | undefined)[] = [];
-    /** Key -> the item of this batch that inserts it. */
-    const inserting = new Map<string, PendingAccept>();
-    for (const item of items) {
-      const first = inserting.get(item.key)?.id;
-      if (first !== undefined) {
-        outcomes.push({ id: first, duplicate: true });
-        continue;
-      }
-      if (pending >= this.options.maxPending) {
-        outcomes.push(
-          new StateError(
-            'inbox_full',
-            `the inbox holds ${pending} unprocessed deliveries (the limit, maxPending); refusing more until some are processed`,
-          ),
-        );
-        continue;
-      }
-      if (pendingBytes + item.bytes > this.options.maxPendingBytes) {
-        outcomes.push(
-          new StateError(
-            'inbox_full',
-            `the inbox holds ${pendingBytes} bytes of unprocessed deliveries and this one (${item.bytes} bytes) would pass the limit of ${this.options.maxPendingBytes} (maxPendingBytes); refusing more until some are processed`,
-          ),
-        );
-        continue;
-      }
-      pending++;
-      pendingBytes += item.bytes;
-      inserting.set(item.key, item);
-      outcomes.push(undefined);
-    }
-    const fresh = [...inserting.values()];
-    if (fresh.length > 0) {
-      const inserted = await this.#query<{ id: string }>(
-        `WITH input AS (
-           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[])
-             WITH ORDINALITY AS t(key, id, expires_at, entry, bytes, ord)
-         ), keyed AS (
-           INSERT INTO hookbot_dedup (key, delivery_id, expires_at)
-           SELECT key, id, expires_at FROM input ORDER BY ord
-           ON CONFLICT (key) DO UPDATE
-             SET delivery_id = excluded.delivery_id, expires_at = excluded.expires_at, n = excluded.n
-             WHERE hookbot_dedup.expires_at <= $6
-           RETURNING delivery_id
-         )
-         INSERT INTO hookbot_inbox (id, entry, bytes, holder, lease_until)
-         SELECT input.id, input.entry, input.bytes, $7, clock_timestamp() + $8 * interval '1 millisecond'
-         FROM input JOIN keyed ON keyed.delivery_id = input.id ORDER BY input.ord
-         RETURNING id`,
-        [
-          fresh.map((item) => item.key),
-          fresh.map((item) => item.id),
-          fresh.map((item) => item.expiresAt),
-          fresh.map((item) => item.json),
-          fresh.map((item) => item.bytes),
-          now,
-          this.replicaId,
-          this.#pg.leaseMs,
-        ],
-      );
-      const stored = new Set(inserted.rows.map((r) => r.id));
-      const lost = fresh.filter((item) => !stored.has(item.id));
-      // Keys another replica inserted after the first look: theirs is the first copy.
-      const winners = new Map<string, string>();
-      if (lost.length > 0) {
-        const found = await this.#query<{ key: string; delivery_id: string }>(
-          'SELECT key, delivery_id FROM hookbot_dedup WHERE key = ANY($1::text[])',
-          [lost.map((item) => item.key)],
-        );
-        for (const r of found.rows) winners.set(r.key, r.delivery_id);
-      }
-      this.#dedupEstimate += stored.size;
-      if (this.#dedupEstimate > this.options.maxDedupKeys) await this.#pruneDedup();
-      items.forEach((item, i) => {
-        if (outcomes[i] !== undefined) return;
-        if (stored.has(item.id)) outcomes[i] = { id: item.id, duplicate: false };
-        else outcomes[i] = { id: winners.get(item.key) ?? item.id, duplicate: true };
-      });
-      // Duplicates of a key this batch inserted but lost: point them at the winner too.
-      items.forEach((item, i) => {
-        const outcome = outcomes[i];
-        if (outcome instanceof StateError || outcome === undefined || !outcome.duplicate) return;
-        const winner = winners.get(item.key);
-        if (winner !== undefined) outcomes[i] = { id: winner, duplicate: true };
-      });
-    }
-    return outcomes as AcceptOutcome[];
-  }
-
-  async #pruneDedup(): Promise<void> {
-    const removed = await this.#query(
-      'DELETE FROM hookbot_dedup WHERE key IN (SELECT key FROM hookbot_dedup ORDER BY n DESC OFFSET $1)',
-      [this.options.maxDedupKeys],
-    );
-    this.#dedupEstimate = Math.max(0, this.#dedupEstimate - (removed.rowCount ?? 0));
-    if (this.#dedupEstimate > this.options.maxDedupKeys) this.#dedupEstimate = this.options.maxDedupKeys;
-  }
-
-  /** The bounds, enforced in the database (each replica's view enforces them too). */
-  async #prune(): Promise<void> {
-    const o = this.options;
-    await this.#query('DELETE FROM hookbot_dedup WHERE expires_at <= $1', [o.now()]);
-    const counted = await this.#query<{ n: string }>('SELECT count(*) AS n FROM hookbot_dedup');
-    this.#dedupEstimate = Number(counted.rows[0]?.n ?? 0);
-    if (this.#dedupEstimate > o.maxDedupKeys) await this.#pruneDedup();
-    await this.#query(
-      `DELETE FROM hookbot_outbox WHERE id IN (SELECT id FROM hookbot_outbox WHERE parked_seq IS NOT NULL ORDER BY parked_seq DESC OFFSET $1)`,
-      [o.maxParked],
-    );
-    await this.#query(
-      `DELETE FROM hookbot_latest_decisions WHERE item_key IN (SELECT item_key FROM hookbot_latest_decisions ORDER BY n DESC OFFSET $1)`,
-      [o.decisionItems],
-    );
-    await this.#query(
-      `DELETE FROM hookbot_recent_decisions WHERE n IN (SELECT n FROM hookbot_recent_decisions ORDER BY n DESC OFFSET $1)`,
-      [o.recentDecisions],
-    );
-    await pruneDecisionHistory((text, values) => this.#query(text, values), o);
-  }
-
-  async #heartbeat(): Promise<void> {
-    await this.#query(
-      `INSERT INTO hookbot_replicas (id, started_at, seen_at) VALUES ($1, clock_timestamp(), clock_timestamp())
-       ON CONFLICT (id) DO UPDATE SET seen_at = clock_timestamp(), stopped_at = NULL`,
-      [this.replicaId],
-    );
-    const extend = [this.replicaId, this.#pg.leaseMs];
-    // Only the deliveries this replica knows it holds (its view, and those whose delete is pending).
-    // A row inserted by an accept whose answer was lost (the connection dropped after the commit)
-    // names this replica as its holder too, but nothing here will ever process it: it must run out
-    // and be taken over, or it would be renewed, unprocessed, for as long as this replica lives
-    // (found by the replicas scenario: two deliveries answered 202 as duplicates on another
-    // replica were never processed).
-    const viewed = [...this.model.inbox.keys()];
-    const held = [...viewed, ...this.#unfinishedDeletes];
-    if (held.length > 0) {
-      const renewed = await this.#query<{ id: string }>(
-        `UPDATE hookbot_inbox SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
-         WHERE holder = $1 AND id = ANY($3::text[]) RETURNING id`,
-        [...extend, held],
-      );
-      if (renewed.rows.length < held.length) this.#releaseLost(viewed, renewed.rows);
-    }
-    if (this.#heldLeases.size > 0)
-      await this.#query(
-        `UPDATE hookbot_leases SET until = clock_timestamp() + $2 * interval '1 millisecond'
-         WHERE holder = $1 AND name = ANY($3::text[])`,
-        [...extend, [...this.#heldLeases]],
-      );
-  }
-
-  /**
-   * Deliveries of this view the renewal did not find held by this replica: processed meanwhile (gone
-   * already), or their lease ran out before this renewal (a pause longer than the lease: a stalled
-   * process, the database away) and another replica took them over. Those leave this view: the other
-   * replica processes them, and both doing so would act twice (found by the replicas test on a busy
-   * machine: two replicas each holding the same three deliveries).
-   */
-  #releaseLost(viewed: readonly string[], renewed: readonly { id: string }[]): void {
-    const kept = new Set(renewed.map((row) => row.id));
-    const lost = viewed.filter((id) => !kept.has(id) && this.model.inbox.has(id));
-    for (const id of lost) this.model.release(id);
-    if (lost.length > 0)
-      this.options.log?.warn(
-        { deliveries: lost.length },
-        'deliveries whose lease ran out before it was renewed were taken over by another replica; left to it',
-      );
-  }
-
-  /** The deliveries parked by the fleet (the status page's), oldest parked first. */
-  async #loadParkedDeliveries(): Promise<void> {
-    const rows = await this.#query<{ record: string }>(
-      'SELECT record FROM (SELECT record, seq FROM hookbot_parked_deliveries ORDER BY seq DESC LIMIT $1) t ORDER BY seq',
-      [this.options.maxParked],
-    );
-    const parked = this.model.parkedDeliveries;
-    parked.clear();
-    for (const row of rows.rows) {
-      const record = JSON.parse(row.record) as ParkedDelivery;
-      parked.set(record.id, record);
-    }
-  }
-
-  /** Takes over deliveries whose lease ran out (their replica died or closed), oldest first. */
-  async #adopt(): Promise<void> {
-    if (!this.#pg.takeDeliveries) return;
-    const room = Math.max(0, this.options.maxPending - this.model.inbox.size);
-    if (room === 0) return;
-    const taken = await this.#query<{
-      id: string;
-      entry: string;
-      bytes: number;
-      seq: string;
-      attempts: number;
-    }>(
-      `UPDATE hookbot_inbox SET holder = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond'
-       WHERE id IN (
-         SELECT id FROM hookbot_inbox WHERE lease_until < clock_timestamp()
-         ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED
-       )
-       RETURNING id, entry, bytes, seq, attempts`,
-      [this.replicaId, this.#pg.leaseMs, Math.min(room, 1_000)],
-    );
-    if (taken.rowCount === 0) return;
-    const rows = taken.rows.sort((a, b) => Number(a.seq) - Number(b.seq));
-    for (const r of rows) {
-      const parsed = inboxEntrySchema.safeParse(JSON.parse(r.entry));
-      if (!parsed.success) {
-        this.options.log?.warn({ delivery: r.id }, 'an inbox row is not an entry hookbot writes; left aside');
-        continue;
-      }
-      this.model.adopt(HeldEntry.fromJson(parsed.data, r.entry, r.bytes));
-      if (r.attempts > 0) this.model.attempts.set(r.id, r.attempts);
-    }
-    for (const listener of this.#adoptedListeners) listener();
-  }
-
   /** Reloads what the fleet shares; keys written during the reload keep this replica's value. */
   async #reload(): Promise<void> {
     const touched = new Set<string>();
     this.#touched = touched;
     try {
-      const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue, controls] =
-        await Promise.all([
-          this.#query<{ action: string; parked_seq: string | null }>(
-            'SELECT action, parked_seq FROM hookbot_outbox ORDER BY seq',
-          ),
-          this.#query<{ entry: string }>('SELECT entry FROM hookbot_watches ORDER BY seq'),
-          this.#query<{ sweep: string; project: string; at: string }>(
-            'SELECT sweep, project, at FROM hookbot_next_runs',
-          ),
-          this.#query<{ sweep: string; at: string }>('SELECT sweep, at FROM hookbot_last_success'),
-          this.#query<{ paused: string }>('SELECT paused FROM hookbot_paused_rules ORDER BY seq'),
-          this.#query<{ record: string }>(
-            'SELECT record FROM (SELECT record, n FROM hookbot_latest_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
-            [this.options.decisionItems],
-          ),
-          this.#query<{ record: string }>(
-            'SELECT record FROM (SELECT record, n FROM hookbot_recent_decisions ORDER BY n DESC LIMIT $1) t ORDER BY n',
-            [this.options.recentDecisions],
-          ),
-          this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
-          this.#query<{ control: string }>('SELECT control FROM hookbot_queue_controls ORDER BY seq'),
-        ]);
-      const actions = outbox.rows.map((r) => ({
-        action: JSON.parse(r.action) as OutboxAction,
-        parkedSeq: r.parked_seq === null ? undefined : Number(r.parked_seq),
-      }));
-      const loaded = HeldState.fromDocument(
-        {
-          version: DOCUMENT_VERSION,
-          seq: 0,
-          inbox: [],
-          dedup: [],
-          outbox: actions.filter((a) => a.parkedSeq === undefined).map((a) => a.action),
-          parked: actions
-            .filter((a) => a.parkedSeq !== undefined)
-            .sort((a, b) => (a.parkedSeq ?? 0) - (b.parkedSeq ?? 0))
-            .map((a) => a.action),
-          watches: watches.rows.map((r) => JSON.parse(r.entry) as WatchEntry),
-          queue: queue.rows.map((r) => JSON.parse(r.entry) as QueueEntry),
-          schedules: {
-            nextRuns: nextRuns.rows.map((r) => ({ sweep: r.sweep, project: r.project, at: Number(r.at) })),
-            lastSuccess: lastSuccess.rows.map((r) => ({ sweep: r.sweep, at: Number(r.at) })),
-          },
-          pausedRules: paused.rows.map((r) => JSON.parse(r.paused) as PausedRule),
-          decisions: {
-            latest: latest.rows.map((r) => JSON.parse(r.record) as DecisionRecord),
-            recent: recent.rows.map((r) => JSON.parse(r.record) as DecisionRecord),
-          },
-          dedupFiles: [],
-          queueControls: controls.rows.map((r) => JSON.parse(r.control) as QueueControl),
-        },
-        this.options,
-        [],
-        [],
-        VIEW,
-      );
-      this.#install(loaded, touched);
+      const loaded = await readShared(this.#access);
+      installShared(this.model, loaded, touched);
     } finally {
       this.#touched = undefined;
     }
-  }
-
-  /** Takes the shared collections of `loaded` into the view, except the keys written meanwhile. */
-  #install(loaded: HeldState, touched: Set<string>): void {
-    const view = this.model;
-    const merge = <V>(collection: string, mine: Map<string, V>, theirs: Map<string, V>) => {
-      const result = new Map(theirs);
-      for (const entry of touched) {
-        const [name, key] = entry.split('\0') as [string, string];
-        if (name !== collection) continue;
-        const value = mine.get(key);
-        if (value === undefined) result.delete(key);
-        else result.set(key, value);
-      }
-      mine.clear();
-      for (const [key, value] of result) mine.set(key, value);
-    };
-    // The outbox and the parked actions are one collection: an id is in one or the other.
-    const touchedActions = [...touched].filter((t) => t.startsWith('outbox\0')).map((t) => t.slice(7));
-    const mineOutbox = new Map(view.outbox);
-    const mineParked = new Map(view.parked);
-    view.outbox.clear();
-    view.parked.clear();
-    for (const [id, action] of loaded.outbox) if (!touchedActions.includes(id)) view.outbox.set(id, action);
-    for (const [id, action] of loaded.parked) if (!touchedActions.includes(id)) view.parked.set(id, action);
-    for (const id of touchedActions) {
-      const active = mineOutbox.get(id);
-      const parked = mineParked.get(id);
-      if (active !== undefined) view.outbox.set(id, active);
-      if (parked !== undefined) view.parked.set(id, parked);
-    }
-    merge('watches', view.watches, loaded.watches);
-    merge('queue', view.queue, loaded.queue);
-    merge('controls', view.controls, loaded.controls);
-    merge('nextRuns', view.nextRuns, loaded.nextRuns);
-    merge('lastSuccess', view.lastSuccess, loaded.lastSuccess);
-    merge('paused', view.paused, loaded.paused);
-    merge('decisions', view.latest, loaded.latest);
-    if (![...touched].some((t) => t.startsWith('decisions\0')))
-      view.recent.splice(0, view.recent.length, ...loaded.recent);
   }
 
   async #refreshQuietly(): Promise<void> {
