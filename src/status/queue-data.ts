@@ -288,7 +288,7 @@ function carState(car: TrainCar, number: number, targetBranch: string): Pick<Car
   if (car.checked?.state === 'failed')
     return {
       state: 'failed',
-      stateText: `failed (${(car.checked.failed ?? []).join(', ')}): split or taken out when it is the front car`,
+      stateText: `failed (${(car.checked.failed ?? []).join(', ')}): lands through a car behind it that passes (each contains it), otherwise split or taken out when it is the front car`,
     };
   return { state: 'running', stateText: 'running: its build is being tested' };
 }

@@ -70,7 +70,8 @@ export interface QueueWorldOptions {
   rules: string;
   /** A folder of the caller's for rules and git caches. */
   workDir: string;
-  modeOf?: (branch: string) => CiMode;
+  /** Per branch (and commit, asked once each): how the CI's builds behave (simulated-ci.ts). */
+  modeOf?: (branch: string, sha: string) => CiMode;
   buildMs?: number;
   /** Git over SSH (the sandbox must serve it): the bot's key pair, registered for it here, and known_hosts. */
   ssh?: { keyFile: string; publicKey: string; knownHostsFile: string };

@@ -18,7 +18,13 @@ const LANDED_READ_GAP_MS = 400;
  * `UpdateMergeRequestsWorker`), so a merge request read at once may still be open: those are read
  * again a few times, LANDED_READS in all, LANDED_READ_GAP_MS apart, before the report says so.
  */
-export async function landed(run: TrainRun, front: Car, target: string, position = 1): Promise<void> {
+export async function landed(
+  run: TrainRun,
+  front: Car,
+  target: string,
+  position = 1,
+  through?: string,
+): Promise<void> {
   const { deps } = run;
   const reads = new Map<string, MergeRequest | undefined>();
   for (let round = 0; round < LANDED_READS; round++) {
@@ -31,12 +37,17 @@ export async function landed(run: TrainRun, front: Car, target: string, position
     const mr = reads.get(entry.itemKey);
     await deps.store.dequeue(entry.itemKey);
     const car = { ...front.car, position };
-    await deps.events?.landed(entry, { mode: 'train', car, commit: front.car.sha! }, mr);
+    const why = through ? `; ${through}` : '';
+    await deps.events?.landed(
+      entry,
+      { mode: 'train', car, commit: front.car.sha!, ...(through ? { through } : {}) },
+      mr,
+    );
     if (mr?.state === 'merged')
       run.say(
         entry,
         'merged',
-        `landed: ${entry.targetBranch} fast-forwarded to ${short(front.car.sha)} (car ${front.car.position}), the server marked it merged`,
+        `landed: ${entry.targetBranch} fast-forwarded to ${short(front.car.sha)} (car ${front.car.position}), the server marked it merged${why}`,
       );
     else {
       deps.log.warn(
@@ -46,7 +57,7 @@ export async function landed(run: TrainRun, front: Car, target: string, position
       run.say(
         entry,
         'merged',
-        `landed at ${short(target)}; the server had not marked it merged ${Math.round(((LANDED_READS - 1) * LANDED_READ_GAP_MS) / 100) / 10} s after the push (it was ${mr?.state ?? 'unread'}): 8.x does it in the background, a server that never does leaves it open`,
+        `landed at ${short(target)}; the server had not marked it merged ${Math.round(((LANDED_READS - 1) * LANDED_READ_GAP_MS) / 100) / 10} s after the push (it was ${mr?.state ?? 'unread'}): 8.x does it in the background, a server that never does leaves it open${why}`,
       );
     }
   }
@@ -80,8 +91,14 @@ export async function landRecorded(run: TrainRun): Promise<void> {
  * Lands `going` (consecutive green cars from the front) in one push of the target to the last one's
  * commit: 'landed' (they are out, `run.cars` lost them), 'on' (not landed; the run goes on: cars to
  * build again), 'stop' (the server refused the bot: the run ends here, said as the queue's trouble).
+ * `through`: the words for a car that failed and lands through the last car, which contains it and
+ * passed (train-flaky.ts), by its index in `going`.
  */
-export async function landCars(run: TrainRun, going: readonly Car[]): Promise<'landed' | 'on' | 'stop'> {
+export async function landCars(
+  run: TrainRun,
+  going: readonly Car[],
+  through?: (index: number) => string | undefined,
+): Promise<'landed' | 'on' | 'stop'> {
   const { deps, head } = run;
   const last = going.at(-1)!.car;
   // What a build took, as seen here (from the push to green): the status page's estimates.
@@ -104,7 +121,7 @@ export async function landCars(run: TrainRun, going: readonly Car[]): Promise<'l
     run.target = last.sha!;
     for (const [i, one] of going.entries()) {
       deps.events?.carBuilt('passed');
-      await landed(run, one, run.target, i + 1);
+      await landed(run, one, run.target, i + 1, through?.(i));
     }
     run.cars = run.cars.slice(going.length);
     return 'landed';
