@@ -372,7 +372,12 @@ function trainRows(card: QueueCard, group: QueueEntry[], members: QueueMember[],
       ...(car.checked?.failed ? { failed: [...car.checked.failed] } : {}),
       ...(timeoutAt !== undefined ? { timeoutAt } : {}),
       estimate:
-        state === 'failed' ? { kind: 'none', text: 'does not land as built' } : estimate(own, overdue, words),
+        state === 'failed'
+          ? {
+              kind: 'none',
+              text: 'does not land as built, unless a car behind it, which contains it, passes',
+            }
+          : estimate(own, overdue, words),
     });
   }
   // Not in a car yet: a car is built for each `batch` of them as a place frees (a car lands), or at
