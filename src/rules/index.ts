@@ -76,6 +76,7 @@ export { explainJson } from './engine/explain.ts';
 export { createRepositoryRules, type RepositoryRulesState } from './repository/repository-rules.ts';
 export { repositoryPolicy } from './repository/allow-list.ts';
 export { MAX_BATCH, MAX_DEPTH } from './actions/queue.ts';
+export { DEFAULT_RETRIES } from './actions/queue-retries.ts';
 export { checkRepositoryFile } from './repository/repository-file.ts';
 export { planChange, planLines, type PlanReport } from './repository/plan.ts';
 export {

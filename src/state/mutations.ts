@@ -104,6 +104,7 @@ export const queueEntrySchema = z.object({
   required: z.array(z.string()),
   statusTimeoutMs: z.number().nonnegative(),
   maxUpdates: z.number().int().nonnegative(),
+  retries: z.number().int().nonnegative().optional(),
   depth: z.number().int().positive().optional(),
   batch: z.number().int().positive().optional(),
   car: z
@@ -127,9 +128,11 @@ export const queueEntrySchema = z.object({
           failed: z.array(z.string()).optional(),
         })
         .optional(),
+      retried: z.object({ count: z.number().int().positive(), failed: z.array(z.string()) }).optional(),
     })
     .optional(),
   carCap: z.number().int().positive().optional(),
+  carAfter: z.array(z.string()).optional(),
   trainCiMs: z.number().nonnegative().optional(),
   removeSourceBranch: z.boolean().optional(),
   mergeCommitMessage: z.string().optional(),

@@ -120,11 +120,20 @@ function trainPosition(where: string, entry: QueueEntry, now: number): string {
   // The train is stuck (a branch blocking its names, a refused landing...): said first, as for the serial queue.
   if (entry.trouble) return `${where}; ${troubleText(entry.trouble, now)}`;
   const car = entry.car;
-  if (!car) return `${where}; waiting for a car of the merge train`;
+  if (!car)
+    return entry.carAfter
+      ? `${where}; waiting for a car of the merge train: the first half of the car it was split from is judged first (it rides on top of that half only if it passes)`
+      : `${where}; waiting for a car of the merge train`;
   const riders = car.iids.map((iid) => `!${iid}`).join(', ');
-  const head = `${where}; car ${car.position} of the merge train (${riders})`;
+  // Built again after its build failed (docs/merge-queue.md#flaky-ci).
+  const again = car.retried
+    ? ` (built again after ${car.retried.failed.join(', ')} failed: retry ${car.retried.count})`
+    : '';
+  const head = `${where}; car ${car.position} of the merge train (${riders})${again}`;
   if (car.landing !== undefined) return `${head}; landing ${short(car.sha)} on ${entry.targetBranch}`;
   if (car.pushedAt === undefined) return `${head}; being built on ${short(car.base)}`;
+  if (car.checked?.state === 'failed')
+    return `${head}; its build failed (${(car.checked.failed ?? []).join(', ')}) on ${short(car.sha)}: it waits for the cars behind it, each of which contains it (one that passes lands it through), and is judged when none can`;
   return `${head}; waiting for ${entry.required.join(', ')} on ${short(car.sha)} for ${Math.round((now - car.pushedAt) / 1000)} s${car.position > 1 ? ', and for the cars ahead to land' : ''}`;
 }
 

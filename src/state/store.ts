@@ -162,6 +162,11 @@ export interface QueueEntry {
   statusTimeoutMs: number;
   /** Updates of the source branch (target moved) before the merge request is taken out. */
   maxUpdates: number;
+  /**
+   * Merge train: how many times its failed car of one is built again before it is taken out, when
+   * no car behind it (each contains it) tested it; absent: the default (rules/actions/queue.ts).
+   */
+  retries?: number;
   /** Merge train (docs/merge-queue.md#merge-trains): cars tested at once; absent: 1 (serial). */
   depth?: number;
   /** Merge requests per car; absent: 1. */
@@ -170,6 +175,13 @@ export interface QueueEntry {
   car?: TrainCar;
   /** Bisection: the largest car it may ride in after a failed batch was split; absent: `batch`. */
   carCap?: number;
+  /**
+   * Bisection: set on the second half of a failed car that was split (with `carCap`), the item keys of
+   * the first half. It rides only once they are judged: built on top of a first half that passed, it
+   * is the failed car's very tree again, so nothing rides on top of it until it is judged
+   * (docs/merge-queue.md#merge-trains, Batches).
+   */
+  carAfter?: string[];
   /** How long the train's cars took from their push to green, as last observed (estimates on the status page). */
   trainCiMs?: number;
   removeSourceBranch?: boolean;
@@ -296,6 +308,11 @@ export interface TrainCar {
    * front). Absent: not read yet, its build is running. For the queue page (docs/merge-queue.md#where-it-shows).
    */
   checked?: { state: 'passed' | 'failed'; at: number; failed?: string[] };
+  /**
+   * How many times the car was built again after its build failed (a new commit: its `date` moved
+   * on), with the names that failed the last time (docs/merge-queue.md#flaky-ci).
+   */
+  retried?: { count: number; failed: string[] };
 }
 
 export interface PausedRule {

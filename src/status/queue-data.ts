@@ -288,7 +288,7 @@ function carState(car: TrainCar, number: number, targetBranch: string): Pick<Car
   if (car.checked?.state === 'failed')
     return {
       state: 'failed',
-      stateText: `failed (${(car.checked.failed ?? []).join(', ')}): split or taken out when it is the front car`,
+      stateText: `failed (${(car.checked.failed ?? []).join(', ')}): lands through a car behind it that passes (each contains it), otherwise split or taken out when it is the front car`,
     };
   return { state: 'running', stateText: 'running: its build is being tested' };
 }
@@ -372,7 +372,12 @@ function trainRows(card: QueueCard, group: QueueEntry[], members: QueueMember[],
       ...(car.checked?.failed ? { failed: [...car.checked.failed] } : {}),
       ...(timeoutAt !== undefined ? { timeoutAt } : {}),
       estimate:
-        state === 'failed' ? { kind: 'none', text: 'does not land as built' } : estimate(own, overdue, words),
+        state === 'failed'
+          ? {
+              kind: 'none',
+              text: 'does not land as built, unless a car behind it, which contains it, passes',
+            }
+          : estimate(own, overdue, words),
     });
   }
   // Not in a car yet: a car is built for each `batch` of them as a place frees (a car lands), or at

@@ -70,7 +70,8 @@ export interface QueueWorldOptions {
   rules: string;
   /** A folder of the caller's for rules and git caches. */
   workDir: string;
-  modeOf?: (branch: string) => CiMode;
+  /** Per branch (and commit, asked once each): how the CI's builds behave (simulated-ci.ts). */
+  modeOf?: (branch: string, sha: string) => CiMode;
   buildMs?: number;
   /** A flaky CI: the share of passing builds that fail anyway, and the draws' seed (simulated-ci.ts). */
   flakes?: { rate: number; seed: number };

@@ -13,7 +13,9 @@ export type CiMode =
   /** pending, then success or failed. */
   | 'normal'
   /** pending, and never anything more: a status that never reports. */
-  | 'pending-forever';
+  | 'pending-forever'
+  /** pending, then failed whatever the tree: a flaky build (a fault of the build, not of the change). */
+  | 'fail';
 
 export interface SimulatedCiOptions {
   /** The status name posted (`ci/test`). */
@@ -28,8 +30,11 @@ export interface SimulatedCiOptions {
   buildJitterMs?: number;
   /** Builds at once. Default 64: the tests' CI never makes a build wait for a runner. */
   parallel?: number;
-  /** Per branch: how its builds behave (default `normal`). */
-  modeOf?: (branch: string) => CiMode;
+  /**
+   * Per branch (and commit): how its builds behave (default `normal`). Asked once per commit and
+   * branch, so a test may answer `fail` to the first build of a branch only (a flake).
+   */
+  modeOf?: (branch: string, sha: string) => CiMode;
   /**
    * The share of passing builds that post `failed` anyway (0 to 1; default 0), seeded by `seed`
    * (default 1): the sandbox CI's flaky builds (src/sandbox/ci/simulated-ci.ts), deterministic for a
@@ -56,12 +61,22 @@ export interface SimulatedCi {
 }
 
 export function startSimulatedCi(sb: Sandbox, options: SimulatedCiOptions): SimulatedCi {
-  const { modeOf } = options;
+  const modes = new Map<string, CiMode>();
+  const modeOf = options.modeOf
+    ? (build: { branch: string; sha: string }): CiMode => {
+        const key = `${build.branch}@${build.sha}`;
+        let mode = modes.get(key);
+        if (mode === undefined) modes.set(key, (mode = options.modeOf!(build.branch, build.sha)));
+        return mode;
+      }
+    : undefined;
   const ci = startSandboxCi(sb.ctx, {
     name: options.name ?? 'ci/test',
-    check: async (files) => {
+    check: async (files, build) => {
       const extra = Math.random() * (options.buildJitterMs ?? 0);
       if (extra > 0) await new Promise((resolve) => setTimeout(resolve, extra));
+      // A build's flake, never the tree's verdict (`passes`, asked without a branch).
+      if (build.branch !== '' && modeOf?.(build) === 'fail') return false;
       return semanticCheck(files);
     },
     durationMs: options.buildMs ?? 20,
@@ -69,7 +84,7 @@ export function startSimulatedCi(sb: Sandbox, options: SimulatedCiOptions): Simu
     as: { token: options.token, git: options.git },
     ...(options.flakeRate !== undefined ? { flakeRate: options.flakeRate } : {}),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
-    ...(modeOf ? { hold: (build) => modeOf(build.branch) === 'pending-forever' } : {}),
+    ...(modeOf ? { hold: (build) => modeOf(build) === 'pending-forever' } : {}),
     // Failed builds are what the tests make on purpose; a status it could not post is worth seeing.
     log: (line) => {
       if (line.includes('could not')) console.error(line);

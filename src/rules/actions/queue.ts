@@ -5,6 +5,7 @@ import { durationSchema, labelListSchema, templateSchema } from '../engine/param
 import { blocked, mergeRequestTarget } from '../engine/planned-call.ts';
 import { compileTemplate } from '../engine/template.ts';
 import { authorityOf, authorsSchema, mergeAuthority, mergeBlocker } from './merge-safety.ts';
+import { DEFAULT_RETRIES, MAX_RETRIES } from './queue-retries.ts';
 
 /** What a queue waits for a status unless the rule says: long enough for most CI, never forever. */
 export const DEFAULT_STATUS_TIMEOUT = '1h';
@@ -67,6 +68,15 @@ export const queue = defineAction({
       .meta({
         description: `how many merge requests one car of the train carries, tested as one commit (a failed car is split in halves); default ${DEFAULT_BATCH}, at most ${MAX_BATCH}`,
       }),
+    retries: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_RETRIES, { message: `retries is at most ${MAX_RETRIES} builds again of a failed car` })
+      .optional()
+      .meta({
+        description: `merge trains: how many times a failed car of one merge request is built again (a new commit) before it is taken out, when no car behind it, which contains it, tested it (a car behind that passes lands it anyway: flaky CI); default ${DEFAULT_RETRIES}, at most ${MAX_RETRIES}; the serial queue takes a failed head out at once`,
+      }),
     remove_source_branch: z.boolean().optional().meta({
       description:
         'the merge deletes the source branch (serial queue only: a train lands by a push, and check refuses it with depth or batch above 1)',
@@ -119,6 +129,7 @@ export const queue = defineAction({
             max_updates: c.max_updates ?? DEFAULT_MAX_UPDATES,
             ...((c.depth ?? DEFAULT_DEPTH) > 1 ? { depth: c.depth! } : {}),
             ...((c.batch ?? DEFAULT_BATCH) > 1 ? { batch: c.batch! } : {}),
+            ...(c.retries !== undefined ? { retries: c.retries } : {}),
             ...(c.remove_source_branch !== undefined
               ? { should_remove_source_branch: c.remove_source_branch }
               : {}),

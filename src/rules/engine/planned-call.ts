@@ -97,6 +97,8 @@ export interface CallArgs {
     depth?: number;
     /** Merge requests per car (absent: 1). */
     batch?: number;
+    /** Merge trains: rebuilds of a failed car of one before it is taken out (absent: the default). */
+    retries?: number;
     should_remove_source_branch?: boolean;
     merge_commit_message?: string;
     /**

@@ -25,6 +25,7 @@ export async function leaveAt(
     trouble: _trouble,
     car: _car,
     carCap: _cap,
+    carAfter: _after,
     front: _front,
     ...kept
   } = entry;

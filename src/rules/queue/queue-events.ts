@@ -77,6 +77,8 @@ export interface QueueEventRecord {
   tested?: string;
   /** Landed by a train: its car (position now, its members' iids in order). */
   car?: { position: number; members: number[] };
+  /** Landed by a train through a car behind its own, which passed while its own failed (flaky CI). */
+  through?: string;
   /** Landed: how long since it entered the queue (ms). */
   waitedMs?: number;
   /** Removed or dropped: why. */
@@ -97,7 +99,13 @@ export interface SeenMergeRequest {
 
 export type Landing =
   | { mode: 'serial'; tested: string; commit?: string }
-  | { mode: 'train'; car: Pick<TrainCar, 'position' | 'iids' | 'sha'>; commit: string };
+  | {
+      mode: 'train';
+      car: Pick<TrainCar, 'position' | 'iids' | 'sha'>;
+      commit: string;
+      /** Its own car failed, a car behind it (which contains it) passed: why it landed all the same. */
+      through?: string;
+    };
 
 export interface Removal {
   code: RemovalCode;
@@ -143,7 +151,7 @@ export function queueEventWords(event: QueueEventRecord): { headline: string; de
       if (event.mode === 'train' && event.car)
         return {
           headline: `merge queue: landed in car ${event.car.position} of a train`,
-          detail: `${event.targetBranch} fast-forwarded to ${short(event.commit)}, the commit of car ${event.car.position} of the ${event.queue} merge train (members ${iids(event.car.members)})`,
+          detail: `${event.targetBranch} fast-forwarded to ${short(event.commit)}, the commit of car ${event.car.position} of the ${event.queue} merge train (members ${iids(event.car.members)})${event.through ? `; ${event.through}` : ''}`,
         };
       return {
         headline: 'merge queue: merged by the serial queue',
@@ -268,6 +276,7 @@ export function createQueueEvents(deps: QueueEventDeps): QueueEvents {
               mode: 'train',
               commit: landing.commit,
               car: { position: landing.car.position, members: [...landing.car.iids] },
+              ...(landing.through ? { through: landing.through } : {}),
               waitedMs,
             },
         { ...mr, state: mr?.state ?? 'merged' },

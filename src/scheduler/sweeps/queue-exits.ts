@@ -106,6 +106,7 @@ export function queueExits(deps: MergeQueueDeps, events: QueueEvents): QueueExit
       trouble: _trouble,
       car: _car,
       carCap: _cap,
+      carAfter: _after,
       ...kept
     } = entry;
     const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\`: ${why}. ${REENTER}`;

@@ -6,7 +6,7 @@
  */
 import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry, TrainCar } from '../../state/index.ts';
-import { blockedBy, pushFailure, trainBranch } from './train-cars.ts';
+import { blockedBy, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { forkSettling } from './train-riders.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
 
@@ -78,6 +78,23 @@ async function build(
 }
 
 /**
+ * A car built again from a new record (a failed car's retry: train-flaky.ts), pushed with the others
+ * at the end of the run; false when it could not be (its members said why, and ride no car).
+ */
+export async function buildAgain(run: TrainRun, one: Car, car: TrainCar): Promise<boolean> {
+  const i = run.cars.indexOf(one);
+  const below = run.cars[i - 1]?.car.branch ?? run.head.targetBranch;
+  const built = await build(run, car, one.entries, below);
+  if (!built) {
+    run.stale.set(one.car.branch, one.car.sha);
+    run.cars = run.cars.slice(0, i);
+    return false;
+  }
+  one.car = built;
+  return true;
+}
+
+/**
  * The cars recorded but not pushed (a failed push, a crash between record and push) built again from
  * their records (the same commits). False when a branch blocks their names: nothing is pushed then.
  */
@@ -94,8 +111,9 @@ export async function rebuildUnpushed(run: TrainRun): Promise<boolean> {
       return false;
     }
   }
+  const built = new Set(run.toPush.map((one) => one.car.id));
   for (const [i, one] of run.cars.entries())
-    if (one.car.pushedAt === undefined) {
+    if (one.car.pushedAt === undefined && !built.has(one.car.id)) {
       const baseBranch = run.cars[i - 1]?.car.branch ?? run.head.targetBranch;
       const again = await build(run, one.car, one.entries, baseBranch);
       if (!again) {
@@ -108,11 +126,18 @@ export async function rebuildUnpushed(run: TrainRun): Promise<boolean> {
   return true;
 }
 
-/** The next car's members: the first merge requests riding nothing, up to the car's size. */
+/**
+ * The next car's members: the first merge requests riding nothing, up to the car's size. Bisection
+ * (docs/merge-queue.md, Batches): the second half of a split car waits while its first half is in the
+ * queue, and nothing rides on top of it once it rides (the failed car's tree again, most likely red).
+ */
 function nextMembers(run: TrainRun): QueueEntry[] {
+  if (run.cars.at(-1)?.entries.some((e) => e.carAfter !== undefined)) return [];
+  const queue = run.queueNow();
   const riding = new Set(run.cars.flatMap((c) => c.car.members));
-  const rest = run.queueNow().filter((e) => !riding.has(e.itemKey));
+  const rest = queue.filter((e) => !riding.has(e.itemKey));
   if (rest.length === 0) return [];
+  if (rest[0]!.carAfter?.some((key) => queue.some((e) => e.itemKey === key))) return [];
   const cap = Math.min(run.batch, rest[0]!.carCap ?? run.batch);
   return rest.slice(0, cap);
 }

@@ -71,7 +71,7 @@ export async function dismantleTrain(
   for (const entry of riding) {
     const now = deps.store.queued().find((one) => one.itemKey === entry.itemKey && !one.left);
     if (!now) continue;
-    const { car: _car, carCap: _cap, ...rest } = now;
+    const { car: _car, carCap: _cap, carAfter: _after, ...rest } = now;
     await deps.store.enqueue(rest);
   }
   if (deps.updater && stale.size > 0)

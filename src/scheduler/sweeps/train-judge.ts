@@ -1,9 +1,11 @@
 /**
  * Judging a merge train's front (docs/merge-queue.md#merge-trains): the consecutive green cars at the
  * front land (train-land.ts), each merge request evaluated again first (the serial queue's fresh
- * check); the first car that is not green is judged: failed or past a member's timeout, a car of one
- * leaves with one comment and a car of more is split in halves; a member that may not ride any more
- * is out at once. Every car behind a car given up is built again.
+ * check); the first car that is not green is judged: failed or past a member's timeout, it waits for
+ * the cars behind it, which contain it, and lands through one that passes (train-flaky.ts); when none
+ * does, a car of one is built again within `retries` or leaves with one comment, and a car of more is
+ * split in halves, the second waiting for the first; a member that may not ride any more is out at
+ * once. Every car behind a car given up is built again.
  */
 import type { QueueEntry } from '../../state/index.ts';
 import type { Trigger } from '../../rules/index.ts';
@@ -11,6 +13,7 @@ import type { Car } from './train-cars.ts';
 import { carStatuses, checkCarsBehind, type CarStatuses } from './train-statuses.ts';
 import { landCars, leftTheirCar } from './train-land.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
+import { failedNames, retried, throughBehind } from './train-flaky.ts';
 
 type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
 
@@ -40,6 +43,12 @@ async function failed(
   const { deps } = run;
   run.stale.set(front.car.branch, front.car.sha);
   deps.events?.carBuilt(code === 'status_failed' ? 'failed' : 'timed_out');
+  // The second half of a split that waited for this car: it is not the failed car's tree any more
+  // (this one failed), so it rides as any car, on what is below it.
+  const members = new Set(front.car.members);
+  for (const entry of run.queueNow())
+    if (entry.carAfter?.some((key) => members.has(key)))
+      await run.patch(entry.itemKey, ({ carAfter: _after, ...rest }) => rest);
   if (front.entries.length === 1) {
     const entry = front.entries[0]!;
     const mr = await run.readMr(entry);
@@ -50,9 +59,16 @@ async function failed(
     return;
   }
   const half = Math.ceil(front.entries.length / 2);
+  // The second half waits for the first (docs/merge-queue.md, Batches): built on top of a first half
+  // that passes, it is the failed car's tree again, tested once; on a first half that failed, wasted.
+  const first = front.car.members.slice(0, half);
   for (const [i, entry] of front.entries.entries()) {
     const cap = i < half ? half : front.entries.length - half;
-    await run.patch(entry.itemKey, (e) => ({ ...withoutCar(e), carCap: cap }));
+    await run.patch(entry.itemKey, ({ carAfter: _after, ...e }) => ({
+      ...withoutCar(e),
+      carCap: cap,
+      ...(i < half ? {} : { carAfter: first }),
+    }));
     run.say(
       entry,
       'waiting',
@@ -127,6 +143,13 @@ export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
   const onTop = (entry: QueueEntry) =>
     `the train's car ${short(front.car.sha)} (${entry.targetBranch} at ${short(front.car.base)} with ${front.car.iids.map((n) => `!${n}`).join(', ')})`;
   if (stop.kind === 'left') return cutFrom(run, 0);
+  const names = failedNames(stop);
+  if (names) {
+    // Flaky CI (train-flaky.ts): the cars behind, each of which contains the front, speak first.
+    const behind = await throughBehind(run, names, stillHeld);
+    if (behind !== 'judge') return behind;
+    if (await retried(run, names)) return 'on';
+  }
   if (stop.kind === 'red') {
     const { red } = stop;
     await failed(run, front, 'status_failed', (e) => `${red.join(', ')} failed on ${onTop(e)}`);

@@ -12,6 +12,8 @@ import { short, type TrainRun } from './train-run.ts';
 const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
 
+type Landing = TrainRun['unconfirmed'][number];
+
 /**
  * The car's merge requests after its landing push: out of the queue at once (the target holds them).
  * The server marks them merged itself, and 8.x does it in the background (`PostReceive`, then
@@ -19,34 +21,40 @@ const LANDED_READ_GAP_MS = 400;
  * again at the end of the run (`confirmLanded`), after the next cars were built and pushed, so the
  * train's next round never waits for the server's job.
  */
-export async function landed(run: TrainRun, front: Car, target: string, position = 1): Promise<void> {
+export async function landed(
+  run: TrainRun,
+  front: Car,
+  target: string,
+  position = 1,
+  through?: string,
+): Promise<void> {
   const reads = await Promise.all(front.entries.map((entry) => run.readMr(entry)));
   for (const [i, entry] of front.entries.entries()) {
     await run.deps.store.dequeue(entry.itemKey);
     const mr = reads[i];
-    if (mr?.state === 'merged') await told(run, entry, front.car, position, target, mr);
-    else run.unconfirmed.push({ entry, car: front.car, position, target });
+    const landing = { entry, car: front.car, position, target, ...(through ? { through } : {}) };
+    if (mr?.state === 'merged') await told(run, landing, mr);
+    else run.unconfirmed.push(landing);
   }
   run.stale.set(front.car.branch, front.car.sha);
 }
 
 /** A landed merge request told (explain, metrics, the run's steps), with what the server showed of it. */
-async function told(
-  run: TrainRun,
-  entry: QueueEntry,
-  landedCar: Car['car'],
-  position: number,
-  target: string,
-  mr: MergeRequest | undefined,
-): Promise<void> {
+async function told(run: TrainRun, landing: Landing, mr: MergeRequest | undefined): Promise<void> {
   const { deps } = run;
+  const { entry, car: landedCar, position, target, through } = landing;
   const car = { ...landedCar, position };
-  await deps.events?.landed(entry, { mode: 'train', car, commit: landedCar.sha! }, mr);
+  const why = through ? `; ${through}` : '';
+  await deps.events?.landed(
+    entry,
+    { mode: 'train', car, commit: landedCar.sha!, ...(through ? { through } : {}) },
+    mr,
+  );
   if (mr?.state === 'merged') {
     run.say(
       entry,
       'merged',
-      `landed: ${entry.targetBranch} fast-forwarded to ${short(landedCar.sha)} (car ${landedCar.position}), the server marked it merged`,
+      `landed: ${entry.targetBranch} fast-forwarded to ${short(landedCar.sha)} (car ${landedCar.position}), the server marked it merged${why}`,
     );
     return;
   }
@@ -57,7 +65,7 @@ async function told(
   run.say(
     entry,
     'merged',
-    `landed at ${short(target)}; the server had not marked it merged ${Math.round(((LANDED_READS - 1) * LANDED_READ_GAP_MS) / 100) / 10} s after the push (it was ${mr?.state ?? 'unread'}): 8.x does it in the background, a server that never does leaves it open`,
+    `landed at ${short(target)}; the server had not marked it merged ${Math.round(((LANDED_READS - 1) * LANDED_READ_GAP_MS) / 100) / 10} s after the push (it was ${mr?.state ?? 'unread'}): 8.x does it in the background, a server that never does leaves it open${why}`,
   );
 }
 
@@ -75,8 +83,7 @@ export async function confirmLanded(run: TrainRun): Promise<void> {
     if (round > 1) await new Promise((resolve) => setTimeout(resolve, LANDED_READ_GAP_MS));
     for (const { entry } of open) reads.set(entry.itemKey, await run.readMr(entry));
   }
-  for (const { entry, car, position, target } of waiting)
-    await told(run, entry, car, position, target, reads.get(entry.itemKey));
+  for (const landing of waiting) await told(run, landing, reads.get(landing.entry.itemKey));
 }
 
 /**
@@ -106,8 +113,14 @@ export async function landRecorded(run: TrainRun): Promise<void> {
  * Lands `going` (consecutive green cars from the front) in one push of the target to the last one's
  * commit: 'landed' (they are out, `run.cars` lost them), 'on' (not landed; the run goes on: cars to
  * build again), 'stop' (the server refused the bot: the run ends here, said as the queue's trouble).
+ * `through`: the words for a car that failed and lands through the last car, which contains it and
+ * passed (train-flaky.ts), by its index in `going`.
  */
-export async function landCars(run: TrainRun, going: readonly Car[]): Promise<'landed' | 'on' | 'stop'> {
+export async function landCars(
+  run: TrainRun,
+  going: readonly Car[],
+  through?: (index: number) => string | undefined,
+): Promise<'landed' | 'on' | 'stop'> {
   const { deps, head } = run;
   const last = going.at(-1)!.car;
   // What a build took, as seen here (from the push to green): the status page's estimates, written
@@ -128,7 +141,7 @@ export async function landCars(run: TrainRun, going: readonly Car[]): Promise<'l
     run.target = last.sha!;
     for (const [i, one] of going.entries()) {
       deps.events?.carBuilt('passed');
-      await landed(run, one, run.target, i + 1);
+      await landed(run, one, run.target, i + 1, through?.(i));
     }
     run.cars = run.cars.slice(going.length);
     for (const entry of run.queueNow()) await run.patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));

@@ -36,7 +36,14 @@ export interface TrainRun {
    * of the run, after the next cars are pushed (train-land.ts `confirmLanded`), so the train never
    * waits for the server's background job.
    */
-  readonly unconfirmed: { entry: QueueEntry; car: Car['car']; position: number; target: string }[];
+  readonly unconfirmed: {
+    entry: QueueEntry;
+    car: Car['car'];
+    position: number;
+    target: string;
+    /** A failed car landed through a car behind it that contains it and passed (train-flaky.ts). */
+    through?: string;
+  }[];
   /** The target branch's head as this run knows it. */
   target: string;
   /** The cars that chain on the target, front first. */

@@ -95,6 +95,30 @@ describe('queue action', () => {
     }
   });
 
+  it("plans `retries` when the rule says it (a merge train's rebuilds of a failed car); refuses more than 3", async () => {
+    const [train] = runAction(
+      { queue: { statuses: ['ci/test'], depth: 2, retries: 0 } },
+      mergeRequest('mr-green'),
+    ) as unknown as { call: { args: Record<string, unknown> } }[];
+    expect(train?.call.args).toMatchObject({ depth: 2, retries: 0 });
+    const [plain] = runAction(
+      { queue: { statuses: ['ci/test'], depth: 2 } },
+      mergeRequest('mr-green'),
+    ) as unknown as { call: { args: Record<string, unknown> } }[];
+    expect(plain?.call.args).not.toHaveProperty('retries');
+    const dir = await mkdtemp(join(tmpdir(), 'hookbot-queue-retries-'));
+    try {
+      await writeFile(
+        join(dir, 'default.yml'),
+        `rules:\n  - name: q\n    on: [merge_request.update]\n    for: merge_requests\n    do: [ { queue: { statuses: [ci/test], depth: 2, retries: 4 } } ]\n`,
+      );
+      const problems = (await loadRules(dir)).problems.map(formatProblem).join('\n');
+      expect(problems).toContain('retries is at most 3 builds again of a failed car');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     { name: 'closed', changes: { state: 'closed' }, why: 'the merge request is closed' },
     {

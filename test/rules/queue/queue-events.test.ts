@@ -135,6 +135,25 @@ describe('queue events', () => {
     expect(counted.landed).toEqual([['train', 60]]);
   });
 
+  it('a train landing through a car behind (flaky CI) says why it landed though its own car failed', async () => {
+    const { store, events } = await world();
+    const through =
+      "landed through car 2: car 1's own build failed (ci/test) but car 2, which contains it, passed";
+    await events.landed(ENTRY, {
+      mode: 'train',
+      car: { position: 1, iids: [5], sha: MERGE },
+      commit: MERGE,
+      through,
+    });
+    const story = queueStory(await store.keptDecisions(ENTRY.itemKey));
+    expect(story).toEqual([
+      expect.objectContaining({
+        kind: 'landed',
+        text: `landed in car 1 of a train: master fast-forwarded to 1234567, the commit of car 1 of the default merge train (members !5); ${through}`,
+      }),
+    ]);
+  });
+
   it('a removal keeps its reason code and the comment, a drop its code; both are counted by code', async () => {
     const { store, events, counted, tick } = await world();
     await events.removed(ENTRY, {

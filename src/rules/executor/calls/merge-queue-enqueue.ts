@@ -79,6 +79,7 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       maxUpdates: a.max_updates,
       ...(a.depth !== undefined ? { depth: a.depth } : {}),
       ...(a.batch !== undefined ? { batch: a.batch } : {}),
+      ...(a.retries !== undefined ? { retries: a.retries } : {}),
       ...(a.should_remove_source_branch !== undefined
         ? { removeSourceBranch: a.should_remove_source_branch }
         : {}),
@@ -91,6 +92,7 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       // A train's progress stays too: the car it rides in and its bisection cap (the train driver).
       ...(same && held.car !== undefined ? { car: held.car } : {}),
       ...(same && held.carCap !== undefined ? { carCap: held.carCap } : {}),
+      ...(same && held.carAfter !== undefined ? { carAfter: held.carAfter } : {}),
       // Whose decision queued it: this evaluation's comment (replayed before its merge), and the
       // approval of the head: a member's approval of this very head stays when another rule plans
       // it again without a comment (a developer's label rule on her own fork: a merge train carries
