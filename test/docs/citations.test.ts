@@ -18,7 +18,11 @@ const IGNORED = readFileSync(path.join(ROOT, '.gitignore'), 'utf8')
   .split('\n')
   .map((line) => line.trim())
   .filter((line) => line !== '' && !line.startsWith('#'));
-const SKIPPED_DIRS = new Set(['.git', ...IGNORED.filter((p) => p.endsWith('/')).map((p) => p.slice(0, -1))]);
+// A name without `/` (`node_modules`) ignores a folder as well as a file or link of that name, as git does.
+const SKIPPED_DIRS = new Set([
+  '.git',
+  ...IGNORED.filter((p) => !p.startsWith('*.')).map((p) => p.replace(/\/$/, '')),
+]);
 const ignoredFile = (name: string) =>
   IGNORED.some((p) => (p.startsWith('*.') ? name.endsWith(p.slice(1)) : p === name));
 const TEXT_FILE = /\.(ts|js|mjs|cjs|md|yml|yaml|json|sh|txt)$|(^|\/)(Dockerfile|run)$/;
