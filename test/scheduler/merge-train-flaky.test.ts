@@ -185,6 +185,30 @@ describe('merge trains with flaky CI and failed batches', { timeout: 240_000 }, 
     expect((await masterLine(w)).every((x) => x.passes)).toBe(true);
   });
 
+  it('the car right behind a failed front failed too: the front is judged at once, without waiting for a car further behind still tested', async () => {
+    let dIid = 0;
+    const w = await world('depth: 3', {
+      // Car 3's build never reports: only the two cars ahead of it speak.
+      modeOf: (branch) => (branch === carBranch(dIid) ? 'pending-forever' : 'normal'),
+    });
+    const bad = await openMergeRequest(w, 'bad', { 'bad.txt': 'calls: nowhere\n' });
+    const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
+    const d = await openMergeRequest(w, 'd', { 'd.txt': 'calls: foo\n' });
+    dIid = d.iid;
+    await queueAll(w, [bad.id, c.id, d.id]);
+    await w.sweeps.run('merge_queue');
+    expect(cars(w)).toHaveLength(3);
+    // Cars 1 and 2 fail (both hold `bad`); car 3 is still tested: bad leaves now, with one comment.
+    await round(w);
+    expect(w.store.queued().find((e) => e.mrId === bad.id)?.left).toBeDefined();
+    const notes = await botNotes(w, bad.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('Removed from the default merge queue for `master`: ci/test failed on');
+    // c and d ride again, on master without bad.
+    const rebuilt = cars(w);
+    expect(rebuilt[0]!.iids).toEqual([c.iid]);
+  });
+
   it('a car of one that fails alone is built again (a new commit) and lands when the retry passes', async () => {
     let aIid = 0;
     const w = await world('depth: 2', { modeOf: flakyFirst(() => [carBranch(aIid)]) });

@@ -5,8 +5,8 @@
  *   - one of them passed: the failure was not its members' (a flake, or a fault of the car's own
  *     build): the train lands through that car, every car up to it in one fast-forward push, once each
  *     member still rides and its rule still holds (the fresh evaluation, as for green cars);
- *   - none passed, one is still tested (within its timeout): the front waits for it;
- *   - all failed (or there are none): the front is judged as before, after `retries` builds again of a
+ *   - none passed, the car right behind it is still tested (within its timeout): the front waits;
+ *   - the car right behind failed too (or there is none): the front is judged as before, after `retries` builds again of a
  *     car of one that no car behind tested (its own failure is all there is to go on).
  * The trade-off: a car whose own build failed can be in the target's history (the commit of car 1
  * failed; car k's, above it, passed).
@@ -93,7 +93,10 @@ export async function throughBehind(
   const front = run.cars[0]!;
   const { verdicts, passed, testing } = await readBehind(run);
   if (passed === undefined) {
-    if (testing === undefined) return 'judge';
+    // The car right behind failed too: two failures in a row are the front's changes (both flaking
+    // is one chance in a hundred at a 10 % flake rate), so the front is judged now, without waiting
+    // for cars further behind, pushed later, whose wait a real failure would only lengthen.
+    if (testing === undefined || testing > 1) return 'judge';
     for (const entry of front.entries)
       run.say(
         entry,

@@ -18,18 +18,25 @@ import { failedNames, retried, throughBehind } from './train-flaky.ts';
 type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
 
 /** The car's members still ride, and its statuses for each member's own requirements (train-statuses.ts). */
-async function judge(run: TrainRun, one: Car): Promise<Verdict> {
+async function judge(run: TrainRun, one: Car, statuses?: Promise<CarStatuses>): Promise<Verdict> {
   if (one.car.pushedAt === undefined) return { kind: 'unbuilt' };
   let fine = true;
-  for (const [i, entry] of one.entries.entries())
-    if (!(await run.stillRides(entry, await run.readMr(entry), one.car.heads[i]))) fine = false;
+  for (const [i, entry] of one.entries.entries()) {
+    // Read at the start of this run (train-watch.ts), or now.
+    const mr = run.riders.has(entry.itemKey) ? run.riders.get(entry.itemKey) : await run.readMr(entry);
+    if (!(await run.stillRides(entry, mr, one.car.heads[i]))) fine = false;
+  }
   if (!fine) return { kind: 'left' };
+  return statuses ?? statusesOf(run, one);
+}
+
+function statusesOf(run: TrainRun, one: Car): Promise<CarStatuses> {
   return carStatuses(
     run.deps.client,
     run.head.projectId,
     { sha: one.car.sha!, branch: one.car.branch },
     one.entries,
-    run.deps.now() - one.car.pushedAt,
+    run.deps.now() - one.car.pushedAt!,
   );
 }
 
@@ -121,10 +128,18 @@ async function cutFrom(run: TrainRun, from: number): Promise<'on'> {
  */
 export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
   if (run.cars.length === 0) return 'on';
+  // Every pushed car's statuses read at once: a round whose cars all passed waits for one read, not
+  // for one per car (a read not used, past the first car that is not green, is dropped).
+  const statuses = run.cars.map((one) => {
+    if (one.car.pushedAt === undefined) return undefined;
+    const read = statusesOf(run, one);
+    read.catch(() => undefined);
+    return read;
+  });
   let green = 0;
   let stop: Verdict = { kind: 'green', statuses: {} };
   for (; green < run.cars.length; green++) {
-    stop = await judge(run, run.cars[green]!);
+    stop = await judge(run, run.cars[green]!, statuses[green]);
     if (stop.kind !== 'green') break;
   }
   const landing = await stillHeld(run, green);

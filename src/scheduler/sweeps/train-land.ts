@@ -127,9 +127,14 @@ export async function landCars(
   // once the landing push is made (nothing of it is needed before: the push waits for nothing else).
   const ciMs = Math.max(0, deps.now() - last.pushedAt!);
   const at = deps.now();
-  for (const one of going)
-    for (const entry of one.entries)
-      await run.patch(entry.itemKey, (e) => ({ ...e, car: { ...one.car, landing: at } }));
+  // Recorded before the push (a crash after it finds the landing), each entry its own write, together.
+  await Promise.all(
+    going.flatMap((one) =>
+      one.entries.map((entry) =>
+        run.patch(entry.itemKey, (e) => ({ ...e, car: { ...one.car, landing: at } })),
+      ),
+    ),
+  );
   const pushed = await deps.updater.train.land({
     targetUrl: run.targetUrl,
     targetBranch: head.targetBranch,

@@ -44,6 +44,12 @@ export interface TrainRun {
     /** A failed car landed through a car behind it that contains it and passed (train-flaky.ts). */
     through?: string;
   }[];
+  /**
+   * The merge requests of the cars as read at the start of the run (train-watch.ts), by item key:
+   * judging the front uses them rather than reading each again (the landing's fresh evaluation
+   * reads each again anyway).
+   */
+  readonly riders: Map<string, MergeRequest | undefined>;
   /** The target branch's head as this run knows it. */
   target: string;
   /** The cars that chain on the target, front first. */
@@ -90,6 +96,7 @@ export async function startTrainRun(
     stale,
     toPush: [],
     unconfirmed: [],
+    riders: new Map(),
     target: (await client.branches.get(head.projectId, head.targetBranch)).commit.id,
     cars: [],
     say: (entry, outcome, detail, statuses) =>

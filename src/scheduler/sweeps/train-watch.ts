@@ -18,6 +18,8 @@ export async function cutStaleRiders(run: TrainRun): Promise<void> {
   const reads = await Promise.all(
     pushed.map(({ one }) => Promise.all(one.entries.map((entry) => run.readMr(entry)))),
   );
+  for (const [k, { one }] of pushed.entries())
+    for (const [i, entry] of one.entries.entries()) run.riders.set(entry.itemKey, reads[k]![i]);
   for (const [k, { one, index }] of pushed.entries()) {
     // Each member that may not ride any more is taken out, with its reason (said in the steps).
     let fine = true;
