@@ -301,8 +301,17 @@ export async function startRuntime(
           try {
             await processItem(item, triggers);
           } finally {
-            // Queued by this run, or taken out by it (its head then moves on), or news of it.
-            if (wasQueued || inQueue(item)) wakeQueue?.();
+            // Queued by this run, or taken out by it (its head then moves on), or news of it. Woken
+            // once the run's writes are durable: the replica that drives the queue next reads the
+            // queue from the database (merge-queue.ts), where this entry must already be.
+            if (wasQueued || inQueue(item)) {
+              await store
+                .flush()
+                .catch((error: unknown) =>
+                  log.warn({ err: error }, 'merge queue: the writes of a hook run are not durable yet'),
+                );
+              wakeQueue?.();
+            }
             if (watched(item)) wakeWatch?.();
           }
           await repository

@@ -105,6 +105,7 @@ export const queueEntrySchema = z.object({
   statusTimeoutMs: z.number().nonnegative(),
   maxUpdates: z.number().int().nonnegative(),
   depth: z.number().int().positive().optional(),
+  depthAuto: z.object({ min: z.number().int().positive(), max: z.number().int().positive() }).optional(),
   batch: z.number().int().positive().optional(),
   car: z
     .object({
@@ -131,6 +132,7 @@ export const queueEntrySchema = z.object({
     .optional(),
   carCap: z.number().int().positive().optional(),
   trainCiMs: z.number().nonnegative().optional(),
+  trainWindow: z.number().int().positive().optional(),
   removeSourceBranch: z.boolean().optional(),
   mergeCommitMessage: z.string().optional(),
   pinnedSha: z.string().optional(),

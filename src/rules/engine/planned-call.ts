@@ -95,6 +95,8 @@ export interface CallArgs {
     max_updates: number;
     /** Cars tested at once (absent: 1, the serial queue). */
     depth?: number;
+    /** `depth: auto`: the window's bounds (`depth` is then absent). */
+    depth_auto?: { min: number; max: number };
     /** Merge requests per car (absent: 1). */
     batch?: number;
     should_remove_source_branch?: boolean;

@@ -11,6 +11,7 @@ import type { Car } from './train-cars.ts';
 import { carStatuses, checkCarsBehind, type CarStatuses } from './train-statuses.ts';
 import { landCars, leftTheirCar } from './train-land.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
+import { shrinkAfterFailure } from './train-window.ts';
 
 type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
 
@@ -40,6 +41,7 @@ async function failed(
   const { deps } = run;
   run.stale.set(front.car.branch, front.car.sha);
   deps.events?.carBuilt(code === 'status_failed' ? 'failed' : 'timed_out');
+  await shrinkAfterFailure(run, front.car.sha);
   if (front.entries.length === 1) {
     const entry = front.entries[0]!;
     const mr = await run.readMr(entry);

@@ -84,6 +84,28 @@ interface PendingAccept {
 
 type AcceptOutcome = AcceptResult | StateError;
 
+/**
+ * Takes what a reload read (`theirs`) into the view's collection (`mine`), except the keys written
+ * during the reload (`touched`, `collection\0key`), which keep this replica's value.
+ */
+function mergeLoaded<V>(
+  collection: string,
+  mine: Map<string, V>,
+  theirs: Map<string, V>,
+  touched: ReadonlySet<string>,
+): void {
+  const result = new Map(theirs);
+  for (const entry of touched) {
+    const [name, key] = entry.split('\0') as [string, string];
+    if (name !== collection) continue;
+    const value = mine.get(key);
+    if (value === undefined) result.delete(key);
+    else result.set(key, value);
+  }
+  mine.clear();
+  for (const [key, value] of result) mine.set(key, value);
+}
+
 /** A replica's view keeps no decisions for explain beyond the latest and the ring: they are read when asked. */
 const VIEW = { keepDecisions: false } as const;
 
@@ -101,8 +123,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #refreshing: Promise<void> | undefined;
   /** The reload that follows the one under way, shared by the callers that arrived during it. */
   #nextRefresh: Promise<void> | undefined;
-  /** Keys written while a reload reads: they keep this replica's value (`collection\0key`). */
-  #touched: Set<string> | undefined;
+  /** Keys written while a reload reads, one set per reload under way: they keep this replica's value (`collection\0key`). */
+  readonly #touched = new Set<Set<string>>();
   /** About how many de-dup keys the table holds (pruned past maxDedupKeys). */
   #dedupEstimate = 0;
   readonly #adoptedListeners: (() => void)[] = [];
@@ -577,7 +599,7 @@ class PostgresStore extends HeldStateStore implements Fleet {
   }
 
   #touch(collection: string, key: string): void {
-    this.#touched?.add(`${collection}\0${key}`);
+    for (const touched of this.#touched) touched.add(`${collection}\0${key}`);
   }
 
   /** The statement that makes the database hold what `mutation` left in this replica's view. */
@@ -933,11 +955,45 @@ class PostgresStore extends HeldStateStore implements Fleet {
     for (const listener of this.#adoptedListeners) listener();
   }
 
+  /**
+   * Reloads the merge queues' tables alone (Fleet.reloadQueue): what this replica wrote before is
+   * durable first (its write chain), keys written during the reload keep this replica's value.
+   */
+  async reloadQueue(): Promise<void> {
+    this.assertOpen();
+    const touched = new Set<string>();
+    this.#touched.add(touched);
+    try {
+      await this.#chain;
+      const [queue, controls] = await Promise.all([
+        this.#query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
+        this.#query<{ control: string }>('SELECT control FROM hookbot_queue_controls ORDER BY seq'),
+      ]);
+      const loaded = new Map<string, QueueEntry>();
+      for (const row of queue.rows) {
+        const entry = JSON.parse(row.entry) as QueueEntry;
+        loaded.set(entry.itemKey, entry);
+      }
+      const loadedControls = new Map<string, QueueControl>();
+      for (const row of controls.rows) {
+        const control = JSON.parse(row.control) as QueueControl;
+        loadedControls.set(queueKeyOf(control.project, control.targetBranch, control.queue), control);
+      }
+      mergeLoaded('queue', this.model.queue, loaded, touched);
+      mergeLoaded('controls', this.model.controls, loadedControls, touched);
+    } finally {
+      this.#touched.delete(touched);
+    }
+  }
+
   /** Reloads what the fleet shares; keys written during the reload keep this replica's value. */
   async #reload(): Promise<void> {
     const touched = new Set<string>();
-    this.#touched = touched;
+    this.#touched.add(touched);
     try {
+      // What this replica wrote before the reload is in the database first: a reload that read
+      // before such a write committed would take it out of the view until the next one.
+      await this.#chain;
       const [outbox, watches, nextRuns, lastSuccess, paused, latest, recent, queue, controls] =
         await Promise.all([
           this.#query<{ action: string; parked_seq: string | null }>(
@@ -996,25 +1052,15 @@ class PostgresStore extends HeldStateStore implements Fleet {
       );
       this.#install(loaded, touched);
     } finally {
-      this.#touched = undefined;
+      this.#touched.delete(touched);
     }
   }
 
   /** Takes the shared collections of `loaded` into the view, except the keys written meanwhile. */
   #install(loaded: HeldState, touched: Set<string>): void {
     const view = this.model;
-    const merge = <V>(collection: string, mine: Map<string, V>, theirs: Map<string, V>) => {
-      const result = new Map(theirs);
-      for (const entry of touched) {
-        const [name, key] = entry.split('\0') as [string, string];
-        if (name !== collection) continue;
-        const value = mine.get(key);
-        if (value === undefined) result.delete(key);
-        else result.set(key, value);
-      }
-      mine.clear();
-      for (const [key, value] of result) mine.set(key, value);
-    };
+    const merge = <V>(collection: string, mine: Map<string, V>, theirs: Map<string, V>) =>
+      mergeLoaded(collection, mine, theirs, touched);
     // The outbox and the parked actions are one collection: an id is in one or the other.
     const touchedActions = [...touched].filter((t) => t.startsWith('outbox\0')).map((t) => t.slice(7));
     const mineOutbox = new Map(view.outbox);
