@@ -301,17 +301,11 @@ export async function startRuntime(
           try {
             await processItem(item, triggers);
           } finally {
-            // Queued by this run, or taken out by it (its head then moves on), or news of it. Woken
-            // once the run's writes are durable: the replica that drives the queue next reads the
-            // queue from the database (merge-queue.ts), where this entry must already be.
-            if (wasQueued || inQueue(item)) {
-              await store
-                .flush()
-                .catch((error: unknown) =>
-                  log.warn({ err: error }, 'merge queue: the writes of a hook run are not durable yet'),
-                );
-              wakeQueue?.();
-            }
+            // Queued by this run, or taken out by it (its head then moves on), or news of it. The
+            // entry is durable by now (the executor awaits store.enqueue, which resolves once the
+            // write is committed), so the replica that drives the queue next, which reads the queue
+            // from the database under the train's lock (merge-queue.ts), finds it there.
+            if (wasQueued || inQueue(item)) wakeQueue?.();
             if (watched(item)) wakeWatch?.();
           }
           await repository

@@ -9,7 +9,6 @@ export { readDecisions, readQueueEntries } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
 export { holdsAnything, transferClock, transferState } from './transfer.ts';
 export {
-  depthWords,
   pauseText,
   queueKeyOf,
   queuePosition,
