@@ -271,7 +271,10 @@ function processorOf(wiring: Wiring): BotOptions['processor'] {
       try {
         await processItem(item, triggers);
       } finally {
-        // Queued by this run, or taken out by it (its head then moves on), or news of it.
+        // Queued by this run, or taken out by it (its head then moves on), or news of it. The
+        // entry is durable by now (the executor awaits store.enqueue, which resolves once the
+        // write is committed), so the replica that drives the queue next, which reads the queue
+        // from the database under the train's lock (merge-queue.ts), finds it there.
         if (wasQueued || inQueue(item)) late.wakeQueue?.();
         if (watched(item)) late.wakeWatch?.();
       }

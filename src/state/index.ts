@@ -8,4 +8,12 @@ export { createPostgresStore, describeDatabase, type PostgresStateStore } from '
 export { readDecisions, readQueueEntries } from './postgres/read-decisions.ts';
 export { PG_SCHEMA_VERSION } from './postgres/schema-migrations.ts';
 export { holdsAnything, transferClock, transferState } from './transfer.ts';
-export { pauseText, queueKeyOf, queuePosition, queueShape, queuesOf, trainEstimates } from './queue-order.ts';
+export {
+  pauseText,
+  queueKeyOf,
+  queuePosition,
+  queueShape,
+  queuesOf,
+  trainEstimates,
+  type QueueShape,
+} from './queue-order.ts';

@@ -106,6 +106,7 @@ export const queueEntrySchema = z.object({
   maxUpdates: z.number().int().nonnegative(),
   retries: z.number().int().nonnegative().optional(),
   depth: z.number().int().positive().optional(),
+  depthAuto: z.object({ min: z.number().int().positive(), max: z.number().int().positive() }).optional(),
   batch: z.number().int().positive().optional(),
   car: z
     .object({
@@ -134,6 +135,7 @@ export const queueEntrySchema = z.object({
   carCap: z.number().int().positive().optional(),
   carAfter: z.array(z.string()).optional(),
   trainCiMs: z.number().nonnegative().optional(),
+  trainWindow: z.number().int().positive().optional(),
   removeSourceBranch: z.boolean().optional(),
   mergeCommitMessage: z.string().optional(),
   pinnedSha: z.string().optional(),

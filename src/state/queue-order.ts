@@ -25,22 +25,56 @@ function queueOrder(entries: readonly QueueEntry[]): QueueEntry[] {
   );
 }
 
+/** A queue's shape: its depth now (for `depth: auto`, the window), its batch, and the window's bounds. */
+export interface QueueShape {
+  depth: number;
+  batch: number;
+  train: boolean;
+  /** Set when the depth follows the CI (`depth: auto`): the window's bounds; `depth` is the window now. */
+  auto?: { min: number; max: number };
+}
+
 /**
  * A queue's shape (docs/merge-queue.md#rules-that-feed-one-queue): `depth` and `batch` belong to the
  * queue, not to one merge request, so when its entries disagree (rules feeding one queue with other
  * values, a rule changed while merge requests wait) the queue runs with the smallest of each: nobody's
  * merge request is tested in a bigger train than its own rule allows, and one serial entry makes the
  * queue serial. `hookbot check` reports the rules that disagree. Every other option is each entry's.
+ *
+ * `depth: auto` (an entry's `depthAuto`): a number wins over it (the smallest number asked, never
+ * above any window's upper bound); when every entry asks auto, the window runs from the smallest
+ * lower bound to the smallest upper bound, and its size now is the one the train last recorded on
+ * its entries (`trainWindow`, state of the queue), its lower bound until then. An auto queue is
+ * always a train, even at a window of 1.
  */
-export function queueShape(entries: readonly QueueEntry[]): { depth: number; batch: number; train: boolean } {
-  let depth = Infinity;
+export function queueShape(entries: readonly QueueEntry[]): QueueShape {
+  if (entries.length === 0) return { depth: 1, batch: 1, train: false };
+  let fixed = Infinity;
+  let low = Infinity;
+  let high = Infinity;
   let batch = Infinity;
   for (const entry of entries) {
-    depth = Math.min(depth, entry.depth ?? 1);
+    if (entry.depthAuto) {
+      low = Math.min(low, entry.depthAuto.min);
+      high = Math.min(high, entry.depthAuto.max);
+    } else fixed = Math.min(fixed, entry.depth ?? 1);
     batch = Math.min(batch, entry.batch ?? 1);
   }
-  if (entries.length === 0) depth = batch = 1;
-  return { depth, batch, train: depth > 1 || batch > 1 };
+  if (fixed !== Infinity) {
+    const depth = Math.min(fixed, high);
+    return { depth, batch, train: depth > 1 || batch > 1 };
+  }
+  const min = Math.min(low, high);
+  const recorded = entries.find((e) => e.trainWindow !== undefined)?.trainWindow ?? min;
+  const depth = Math.max(min, Math.min(high, recorded));
+  return { depth, batch, train: true, auto: { min, max: high } };
+}
+
+/** The window of a `depth: auto` queue in words: `depth auto 3 (2..10)`; a number otherwise: `depth 3`. */
+export function depthWords(shape: QueueShape): string {
+  return shape.auto
+    ? `depth auto ${shape.depth} (${shape.auto.min}..${shape.auto.max})`
+    : `depth ${shape.depth}`;
 }
 
 /** The queues of the store, each in order, keyed `project|target|name`. */
@@ -99,7 +133,10 @@ function position(entries: readonly QueueEntry[], itemKey: string, now: number):
     if (index < 0) continue;
     const entry = group[index]!;
     const where = `position ${index + 1} of ${group.length} in the ${entry.queue} queue for ${entry.targetBranch}`;
-    if (queueShape(group).train || entry.car) return trainPosition(where, entry, now);
+    const shape = queueShape(group);
+    // A window that follows the CI is said with where it stands now.
+    if (shape.auto) return trainPosition(`${where} (a merge train, ${depthWords(shape)})`, entry, now);
+    if (shape.train || entry.car) return trainPosition(where, entry, now);
     if (index > 0) return `${where}; waiting for ${group[0]!.project}!${group[0]!.iid} ahead`;
     // The queue is stuck on it: said first, it is what a reader must act on.
     if (entry.trouble) return `${where}; ${troubleText(entry.trouble, now)}`;

@@ -169,6 +169,11 @@ export interface QueueEntry {
   retries?: number;
   /** Merge train (docs/merge-queue.md#merge-trains): cars tested at once; absent: 1 (serial). */
   depth?: number;
+  /**
+   * `depth: auto` (docs/merge-queue.md#depth-auto-a-window-that-follows-the-ci): the bounds of the
+   * window its rule asks for; `depth` is then absent.
+   */
+  depthAuto?: { min: number; max: number };
   /** Merge requests per car; absent: 1. */
   batch?: number;
   /** The train car it rides in (the same object on every member of the car), absent until built. */
@@ -184,6 +189,11 @@ export interface QueueEntry {
   carAfter?: string[];
   /** How long the train's cars took from their push to green, as last observed (estimates on the status page). */
   trainCiMs?: number;
+  /**
+   * The window of a `depth: auto` train as it last moved (+1 per car landed, halved after a failed
+   * car), written on every entry of the queue; absent: the window's lower bound.
+   */
+  trainWindow?: number;
   removeSourceBranch?: boolean;
   mergeCommitMessage?: string;
   /** The tested head: pushed by the queue, or found up to date. Absent until the head is updated. */
@@ -418,6 +428,13 @@ export interface Fleet {
    * itself every `refreshMs`; the scheduler calls it before a sweep.
    */
   refresh(): Promise<void>;
+  /**
+   * Reloads the merge queues alone (their entries and controls) from the database, after every write
+   * this replica made before the call is durable: the driver of a merge train calls it once it holds
+   * the train's lock, so it builds from the queue as the store holds it (every replica's entries, in
+   * the one order), not from this replica's view. One round trip, where `refresh` makes a dozen.
+   */
+  reloadQueue(): Promise<void>;
   /** Called after a refresh took deliveries over (the pipeline resumes them). */
   onAdopted(listener: () => void): void;
   /**

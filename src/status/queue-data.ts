@@ -110,7 +110,10 @@ export interface QueueCard {
   targetBranch: string;
   queue: string;
   kind: 'serial' | 'train';
+  /** Cars tested at once now (for `depth: auto`, the window as it stands). */
   depth: number;
+  /** `depth: auto`: the window's bounds (docs/merge-queue.md#depth-auto-a-window-that-follows-the-ci). */
+  depthAuto?: { min: number; max: number };
   batch: number;
   /** Merge requests in it now. */
   size: number;
@@ -204,6 +207,7 @@ export function collectQueues(sources: QueueSources): QueuePageData {
       queue: sample.queue,
       kind: shape.train ? 'train' : 'serial',
       depth: shape.depth,
+      ...(shape.auto ? { depthAuto: { ...shape.auto } } : {}),
       batch: shape.batch,
       size: group.length,
       ...(control?.paused ? { paused: { ...control.paused } } : {}),

@@ -150,7 +150,10 @@ function troubleAlert(card: QueueCard, now: number): Html | '' {
 function queueTitle(card: QueueCard): Html {
   const shape =
     card.kind === 'train'
-      ? badge(`train · depth ${card.depth} · batch ${card.batch}`, 'ok')
+      ? badge(
+          `train · depth ${card.depthAuto ? `auto ${card.depth} (${card.depthAuto.min}..${card.depthAuto.max})` : card.depth} · batch ${card.batch}`,
+          'ok',
+        )
       : badge('serial', 'ok');
   const paused = card.paused ? markup` ${badge('paused', 'bad')}` : '';
   const stuck = card.trouble ? markup` ${badge('cannot move', 'bad')}` : '';

@@ -59,9 +59,20 @@ export interface QueueWorld {
   pushes: () => number;
   /** The clone URLs the branch updater was given, one per update. */
   gitUrls: string[];
+  /**
+   * Another replica of the bot on `store` (another view of the same database): its own executor, item
+   * processor, sweeps and git cache, on the same project, rules, clock and CI. The caller closes `store`.
+   */
+  replica(store: StateStore): QueueReplica;
   /** Runs the queue until `done` holds, letting the simulated CI build in between. */
   drive(done: () => boolean, what: string, timeoutMs?: number): Promise<MergeQueueReport[]>;
   close(): Promise<void>;
+}
+
+export interface QueueReplica {
+  store: StateStore;
+  sweeps: SweepSet;
+  processItem: (mrId: number) => Promise<void>;
 }
 
 export interface QueueWorldOptions {
@@ -90,6 +101,8 @@ export interface QueueWorldOptions {
   trainPrefix?: string;
   /** The sweeps' log (warnings a test reads); quiet otherwise. */
   log?: SweepLog;
+  /** The bot's store (a PostgreSQL replica's, say); a memory store otherwise. The world closes it. */
+  store?: StateStore;
   /**
    * `rules.status_authors`: the usernames whose statuses count (the bot's own too, as in
    * production); absent, every status counts. `ci` stands for the world's CI account.
@@ -146,8 +159,8 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     ...(trust ? { statusTrust: trust } : {}),
   });
   const admin = createClient({ baseUrl: sb.url, token: sb.adminToken, retry: { limit: 0 } });
-  const store = createMemoryStore();
-  await store.open();
+  const store = options.store ?? createMemoryStore();
+  if (!options.store) await store.open();
   const rulesDir = await mkdtemp(path.join(options.workDir, `${prefix}-rules-`));
   await writeFile(path.join(rulesDir, 'default.yml'), options.rules);
   const rules = await loadRules(rulesDir);
@@ -156,19 +169,6 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
   const clock = { offset: 0 };
   const now = () => Date.now() + clock.offset;
   const me = { id: bot.id, username: bot.username };
-  const reader = createSnapshotReader(client, {
-    bot: me,
-    now,
-    watching: (itemKey) => store.watched().some((entry) => entry.itemKey === itemKey),
-  });
-  const executor = createExecutor({
-    client,
-    store,
-    bot: me,
-    now,
-    freshCheck: createFreshCheck({ reader, rules: projectRules, now }),
-  });
-  const processor = createItemProcessor({ client, store, rules: projectRules, executor, reader, now });
   let pushes = 0;
   const gitUrls: string[] = [];
   if (options.ssh) {
@@ -202,28 +202,46 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
       return outcome;
     },
   };
-  const sweeps = createSweepSet(
-    {
-      client,
-      store,
-      rules: projectRules,
-      executor,
-      reader,
+  /** One replica of the bot on `on`: reader, executor, item processor and sweeps. */
+  const wire = (on: StateStore, git: Parameters<typeof createSweepSet>[0]['updater']) => {
+    const reader = createSnapshotReader(client, {
       bot: me,
       now,
-      ...(options.withoutGit ? {} : { updater }),
-      processItem: processor,
-      gitSsh: options.ssh !== undefined,
-      ...(options.log ? { log: options.log } : {}),
-    },
-    {
-      projects: [projectPath],
-      budget: 30,
-      breaker: { maxItems: 50, maxShare: 0.5 },
-      reconcileLookbackMs: 60_000,
-      hooks: { url: undefined, manage: false, token: undefined },
-    },
-  );
+      watching: (itemKey) => on.watched().some((entry) => entry.itemKey === itemKey),
+    });
+    const executor = createExecutor({
+      client,
+      store: on,
+      bot: me,
+      now,
+      freshCheck: createFreshCheck({ reader, rules: projectRules, now }),
+    });
+    const processor = createItemProcessor({ client, store: on, rules: projectRules, executor, reader, now });
+    const sweeps = createSweepSet(
+      {
+        client,
+        store: on,
+        rules: projectRules,
+        executor,
+        reader,
+        bot: me,
+        now,
+        ...(options.withoutGit || !git ? {} : { updater: git }),
+        processItem: processor,
+        gitSsh: options.ssh !== undefined,
+        ...(options.log ? { log: options.log } : {}),
+      },
+      {
+        projects: [projectPath],
+        budget: 30,
+        breaker: { maxItems: 50, maxShare: 0.5 },
+        reconcileLookbackMs: 60_000,
+        hooks: { url: undefined, manage: false, token: undefined },
+      },
+    );
+    return { executor, processor, sweeps };
+  };
+  const { executor, processor, sweeps } = wire(store, updater);
   const ci = startSimulatedCi(sb, {
     token: ciUser.private_token,
     git: { username: ciUser.username, password: `${prefix}-ci-password` },
@@ -250,6 +268,15 @@ export async function makeQueueWorld(sb: Sandbox, options: QueueWorldOptions): P
     gitUrls,
     active: () => store.queued().filter((entry) => !entry.left).length,
     processItem: (mrId) => processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
+    replica(on) {
+      const other = wire(on, updaterIn(path.join(options.workDir, `${prefix}-git-replica-${++replicas}`)));
+      return {
+        store: on,
+        sweeps: other.sweeps,
+        processItem: (mrId) =>
+          other.processor({ type: 'merge_request', projectId: project.id, id: mrId }, [trigger]),
+      };
+    },
     processNote: (mrId, noteId) =>
       processor({ type: 'merge_request', projectId: project.id, id: mrId }, [
         { kind: 'note', noteId, byBot: false },

@@ -93,6 +93,17 @@ describe('the queue page data of a merge train', () => {
     ]);
   });
 
+  it('shows the window of depth: auto as it stands, with its bounds, on the data and the page', () => {
+    const auto = train(3 * MIN).map(({ depth: _depth, ...e }) => ({
+      ...e,
+      depthAuto: { min: 2, max: 8 },
+      trainWindow: 5,
+    }));
+    const data = read(auto);
+    expect(data.queues[0]).toMatchObject({ kind: 'train', depth: 5, depthAuto: { min: 2, max: 8 } });
+    expect(renderQueuePage(data)).toContain('train · depth auto 5 (2..8) · batch 2');
+  });
+
   it("tells each car's build: running with what it waits for and its timeout, passed waiting for the cars ahead", () => {
     const [queue] = read(train(3 * MIN)).queues;
     const [front, behind] = queue!.cars;

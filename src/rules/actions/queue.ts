@@ -19,6 +19,36 @@ export const DEFAULT_DEPTH = 1;
 export const DEFAULT_BATCH = 1;
 export const MAX_DEPTH = 20;
 export const MAX_BATCH = 10;
+/**
+ * `depth: auto` (docs/merge-queue.md#depth-auto-a-window-that-follows-the-ci): the window starts at
+ * its lower bound, grows by one per car landed and halves after a failed car, within these bounds
+ * unless the rule writes its own (`depth: { min: 2, max: 6 }`).
+ */
+export const DEFAULT_AUTO_DEPTH = { min: 2, max: 10 } as const;
+
+/** What a `depth` asks, as written: a number, `auto`, or an auto window's bounds. */
+export type DepthParam = number | 'auto' | { min?: number | undefined; max?: number | undefined };
+
+/** The cars a `depth` asks for: `min` = `max` for a number (absent: 1, serial), a window for auto. */
+export function depthAsked(depth: DepthParam | undefined): { min: number; max: number; auto: boolean } {
+  if (depth === undefined) return { min: DEFAULT_DEPTH, max: DEFAULT_DEPTH, auto: false };
+  if (typeof depth === 'number') return { min: depth, max: depth, auto: false };
+  if (depth === 'auto') return { ...DEFAULT_AUTO_DEPTH, auto: true };
+  const max = depth.max ?? Math.max(DEFAULT_AUTO_DEPTH.max, depth.min ?? 0);
+  return { min: depth.min ?? Math.min(DEFAULT_AUTO_DEPTH.min, max), max, auto: true };
+}
+
+/** A `depth` in words: `3`, `auto (2..10)`. */
+export function depthText(depth: DepthParam | undefined): string {
+  const asked = depthAsked(depth);
+  return asked.auto ? `auto (${asked.min}..${asked.max})` : String(asked.max);
+}
+
+const carCount = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_DEPTH, { message: `depth is at most ${MAX_DEPTH} cars tested at once` });
 
 export const queue = defineAction({
   name: 'queue',
@@ -51,13 +81,24 @@ export const queue = defineAction({
         description: `how many times the source branch is brought up to a target that moved before the merge request is taken out; default ${DEFAULT_MAX_UPDATES}`,
       }),
     depth: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_DEPTH, { message: `depth is at most ${MAX_DEPTH} cars tested at once` })
+      .union([
+        carCount,
+        z.literal('auto'),
+        z
+          .strictObject({
+            min: carCount.optional().meta({ description: 'the lower bound, where the window starts' }),
+            max: carCount
+              .min(2, { message: 'an auto window goes up to 2 cars at least' })
+              .optional()
+              .meta({ description: 'the upper bound' }),
+          })
+          .refine((w) => depthAsked(w).min <= depthAsked(w).max, {
+            message: 'the lower bound of the depth window is above its upper bound',
+          }),
+      ])
       .optional()
       .meta({
-        description: `how many cars of the merge train are tested at once, each on top of the ones ahead; default ${DEFAULT_DEPTH} (the serial queue), at most ${MAX_DEPTH}`,
+        description: `how many cars of the merge train are tested at once, each on top of the ones ahead; default ${DEFAULT_DEPTH} (the serial queue), at most ${MAX_DEPTH}. \`auto\` (or \`{ min, max }\`): a window that follows the CI, from ${DEFAULT_AUTO_DEPTH.min} to ${DEFAULT_AUTO_DEPTH.max} unless bounded: one more car after each car that lands, half as many after a car that fails ([merge-queue.md](merge-queue.md#depth-auto-a-window-that-follows-the-ci))`,
       }),
     batch: z
       .number()
@@ -93,9 +134,10 @@ export const queue = defineAction({
     note: "the merge request's target branch and the queue; `(default, priority)` when a `priority_labels` label puts it first, and `on the comment of @alice` when a member's comment queued it",
   },
   describe: (p) =>
-    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${(p.depth ?? 1) > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${p.depth ?? DEFAULT_DEPTH}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}${p.authors === 'anyone' ? ', whoever the author' : ''}`,
+    `queue in ${p.name ?? 'default'} for ${p.statuses.join(', ')}${p.priority_labels ? `, first with ${p.priority_labels.join(' or ')}` : ''}${depthAsked(p.depth).max > 1 || (p.batch ?? 1) > 1 ? ` (train: depth ${depthText(p.depth)}, batch ${p.batch ?? DEFAULT_BATCH})` : ''}${p.authors === 'anyone' ? ', whoever the author' : ''}`,
   compile: (p) => ({
     ...p,
+    depthAsked: depthAsked(p.depth),
     timeoutMs: parseDuration(p.status_timeout ?? DEFAULT_STATUS_TIMEOUT),
     template: p.message === undefined ? undefined : compileTemplate(p.message),
   }),
@@ -127,7 +169,11 @@ export const queue = defineAction({
             required: [...c.statuses],
             status_timeout_ms: c.timeoutMs,
             max_updates: c.max_updates ?? DEFAULT_MAX_UPDATES,
-            ...((c.depth ?? DEFAULT_DEPTH) > 1 ? { depth: c.depth! } : {}),
+            ...(c.depthAsked.auto
+              ? { depth_auto: { min: c.depthAsked.min, max: c.depthAsked.max } }
+              : c.depthAsked.max > 1
+                ? { depth: c.depthAsked.max }
+                : {}),
             ...((c.batch ?? DEFAULT_BATCH) > 1 ? { batch: c.batch! } : {}),
             ...(c.retries !== undefined ? { retries: c.retries } : {}),
             ...(c.remove_source_branch !== undefined

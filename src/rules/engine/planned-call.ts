@@ -95,6 +95,8 @@ export interface CallArgs {
     max_updates: number;
     /** Cars tested at once (absent: 1, the serial queue). */
     depth?: number;
+    /** `depth: auto`: the window's bounds (`depth` is then absent). */
+    depth_auto?: { min: number; max: number };
     /** Merge requests per car (absent: 1). */
     batch?: number;
     /** Merge trains: rebuilds of a failed car of one before it is taken out (absent: the default). */

@@ -16,6 +16,7 @@ import type { RuleSpec } from './schema.ts';
 import type { ItemKind } from '../engine/snapshot.ts';
 import type { ValuePath } from './yaml-positions.ts';
 import { trainIgnoredOptions } from './train-options.ts';
+import { depthAsked, depthText, type DepthParam } from '../actions/queue.ts';
 
 /** A rule where it was written, with its compiled form (undefined when it did not compile). */
 export interface PlacedRule {
@@ -234,7 +235,12 @@ interface QueueUse {
   name: string;
   /** Whether `name` is written (else the default queue). */
   explicitName: boolean;
+  /** The most cars it asks for (a number, or the upper bound of `depth: auto`'s window). */
   depth: number;
+  /** As written, in words: `3`, `auto (2..10)`. */
+  depthText: string;
+  /** `depth: auto` (a window that follows the CI). */
+  auto: boolean;
   batch: number;
 }
 
@@ -243,13 +249,15 @@ export function queueUses(placed: PlacedRule): QueueUse[] {
   const uses: QueueUse[] = [];
   placed.spec.do.forEach((action, index) => {
     if (typeof action === 'string' || !('queue' in action)) return;
-    const params = (action.queue ?? {}) as { name?: string; depth?: number; batch?: number };
+    const params = (action.queue ?? {}) as { name?: string; depth?: DepthParam; batch?: number };
     uses.push({
       placed,
       index,
       name: params.name ?? 'default',
       explicitName: params.name !== undefined,
-      depth: params.depth ?? 1,
+      depth: depthAsked(params.depth).max,
+      depthText: depthText(params.depth),
+      auto: depthAsked(params.depth).auto,
       batch: params.batch ?? 1,
     });
   });
@@ -272,18 +280,26 @@ function queueShapes(rules: readonly PlacedRule[]): Problem[] {
       first.set(use.name, use);
       continue;
     }
-    if (earlier.depth === use.depth && earlier.batch === use.batch) continue;
-    const shape = (one: QueueUse) => `depth ${one.depth}, batch ${one.batch}`;
+    if (earlier.depthText === use.depthText && earlier.batch === use.batch) continue;
+    const shape = (one: QueueUse) => `depth ${one.depthText}, batch ${one.batch}`;
     problems.push(
       problemAt(
         use.placed,
         ['do', use.index],
-        `queue "${use.name}" is fed by rule "${use.placed.spec.name}" with ${shape(use)} and by rule "${earlier.placed.spec.name}" (${where(earlier.placed, ['do', earlier.index])}) with ${shape(earlier)}: the queue would run with the smallest depth and the smallest batch of the merge requests in it`,
+        `queue "${use.name}" is fed by rule "${use.placed.spec.name}" with ${shape(use)} and by rule "${earlier.placed.spec.name}" (${where(earlier.placed, ['do', earlier.index])}) with ${shape(earlier)}: the queue would run with the smallest depth and the smallest batch of the merge requests in it${autoWords(use, earlier)}`,
         'give both queue actions the same depth and batch, or name different queues (queue: { name: ... })',
       ),
     );
   }
   return problems;
+}
+
+/** How `depth: auto` meets another depth in one queue (state/queue-order.ts `queueShape`). */
+function autoWords(one: QueueUse, other: QueueUse): string {
+  if (!one.auto && !other.auto) return '';
+  if (one.auto && other.auto)
+    return ' (with every merge request asking auto, the window runs from the smallest lower bound to the smallest upper bound)';
+  return " (a number wins over auto: the queue runs that number of cars, never more than the window's upper bound, and its depth does not follow the CI)";
 }
 
 /** What is wrong with one rule wherever it is used. */

@@ -14,6 +14,7 @@
 import type { ParsedRuleFile } from './parse-file.ts';
 import type { Problem } from './problem.ts';
 import type { RuleSpec } from './schema.ts';
+import { depthAsked, depthText, type DepthParam } from '../actions/queue.ts';
 
 /** A rule where it was written (rule-problems.ts's PlacedRule, without its compiled form). */
 interface WrittenRule {
@@ -28,15 +29,14 @@ export function trainIgnoredOptions(placed: WrittenRule): Problem[] {
     if (typeof action === 'string' || !('queue' in action)) return;
     const params = (action.queue ?? {}) as {
       name?: string;
-      depth?: number;
+      depth?: DepthParam;
       batch?: number;
       message?: string;
       remove_source_branch?: boolean;
     };
-    const depth = params.depth ?? 1;
     const batch = params.batch ?? 1;
-    if (depth <= 1 && batch <= 1) return;
-    const train = `queue "${params.name ?? 'default'}" of rule "${placed.spec.name}" is a merge train (depth ${depth}, batch ${batch}), which lands by a fast-forward push of the target branch, not through the server's merge`;
+    if (depthAsked(params.depth).max <= 1 && batch <= 1) return;
+    const train = `queue "${params.name ?? 'default'}" of rule "${placed.spec.name}" is a merge train (depth ${depthText(params.depth)}, batch ${batch}), which lands by a fast-forward push of the target branch, not through the server's merge`;
     const at = (key: string) => placed.parsed.locate(['rules', placed.index, 'do', index, 'queue'], key);
     if (params.message !== undefined)
       problems.push({
@@ -63,7 +63,8 @@ export interface TrainUse {
   column: number;
   rule: string;
   queue: string;
-  depth: number;
+  /** `3`, or `auto (2..10)`. */
+  depth: string;
   batch: number;
 }
 
@@ -73,16 +74,15 @@ export function trainUses(parsed: ParsedRuleFile): TrainUse[] {
   parsed.spec?.rules.forEach((spec, ruleIndex) =>
     spec.do.forEach((action, index) => {
       if (typeof action === 'string' || !('queue' in action)) return;
-      const params = (action.queue ?? {}) as { name?: string; depth?: number; batch?: number };
-      const depth = params.depth ?? 1;
+      const params = (action.queue ?? {}) as { name?: string; depth?: DepthParam; batch?: number };
       const batch = params.batch ?? 1;
-      if (depth <= 1 && batch <= 1) return;
+      if (depthAsked(params.depth).max <= 1 && batch <= 1) return;
       trains.push({
         file: parsed.file,
         ...parsed.locate(['rules', ruleIndex, 'do', index]),
         rule: spec.name,
         queue: params.name ?? 'default',
-        depth,
+        depth: depthText(params.depth),
         batch,
       });
     }),

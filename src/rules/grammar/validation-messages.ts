@@ -210,21 +210,34 @@ function fromIssue(
       return [{ path, message }];
     }
     case 'invalid_union': {
-      const branches = issue.errors.filter((errors) => errors.length > 0);
+      // The branch that got furthest is the one the writer meant; a branch of words (`depth: auto`)
+      // says nothing of a value of another type (`depth: 2.5`).
+      const otherType = (errors: readonly Issue[]) =>
+        errors.length === 1 &&
+        errors[0]!.path.length === 0 &&
+        errors[0]!.code === 'invalid_value' &&
+        errors[0]!.values.every((option) => typeof option !== typeof value);
+      const branches = issue.errors.filter((errors) => errors.length > 0 && !otherType(errors));
       const best = meantBranch(branches, value);
       const rootTypeOnly = (errors: readonly Issue[]) =>
         errors.every((e) => e.path.length === 0 && e.code === 'invalid_type');
       if (!best || branches.every(rootTypeOnly)) {
         const expected = [
           ...new Set(
-            branches.flatMap((errors) =>
-              errors.flatMap((e) => (e.code === 'invalid_type' ? [expectedName(e.expected)] : [])),
+            issue.errors.flatMap((errors) =>
+              errors.flatMap((e) =>
+                e.code === 'invalid_type'
+                  ? [expectedName(e.expected)]
+                  : otherType(errors) && e.code === 'invalid_value'
+                    ? e.values.map(String)
+                    : [],
+              ),
             ),
           ),
         ];
-        return [
-          { path, message: `${subject(path)} must be ${expected.join(' or ')}, got ${typeName(value)}` },
-        ];
+        const last = expected.pop();
+        const words = expected.length > 0 ? `${expected.join(', ')} or ${last}` : last;
+        return [{ path, message: `${subject(path)} must be ${words}, got ${typeName(value)}` }];
       }
       return best.flatMap((inner) => fromIssue(inner, path, input, schema));
     }

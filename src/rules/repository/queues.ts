@@ -58,19 +58,25 @@ export function queueProblems(
       ...placed.parsed.locate(['rules', placed.index, 'do', use.index, ...(key ? ['queue', key] : [])]),
     });
     const rule = `(rule "${placed.spec.name}")`;
-    for (const [key, value, limit, max, what] of [
-      ['depth', use.depth, limits.maxDepth, MAX_DEPTH, 'cars of a merge train tested at once'],
-      ['batch', use.batch, limits.maxBatch, MAX_BATCH, 'merge requests per car'],
-    ] as const)
-      if (value > limit)
-        problems.push({
-          ...at(key),
-          message: `queue ${key} ${value} is over the ${limit} the operator allows repository rules ${rule}: ${key} is how many ${what}, and the operator, who knows the CI's capacity, sets how large a repository's trains may be`,
-          hint:
-            limit < max
-              ? `write ${key}: ${limit} or less, or ask the operator to raise rules.repository.queue.max_${key} (at most ${max})`
-              : `write ${key}: ${limit} or less`,
-        });
+    // `depth: auto` counts by its window's upper bound (10 unless written: `depth: { max: 4 }`).
+    for (const [key, value, written, limit, max, what] of [
+      ['depth', use.depth, use.depthText, limits.maxDepth, MAX_DEPTH, 'cars of a merge train tested at once'],
+      ['batch', use.batch, String(use.batch), limits.maxBatch, MAX_BATCH, 'merge requests per car'],
+    ] as const) {
+      if (value <= limit) continue;
+      const fix =
+        key === 'depth' && use.auto && limit >= 2
+          ? `write depth: { max: ${limit} } (an auto window up to ${limit}) or a number up to ${limit}`
+          : `write ${key}: ${limit} or less`;
+      problems.push({
+        ...at(key),
+        message: `queue ${key} ${written} is over the ${limit} the operator allows repository rules ${rule}: ${key} is how many ${what}, and the operator, who knows the CI's capacity, sets how large a repository's trains may be`,
+        hint:
+          limit < max
+            ? `${fix}, or ask the operator to raise rules.repository.queue.max_${key} (at most ${max})`
+            : fix,
+      });
+    }
     const central = fed.get(use.name);
     if (central)
       problems.push({

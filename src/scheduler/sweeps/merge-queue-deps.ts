@@ -14,7 +14,14 @@ export interface MergeQueueDeps {
     members: Pick<Client['members'], 'get' | 'getInGroup'>;
     notes: Pick<Client['notes'], 'listMergeRequestNotes'>;
   };
-  store: Pick<StateStore, 'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction' | 'queueControls'>;
+  /**
+   * `fleet` where replicas share the state: a train's driver reloads the queue from the database
+   * under the train's lock (merge-queue.ts).
+   */
+  store: Pick<
+    StateStore,
+    'queued' | 'enqueue' | 'dequeue' | 'putAction' | 'getAction' | 'queueControls' | 'fleet'
+  >;
   executor: Executor;
   /** Absent: no git credentials are configured, and the queue cannot update branches. */
   updater: BranchUpdater | undefined;

@@ -91,7 +91,7 @@ export async function runMergeQueue(
         report.aborted = true;
         break;
       }
-      await train(key, initial, shape);
+      await train(key, initial);
       continue;
     }
     // A train that became serial: its cars are given up (train-cleanup.ts), its entries start afresh.
@@ -157,11 +157,7 @@ export async function runMergeQueue(
   }
   return report;
 
-  async function train(
-    key: string,
-    initial: QueueEntry[],
-    shape: { depth: number; batch: number },
-  ): Promise<void> {
+  async function train(key: string, initial: QueueEntry[]): Promise<void> {
     const head = initial[0]!;
     const push = (item: QueueItemReport) => {
       report.items.push(item);
@@ -188,9 +184,17 @@ export async function runMergeQueue(
         throw new Error(
           'no git credentials are configured (git.password or git.ssh_key_file): the merge train cannot build cars',
         );
-      // One driver per queue at a time (fleet-wide where the item runs are).
-      steps = await executor.runs.run(`merge-train:${key}`, () =>
-        driveTrain(
+      // One driver per queue at a time (fleet-wide where the item runs are). It works from the queue
+      // as the store holds it, read once it holds the lock: every replica's entries in the one order
+      // (priority, then arrival), whichever replica received which hook, never a partial view it
+      // would build cars from and then rebuild in another order when its view reloads.
+      steps = await executor.runs.run(`merge-train:${key}`, async () => {
+        await store.fleet?.reloadQueue();
+        const queue = queuesOf(store.queued()).get(key) ?? [];
+        const now = queueShape(queue);
+        // Emptied, paused or serial meanwhile: the next run takes it as it is now.
+        if (!now.train || pausedStep(store, key, queue[0]!)) return [];
+        return driveTrain(
           {
             client,
             store,
@@ -205,10 +209,10 @@ export async function runMergeQueue(
             pushedOut,
             events,
           },
-          initial,
-          shape,
-        ),
-      );
+          queue,
+          now,
+        );
+      });
     } catch (error) {
       steps = [{ entry: head, outcome: 'error' as const, detail: messageOf(error) }];
     }

@@ -18,7 +18,7 @@
  * Branches of cars that landed, left or were rebuilt differently are deleted (only train branches:
  * train-cleanup.ts).
  */
-import type { QueueEntry } from '../../state/index.ts';
+import type { QueueEntry, QueueShape } from '../../state/index.ts';
 import type { TrainDeps, TrainStep } from './train-deps.ts';
 import { carsOf } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
@@ -32,12 +32,12 @@ export { FORK_APPROVAL_SETTLE_MS } from './train-riders.ts';
 
 /**
  * Drives one train's queue once (`initial` in queue order; `shape`, the queue's depth and batch: the
- * smallest its entries ask, state/queue-order.ts `queueShape`).
+ * smallest its entries ask, or the window of `depth: auto`, state/queue-order.ts `queueShape`).
  */
 export async function driveTrain(
   deps: TrainDeps,
   initial: QueueEntry[],
-  shape: { depth: number; batch: number },
+  shape: Pick<QueueShape, 'depth' | 'batch' | 'auto'>,
 ): Promise<TrainStep[]> {
   const run = await startTrainRun(deps, initial[0]!, shape);
   // 1. A front car that landed already is never landed twice; then the cars that still chain.

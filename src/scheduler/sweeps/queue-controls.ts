@@ -19,7 +19,7 @@
  * the drivers hold while they write entries, so neither writes over the other.
  */
 import type { QueueControl, QueueEntry, StateStore } from '../../state/index.ts';
-import { pauseText, queueKeyOf, queuesOf } from '../../state/index.ts';
+import { pauseText, queueKeyOf, queueShape, queuesOf } from '../../state/index.ts';
 import {
   leaveAt,
   noQueueEvents,
@@ -363,7 +363,7 @@ export function createQueueControls(deps: QueueControlsDeps): QueueControls {
    */
   async function creditDisplacedHead(group: QueueEntry[], fronted: QueueEntry): Promise<void> {
     const head = group[0];
-    if (!head || head.itemKey === fronted.itemKey || (head.depth ?? 1) > 1 || (head.batch ?? 1) > 1) return;
+    if (!head || head.itemKey === fronted.itemKey || queueShape(group).train) return;
     if (head.pinnedSha === undefined || head.updates === 0) return;
     await store.enqueue({ ...head, updates: head.updates - 1 });
   }

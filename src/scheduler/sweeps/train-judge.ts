@@ -14,6 +14,7 @@ import { carStatuses, checkCarsBehind, type CarStatuses } from './train-statuses
 import { landCars, leftTheirCar } from './train-land.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
 import { failedNames, retried, throughBehind } from './train-flaky.ts';
+import { shrinkAfterFailure } from './train-window.ts';
 
 type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
 
@@ -56,6 +57,7 @@ async function failed(
   for (const entry of run.queueNow())
     if (entry.carAfter?.some((key) => members.has(key)))
       await run.patch(entry.itemKey, ({ carAfter: _after, ...rest }) => rest);
+  await shrinkAfterFailure(run, front.car.sha);
   if (front.entries.length === 1) {
     const entry = front.entries[0]!;
     const mr = await run.readMr(entry);

@@ -7,6 +7,7 @@ import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry } from '../../state/index.ts';
 import type { Car } from './train-cars.ts';
 import { short, type TrainRun } from './train-run.ts';
+import { growAfterLanding } from './train-window.ts';
 
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
 const LANDED_READS = 5;
@@ -150,6 +151,7 @@ export async function landCars(
     }
     run.cars = run.cars.slice(going.length);
     for (const entry of run.queueNow()) await run.patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
+    await growAfterLanding(run, going.length, last.sha);
     return 'landed';
   }
   if (pushed.kind === 'missing') {

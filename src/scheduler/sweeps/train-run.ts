@@ -5,7 +5,7 @@
  * (train-land.ts), judging the front (train-judge.ts), building and pushing cars (train-build.ts),
  * cleaning up branches (train-cleanup.ts).
  */
-import type { QueueEntry } from '../../state/index.ts';
+import type { QueueEntry, QueueShape } from '../../state/index.ts';
 import { queuesOf, queueKeyOf } from '../../state/index.ts';
 import { ApiError, type MergeRequest } from '../../api/index.ts';
 import type { StatusBucket } from '../../rules/index.ts';
@@ -20,7 +20,10 @@ export interface TrainRun {
   readonly deps: TrainDeps;
   /** The queue's first entry when the run began: its project, target branch and queue name. */
   readonly head: QueueEntry;
-  readonly depth: number;
+  /** Cars tested at once: for `depth: auto`, the window, which moves during the run (train-window.ts). */
+  depth: number;
+  /** `depth: auto`: the window's bounds. */
+  readonly auto?: { min: number; max: number };
   readonly batch: number;
   /** How long a fork's approval settles before its head rides (`api.push_note_lag_ms`). */
   readonly settleMs: number;
@@ -78,7 +81,7 @@ export const withoutCar = ({ car: _car, ...rest }: QueueEntry): QueueEntry => re
 export async function startTrainRun(
   deps: TrainDeps,
   head: QueueEntry,
-  shape: { depth: number; batch: number },
+  shape: Pick<QueueShape, 'depth' | 'batch' | 'auto'>,
 ): Promise<TrainRun> {
   const { client, store } = deps;
   const key = queueKeyOf(head.project, head.targetBranch, head.queue);
@@ -89,6 +92,7 @@ export async function startTrainRun(
     deps,
     head,
     depth: shape.depth,
+    ...(shape.auto ? { auto: shape.auto } : {}),
     batch: shape.batch,
     settleMs: deps.pushNoteLagMs ?? FORK_APPROVAL_SETTLE_MS,
     targetUrl,

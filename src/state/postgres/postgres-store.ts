@@ -54,7 +54,7 @@ import { answersWithin, Connections, settlesWithin as within } from './connectio
 import { readKept } from './decision-history.ts';
 import { adopt, heartbeat, loadParkedDeliveries, prune, readReplicas } from './fleet-upkeep.ts';
 import { migrateSchema } from './schema-migrations.ts';
-import { installShared, readShared, VIEW } from './shared-view.ts';
+import { installShared, readShared, reloadQueueInto, VIEW } from './shared-view.ts';
 import type { DedupEstimate, StoreAccess } from './store-access.ts';
 import { writeThrough } from './write-through.ts';
 
@@ -90,8 +90,8 @@ class PostgresStore extends HeldStateStore implements Fleet {
   #refreshing: Promise<void> | undefined;
   /** The reload that follows the one under way, shared by the callers that arrived during it. */
   #nextRefresh: Promise<void> | undefined;
-  /** Keys written while a reload reads: they keep this replica's value (`collection\0key`). */
-  #touched: Set<string> | undefined;
+  /** Keys written while a reload reads, one set per reload under way: they keep this replica's value (`collection\0key`). */
+  readonly #touched = new Set<Set<string>>();
   readonly #dedup: DedupEstimate = { keys: 0 };
   readonly #adoptedListeners: (() => void)[] = [];
   #refreshFailures = 0;
@@ -534,18 +534,37 @@ class PostgresStore extends HeldStateStore implements Fleet {
   }
 
   #touch(collection: string, key: string): void {
-    this.#touched?.add(`${collection}\0${key}`);
+    for (const touched of this.#touched) touched.add(`${collection}\0${key}`);
   }
 
   /** Reloads what the fleet shares; keys written during the reload keep this replica's value. */
   async #reload(): Promise<void> {
     const touched = new Set<string>();
-    this.#touched = touched;
+    this.#touched.add(touched);
     try {
+      // What this replica wrote before the reload is in the database first: a reload that read
+      // before such a write committed would take it out of the view until the next one.
+      await this.#chain;
       const loaded = await readShared(this.#access);
       installShared(this.model, loaded, touched);
     } finally {
-      this.#touched = undefined;
+      this.#touched.delete(touched);
+    }
+  }
+
+  /**
+   * Reloads the merge queues' tables alone (Fleet.reloadQueue): what this replica wrote before is
+   * durable first (its write chain), keys written during the reload keep this replica's value.
+   */
+  async reloadQueue(): Promise<void> {
+    this.assertOpen();
+    const touched = new Set<string>();
+    this.#touched.add(touched);
+    try {
+      await this.#chain;
+      await reloadQueueInto(this.#access, this.model, touched);
+    } finally {
+      this.#touched.delete(touched);
     }
   }
 

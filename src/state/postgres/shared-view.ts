@@ -15,6 +15,7 @@ import type {
   WatchEntry,
 } from '../store.ts';
 import type { StoreAccess } from './store-access.ts';
+import { queueKeyOf } from '../queue-order.ts';
 
 /** A replica's view keeps no decisions for explain beyond the latest and the ring: they are read when asked. */
 export const VIEW = { keepDecisions: false } as const;
@@ -80,20 +81,59 @@ export async function readShared(store: StoreAccess): Promise<HeldState> {
   );
 }
 
+/**
+ * Takes what a reload read (`theirs`) into the view's collection (`mine`), except the keys written
+ * during the reload (`touched`, `collection\0key`), which keep this replica's value.
+ */
+function mergeLoaded<V>(
+  collection: string,
+  mine: Map<string, V>,
+  theirs: Map<string, V>,
+  touched: ReadonlySet<string>,
+): void {
+  const result = new Map(theirs);
+  for (const entry of touched) {
+    const [name, key] = entry.split('\0') as [string, string];
+    if (name !== collection) continue;
+    const value = mine.get(key);
+    if (value === undefined) result.delete(key);
+    else result.set(key, value);
+  }
+  mine.clear();
+  for (const [key, value] of result) mine.set(key, value);
+}
+
+/**
+ * The merge queues' tables alone, read into the view (Fleet.reloadQueue: the train's driver, under
+ * its lock, works from the queue as the database holds it), except the keys written meanwhile.
+ */
+export async function reloadQueueInto(
+  store: StoreAccess,
+  view: HeldState,
+  touched: ReadonlySet<string>,
+): Promise<void> {
+  const [queue, controls] = await Promise.all([
+    store.query<{ entry: string }>('SELECT entry FROM hookbot_queue ORDER BY seq'),
+    store.query<{ control: string }>('SELECT control FROM hookbot_queue_controls ORDER BY seq'),
+  ]);
+  const loaded = new Map<string, QueueEntry>();
+  for (const row of queue.rows) {
+    const entry = JSON.parse(row.entry) as QueueEntry;
+    loaded.set(entry.itemKey, entry);
+  }
+  const loadedControls = new Map<string, QueueControl>();
+  for (const row of controls.rows) {
+    const control = JSON.parse(row.control) as QueueControl;
+    loadedControls.set(queueKeyOf(control.project, control.targetBranch, control.queue), control);
+  }
+  mergeLoaded('queue', view.queue, loaded, touched);
+  mergeLoaded('controls', view.controls, loadedControls, touched);
+}
+
 /** Takes the shared collections of `loaded` into the view, except the keys written meanwhile. */
 export function installShared(view: HeldState, loaded: HeldState, touched: Set<string>): void {
-  const merge = <V>(collection: string, mine: Map<string, V>, theirs: Map<string, V>) => {
-    const result = new Map(theirs);
-    for (const entry of touched) {
-      const [name, key] = entry.split('\0') as [string, string];
-      if (name !== collection) continue;
-      const value = mine.get(key);
-      if (value === undefined) result.delete(key);
-      else result.set(key, value);
-    }
-    mine.clear();
-    for (const [key, value] of result) mine.set(key, value);
-  };
+  const merge = <V>(collection: string, mine: Map<string, V>, theirs: Map<string, V>) =>
+    mergeLoaded(collection, mine, theirs, touched);
   // The outbox and the parked actions are one collection: an id is in one or the other.
   const touchedActions = [...touched].filter((t) => t.startsWith('outbox\0')).map((t) => t.slice(7));
   const mineOutbox = new Map(view.outbox);

@@ -75,10 +75,36 @@ describe('queue action', () => {
     expect(serial?.call.args).not.toHaveProperty('batch');
   });
 
+  it('plans depth: auto as a window with its bounds (2..10 unless written), never a fixed depth', () => {
+    const args = (depth: unknown) =>
+      (
+        runAction({ queue: { statuses: ['ci/test'], depth } }, mergeRequest('mr-green')) as unknown as {
+          call: { args: Record<string, unknown> };
+        }[]
+      )[0]!.call.args;
+    expect(args('auto')).toMatchObject({ depth_auto: { min: 2, max: 10 } });
+    expect(args('auto')).not.toHaveProperty('depth');
+    expect(args({ min: 1, max: 6 })).toMatchObject({ depth_auto: { min: 1, max: 6 } });
+    expect(args({ max: 4 })).toMatchObject({ depth_auto: { min: 2, max: 4 } });
+    expect(args({ min: 12 })).toMatchObject({ depth_auto: { min: 12, max: 12 } });
+    expect(args(3)).toMatchObject({ depth: 3 });
+    expect(args(3)).not.toHaveProperty('depth_auto');
+  });
+
   it.each([
     { option: 'depth: 21', says: 'depth is at most 20 cars tested at once' },
     { option: 'depth: 0', says: '"depth" must be at least 1' },
-    { option: 'depth: 2.5', says: '"depth" must be a whole number' },
+    { option: 'depth: 2.5', says: '"depth" must be a whole number, auto or a mapping, got number 2.5' },
+    {
+      option: 'depth: autoo',
+      says: '"depth" must be one of auto, got the text "autoo" (did you mean "auto"?)',
+    },
+    {
+      option: 'depth: { min: 5, max: 3 }',
+      says: 'the lower bound of the depth window is above its upper bound',
+    },
+    { option: 'depth: { max: 1 }', says: '"max" must be at least 2' },
+    { option: 'depth: { max: 21 }', says: 'depth is at most 20 cars tested at once' },
     { option: 'batch: 11', says: 'batch is at most 10 merge requests per car' },
     { option: 'batch: 0', says: '"batch" must be at least 1' },
   ])('refuses $option with a clear message', async ({ option, says }) => {

@@ -107,4 +107,21 @@ describe('rules that feed one queue with a different shape', () => {
       `${file}:32:10: rule "unsafe" merges without a statuses condition with state success: the merge would never be planned (add - statuses: { required: [ci/build], state: success })`,
     ]);
   });
+
+  it('depth: auto beside a number, or two windows with other bounds: reported, saying which wins; the same window passes', async () => {
+    const dir = folder('auto', {
+      'default.yml': `rules:\n${[
+        queueRule('docs', 'docs', '{ statuses: [ci/test], depth: 3 }'),
+        queueRule('code', 'code', '{ statuses: [ci/test], depth: auto }'),
+        queueRule('w1', 'w1', '{ statuses: [ci/test], name: windows, depth: auto }'),
+        queueRule('w2', 'w2', '{ statuses: [ci/test], name: windows, depth: { min: 2, max: 10 } }'),
+        queueRule('w3', 'w3', '{ statuses: [ci/test], name: windows, depth: { max: 6 } }'),
+      ].join('')}`,
+    });
+    const file = path.join(dir, 'default.yml');
+    expect(formatProblems(await checkRules(dir)).split('\n')).toEqual([
+      `${file}:15:9: queue "default" is fed by rule "code" with depth auto (2..10), batch 1 and by rule "docs" (${file}:8:9) with depth 3, batch 1${MESSAGE} (a number wins over auto: the queue runs that number of cars, never more than the window's upper bound, and its depth does not follow the CI)${HINT}`,
+      `${file}:36:9: queue "windows" is fed by rule "w3" with depth auto (2..6), batch 1 and by rule "w1" (${file}:22:9) with depth auto (2..10), batch 1${MESSAGE} (with every merge request asking auto, the window runs from the smallest lower bound to the smallest upper bound)${HINT}`,
+    ]);
+  });
 });

@@ -86,6 +86,22 @@ describe('queue limits of repository rules', () => {
     expect(atMost.problems).toEqual([]);
   });
 
+  it('depth: auto counts by its upper bound (10 unless written): over the limit, the hint writes the bound', () => {
+    const policy = repositoryPolicy(['queue'], { maxDepth: 4, maxBatch: 1 });
+    const auto = checkRepositoryFile(file(queueRule('train', '{ statuses: [ci/test], depth: auto }')), {
+      file: '.hookbot.yml',
+      policy,
+    });
+    expect(short(auto.problems)).toEqual([
+      `8:46: queue depth auto (2..10) is over the 4 the operator allows repository rules (rule "train"): depth is how many cars of a merge train tested at once, and the operator, who knows the CI's capacity, sets how large a repository's trains may be (write depth: { max: 4 } (an auto window up to 4) or a number up to 4, or ask the operator to raise rules.repository.queue.max_depth (at most 20))`,
+    ]);
+    const bounded = checkRepositoryFile(
+      file(queueRule('train', '{ statuses: [ci/test], depth: { max: 4 } }')),
+      { file: '.hookbot.yml', policy },
+    );
+    expect(bounded.problems).toEqual([]);
+  });
+
   it('a queue the operator has not allowed: the allow-list problem alone', () => {
     const checked = checkRepositoryFile(file(queueRule('train', '{ statuses: [ci/test], depth: 5 }')), {
       file: '.hookbot.yml',

@@ -78,6 +78,7 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       statusTimeoutMs: a.status_timeout_ms,
       maxUpdates: a.max_updates,
       ...(a.depth !== undefined ? { depth: a.depth } : {}),
+      ...(a.depth_auto !== undefined ? { depthAuto: { ...a.depth_auto } } : {}),
       ...(a.batch !== undefined ? { batch: a.batch } : {}),
       ...(a.retries !== undefined ? { retries: a.retries } : {}),
       ...(a.should_remove_source_branch !== undefined
@@ -93,6 +94,8 @@ export const mergeQueueEnqueue: CallHandler<'mergeQueue.enqueue'> = {
       ...(same && held.car !== undefined ? { car: held.car } : {}),
       ...(same && held.carCap !== undefined ? { carCap: held.carCap } : {}),
       ...(same && held.carAfter !== undefined ? { carAfter: held.carAfter } : {}),
+      // And the window of a `depth: auto` train: the queue's, not this evaluation's.
+      ...(same && held.trainWindow !== undefined ? { trainWindow: held.trainWindow } : {}),
       // Whose decision queued it: this evaluation's comment (replayed before its merge), and the
       // approval of the head: a member's approval of this very head stays when another rule plans
       // it again without a comment (a developer's label rule on her own fork: a merge train carries
