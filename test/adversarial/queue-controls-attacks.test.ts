@@ -16,13 +16,12 @@
  *   every replay of its delivery, after the merge request came back by a push or by a member's new
  *   queue command;
  * - a developer's `/hookbot dequeue` written before a push took out the head pushed after it.
+ * - back at the same head by its label rule matching anew (the label taken off and put back, which
+ *   leaves no note the bot reads), it was taken out again by a replay of the spent command.
  * Closed where the `dequeue` action plans (a push, a close and reopen or a retarget after the comment
  * voids it, as for the commands that approve: rules/item/pushed-since-note.ts) and where the call is
- * made (a comment older than the one that queued the merge request takes nothing out: merge-queue-dequeue.ts).
- *
- * Not closed (docs/security.md says it): back at the same head by its label rule matching anew (the
- * label taken off and put back, which leaves no note the bot reads), the merge request is taken out
- * again by a replay of the spent command.
+ * made (a comment older than the one that queued the merge request, or written before the merge
+ * request's stay in the queue began, takes nothing out: merge-queue-dequeue.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -59,7 +58,7 @@ rules:
       - dequeue
 `;
 
-const PROJECTS = ['after-push', 'after-approval', 'before-push'] as const;
+const PROJECTS = ['after-push', 'after-approval', 'before-push', 'after-relabel'] as const;
 
 describe('adversarial: the merge queue controls (members’ commands replayed)', { timeout: 180_000 }, () => {
   let w: AuthorityWorld;
@@ -173,6 +172,22 @@ describe('adversarial: the merge queue controls (members’ commands replayed)',
     expect(queued(project, mr)).toBe(true);
     await replay(note);
     expect(queued(project, mr)).toBe(true);
+  });
+
+  it('a spent /hookbot dequeue replayed after the label was taken off and put back takes nothing out', async () => {
+    const project = await pausedProject('after-relabel');
+    const mr = await queuedMergeRequest(project, 'topic-relabel');
+    const note = await comment(w.people.master, project, mr, '/hookbot dequeue');
+    expect(queued(project, mr)).toBe(false);
+    // The label off and on: the rule matches anew and the same head enters the queue again.
+    await label(project, mr, '');
+    await label(project, mr, 'automerge');
+    expect(queued(project, mr)).toBe(true);
+    await replay(note);
+    expect(queued(project, mr)).toBe(true);
+    // Not a deaf bot: the master's new command takes it out.
+    await comment(w.people.master, project, mr, '/hookbot dequeue');
+    expect(queued(project, mr)).toBe(false);
   });
 
   it('a /hookbot dequeue written before a push takes out nothing of the head pushed after it', async () => {

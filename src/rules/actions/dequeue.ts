@@ -52,11 +52,20 @@ export const dequeue = defineAction({
     }
     const by = comment && trigger.actor ? trigger.actor.username : `rule ${rule}`;
     const note = comment ? trigger.noteId : undefined;
+    // When the server says the comment was written: a command older than the merge request's stay
+    // in its queue speaks of an earlier stay (merge-queue-dequeue.ts).
+    const noteAt = comment ? trigger.noteAt : undefined;
     return [
       {
         call: {
           op: 'mergeQueue.dequeue',
-          args: { ...mergeRequestTarget(mr), sha: mr.sha, by, ...(note !== undefined ? { note } : {}) },
+          args: {
+            ...mergeRequestTarget(mr),
+            sha: mr.sha,
+            by,
+            ...(note !== undefined ? { note } : {}),
+            ...(noteAt !== undefined ? { noteAt } : {}),
+          },
         },
         reason: comment
           ? `take out of its merge queue on the comment of @${by}`

@@ -114,7 +114,8 @@ export interface CallArgs {
    * action, a member's `/hookbot dequeue`); `by` is the commenter, or the rule's name for another event.
    */
   /** `note`: the comment's id, on a member's command (a command older than the queue entry takes nothing out). */
-  'mergeQueue.dequeue': MergeRequestTarget & { sha: string; by: string; note?: number };
+  /** `noteAt`: when the server says the comment was written (a command older than the entry's stay takes nothing out). */
+  'mergeQueue.dequeue': MergeRequestTarget & { sha: string; by: string; note?: number; noteAt?: string };
 }
 
 export type Op = keyof CallArgs;
