@@ -50,17 +50,30 @@ export async function driveTrain(
   // 2. The front.
   if ((await landFront(run)) === 'stop') return finish(run, false);
   // 3. Cars up to `depth`: the recorded ones not pushed yet again (same sha), then new ones behind.
+  let pushed = false;
   if (await rebuildUnpushed(run)) {
     await buildNewCars(run);
-    if (await pushBuilt(run)) await fetchAhead(run);
+    pushed = await pushBuilt(run);
   }
-  return finish(run);
+  return finish(run, true, pushed);
 }
 
-async function finish(run: TrainRun, cleanUp = true): Promise<TrainStep[]> {
+/**
+ * The run's tail, once the cars are pushed: the landed merge requests confirmed merged, the branches
+ * given up deleted, and the heads of the next cars fetched ahead (after a push of cars), side by side:
+ * none of it holds up a push, and the run (and a wake that waits for it) ends after the slowest.
+ */
+async function finish(run: TrainRun, cleanUp = true, pushed = false): Promise<TrainStep[]> {
+  if (!cleanUp) {
+    await confirmLanded(run);
+    return run.steps;
+  }
+  await Promise.all([confirmLanded(run), cleanUpBranches(run), pushed ? fetchAhead(run) : undefined]);
+  return run.steps;
+}
+
+async function cleanUpBranches(run: TrainRun): Promise<void> {
   const { deps, head } = run;
-  await confirmLanded(run);
-  if (!cleanUp) return run.steps;
   const dropped = run.steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed');
   await deleteCarBranches({
     updater: deps.updater,
@@ -72,5 +85,4 @@ async function finish(run: TrainRun, cleanUp = true): Promise<TrainStep[]> {
       ? { list: { targetBranch: head.targetBranch, queue: head.queue } }
       : {}),
   });
-  return run.steps;
 }
