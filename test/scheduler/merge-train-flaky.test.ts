@@ -139,6 +139,47 @@ describe('merge trains with flaky CI and failed batches', { timeout: 240_000 }, 
     );
   });
 
+  // Review of issue 38: a car behind vouches for the failed car only with the failed car's own
+  // requirements passed on its commit, not only those of its own members (issue 36's finding 1 again).
+  it("a car behind lands a failed car through it only when every requirement of the failed car's merge request passed on it", async () => {
+    n += 1;
+    let codeIid = 0;
+    const w = await makeQueueWorld(sb, {
+      prefix: `mtf${n}`,
+      workDir: dir,
+      rules: `
+rules:
+  - name: queue docs
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [docs] } } ]
+    do:
+      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2 }
+  - name: queue code
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [code] } } ]
+    do:
+      - queue: { statuses: [ci/test, review/approved], status_timeout: 10m, depth: 2 }
+`,
+      modeOf: flakyFirst(() => [carBranch(codeIid)]),
+    });
+    cleanups.push(() => w.close());
+    const code = await openMergeRequest(w, 'code', { 'code.txt': 'calls: foo\n' }, ['code']);
+    codeIid = code.iid;
+    const docs = await openMergeRequest(w, 'docs', { 'docs.txt': 'calls: foo\n' }, ['docs']);
+    await queueAll(w, [code.id, docs.id]);
+    await w.sweeps.run('merge_queue');
+    expect(cars(w)).toHaveLength(2);
+    // Car 1 (code) flakes; car 2 (docs on code) passes ci/test; nothing ever posts review/approved.
+    await rounds(w);
+    expect(await state(w, code.id)).toBe('opened');
+    expect(await state(w, docs.id)).toBe('merged');
+    const notes = await botNotes(w, code.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('Removed from the default merge queue for `master`');
+  });
+
   it('a real failure: the front waits for the car behind, which contains it; when that fails too, the culprit leaves with one comment, not built again, and the rest is rebuilt', async () => {
     let cIid = 0;
     let held: string | undefined;

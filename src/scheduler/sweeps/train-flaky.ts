@@ -56,6 +56,20 @@ async function readBehind(run: TrainRun) {
   return { verdicts, passed, testing };
 }
 
+/** Car `k`'s commit green for the requirements of every merge request of the cars up to it. */
+async function vouchesForAll(run: TrainRun, k: number): Promise<boolean> {
+  const { car } = run.cars[k]!;
+  const members = run.cars.slice(0, k + 1).flatMap((one) => one.entries);
+  const verdict = await carStatuses(
+    run.deps.client,
+    run.head.projectId,
+    { sha: car.sha!, branch: car.branch },
+    members,
+    run.deps.now() - car.pushedAt!,
+  );
+  return verdict.kind === 'green';
+}
+
 /** Why car `i + 1` lands though it did not pass itself (undefined: it passed). */
 function throughWords(
   verdict: CarStatuses | undefined,
@@ -91,7 +105,13 @@ export async function throughBehind(
   held: (run: TrainRun, count: number) => Promise<number>,
 ): Promise<'judge' | 'on' | 'stop'> {
   const front = run.cars[0]!;
-  const { verdicts, passed, testing } = await readBehind(run);
+  const behind = await readBehind(run);
+  const { verdicts, testing } = behind;
+  // The car it lands through vouches for every merge request up to it: each one's own required
+  // statuses must have passed on that car's commit, not only those of the car's own members (a
+  // `review/approved` the failed car's rule requires is not vouched for by a docs car behind it).
+  const passed =
+    behind.passed === undefined || (await vouchesForAll(run, behind.passed)) ? behind.passed : undefined;
   if (passed === undefined) {
     // The car right behind failed too: two failures in a row are the front's changes (both flaking
     // is one chance in a hundred at a 10 % flake rate), so the front is judged now, without waiting
