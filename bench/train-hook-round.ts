@@ -34,7 +34,7 @@ import { startSandbox } from '../src/sandbox/server.ts';
 import { INITIAL_FILES } from '../test/helpers/queue-world.ts';
 import { startSimulatedCi } from '../test/helpers/simulated-ci.ts';
 import { startBotProcess, type BotProcess } from '../test/reliability/bot-process.ts';
-import { writeConfig } from '../test/reliability/harness.ts';
+import { makeSecret, writeConfig } from '../test/reliability/harness.ts';
 import { writeRules } from '../test/reliability/world.ts';
 import { p50max } from './train-measure.ts';
 import { idealOutcome, idealTrain, trainWorkload } from './train-workload.ts';
@@ -73,17 +73,20 @@ export async function hookRound(options: {
   const workload = trainWorkload(options.mergeRequests);
   const ideal = idealOutcome(workload, INITIAL_FILES);
   const dir = mkdtempSync(path.join(tmpdir(), 'hookbot-bench-hook-round-'));
-  const sb = await startSandbox({ adminToken: 'bench-hook-round-root', hookTimeoutMs: 10_000 });
+  // Made at random for this run (test/reliability/harness.ts), as the reliability scenarios' are.
+  const botPassword = makeSecret('bot-git-password');
+  const ciPassword = makeSecret('ci-git-password');
+  const sb = await startSandbox({ adminToken: makeSecret('admin-token'), hookTimeoutMs: 10_000 });
   const { db } = sb.ctx;
   const bot = addUser(db, {
     username: 'hookbot',
-    private_token: 'bench-hook-round-bot-token-0123',
-    password: 'bench-hook-round-bot-password',
+    private_token: makeSecret('bot-token'),
+    password: botPassword,
   });
   const ciUser = addUser(db, {
     username: 'round-ci',
-    private_token: 'bench-hook-round-ci-token-01234',
-    password: 'bench-hook-round-ci-password',
+    private_token: makeSecret('ci-token'),
+    password: ciPassword,
   });
   const group = addGroup(db, {
     name: 'acme',
@@ -103,7 +106,7 @@ export async function hookRound(options: {
   await admin.branches.protect(project.id, 'master');
   const ci = startSimulatedCi(sb, {
     token: ciUser.private_token,
-    git: { username: ciUser.username, password: 'bench-hook-round-ci-password' },
+    git: { username: ciUser.username, password: ciPassword },
     buildMs: t,
     parallel: 64,
   });
@@ -137,7 +140,7 @@ export async function hookRound(options: {
     }
     await ci.idle();
 
-    const secret = 'bench-hook-round-secret';
+    const secret = makeSecret('hook-secret');
     const debounce = process.env.BENCH_TRAIN_HOOK_DEBOUNCE_MS;
     const config = writeConfig(
       dir,
@@ -163,7 +166,7 @@ export async function hookRound(options: {
         env: {
           HOOKBOT_API_URL: sb.url,
           HOOKBOT_API_TOKEN: bot.private_token!,
-          HOOKBOT_GIT_PASSWORD: 'bench-hook-round-bot-password',
+          HOOKBOT_GIT_PASSWORD: botPassword,
           HOOKBOT_WEBHOOK_SECRET: secret,
           HOOKBOT_PORT: '0',
           HOOKBOT_RULES: writeRules(dir, { 'default.yml': options.rules({ depth }, t) }),
