@@ -59,16 +59,15 @@ export async function driveTrain(
 }
 
 /**
- * The run's tail, once the cars are pushed: the landed merge requests confirmed merged, the branches
- * given up deleted, and the heads of the next cars fetched ahead (after a push of cars), side by side:
- * none of it holds up a push, and the run (and a wake that waits for it) ends after the slowest.
+ * The run's tail, once the cars are pushed: the branches given up deleted first (a landed merge
+ * request left the queue at its landing: a crash after that and before this leaves its car's branch
+ * to nobody once the queue is empty, so the gap stays as short as it was), then the landed merge
+ * requests confirmed merged and the heads of the next cars fetched ahead (after a push of cars), side
+ * by side: none of it holds up a push.
  */
 async function finish(run: TrainRun, cleanUp = true, pushed = false): Promise<TrainStep[]> {
-  if (!cleanUp) {
-    await confirmLanded(run);
-    return run.steps;
-  }
-  await Promise.all([confirmLanded(run), cleanUpBranches(run), pushed ? fetchAhead(run) : undefined]);
+  if (cleanUp) await cleanUpBranches(run);
+  await Promise.all([confirmLanded(run), pushed ? fetchAhead(run) : undefined]);
   return run.steps;
 }
 
