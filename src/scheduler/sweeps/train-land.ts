@@ -7,6 +7,7 @@ import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry } from '../../state/index.ts';
 import type { Car } from './train-cars.ts';
 import { short, type TrainRun } from './train-run.ts';
+import { deleteCarBranches } from './train-cleanup.ts';
 import { growAfterLanding } from './train-window.ts';
 
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
@@ -29,6 +30,16 @@ export async function landed(
   position = 1,
   through?: string,
 ): Promise<void> {
+  // Its branch goes before its merge requests leave the queue: a crash in between leaves them
+  // queued, and the next run finds the car landed and deletes what is left (an empty queue's
+  // branches would be nobody's).
+  await deleteCarBranches({
+    updater: run.deps.updater,
+    targetUrl: run.targetUrl,
+    log: run.deps.log,
+    stale: new Map([[front.car.branch, front.car.sha]]),
+    holding: new Set(),
+  });
   const reads = await Promise.all(front.entries.map((entry) => run.readMr(entry)));
   for (const [i, entry] of front.entries.entries()) {
     await run.deps.store.dequeue(entry.itemKey);
