@@ -15,9 +15,17 @@
  *
  * - `green_to_land`: from the status that completes the last green car landed by a push (the latest
  *   `success` among the car commits the push brings onto master) to that landing push of master;
- * - `land_to_cars`: from a landing push to the bot's next push of a car (when cars remain to build);
+ * - `land_to_cars`: from a landing push to the bot's next push of a car (when cars remain to build):
+ *   0 when the cars went in the same git push as the landing (the driver's one atomic push);
  * - `fail_to_cars`: from the `failed` status of the front car (its first parent is master as it
- *   stands) to the bot's next push of a car.
+ *   stands) to the bot's next push of a car. It includes the wait for the car right behind the front,
+ *   which contains it (a failed front car is judged once that car spoke: docs/merge-queue.md "Flaky
+ *   CI"), so `judged_to_cars` is also given: from the later of the two statuses to that push.
+ *
+ * A push is timed when the server took it (the sandbox's `receivedAt`, when its git process ended):
+ * the sandbox tells a push's refs one after another, each after its own bookkeeping of the one before
+ * (hooks, merge requests refreshed), so the refs of one git push are told tens of milliseconds apart
+ * although they landed together. A status is timed when it was posted (the first listener).
  *
  * `hook_round_lag_*` is over every step of the three; p50 and max, in ms and in T. `hook_round_added_t`
  * is what hooks add to a round that lands and builds on (the p50s of its two steps, summed, in T): the
@@ -49,6 +57,8 @@ const BACKSTOP_S = 60;
 const run = promisify(execFile);
 
 interface Push {
+  /** Its place among the project's pushes, in the order the server took them. */
+  seq: number;
   at: number;
   ref: string;
   before: string;
@@ -173,6 +183,9 @@ export async function hookRound(options: {
           HOOKBOT_STATE: path.join(dir, 'state', 'hookbot.json'),
           HOOKBOT_LOG_LEVEL: 'warn',
           HOOKBOT_CONFIG: config,
+          ...(process.env.HOOKBOT_TRAIN_TRACE
+            ? { HOOKBOT_TRAIN_TRACE: process.env.HOOKBOT_TRAIN_TRACE }
+            : {}),
         },
       },
       'merge-train bench: hook round',
@@ -189,17 +202,20 @@ export async function hookRound(options: {
     const masterAtStart = await git(['rev-parse', 'refs/heads/master']);
     const pushes: Push[] = [];
     const statuses: Status[] = [];
-    sb.ctx.on.push.push((event) => {
+    // A push is timed when the server took it (`receivedAt`: a push's refs are told one after the
+    // other, each after the sandbox's own bookkeeping of the one before), a status when posted.
+    sb.ctx.on.push.unshift((event) => {
       if (event.project.id !== project.id) return;
       pushes.push({
-        at: performance.now(),
+        seq: pushes.length,
+        at: event.receivedAt ?? performance.now(),
         ref: event.ref,
         before: event.before,
         after: event.after,
         byBot: event.user.id === bot.id,
       });
     });
-    sb.ctx.on.status.push((event) => {
+    sb.ctx.on.status.unshift((event) => {
       if (event.project.id !== project.id || !event.ref?.startsWith('hookbot/train/')) return;
       const latest = db.data.statuses.findLast(
         (st) => st.project_id === project.id && st.sha === event.sha && st.ref === event.ref,
@@ -258,8 +274,11 @@ export async function hookRound(options: {
       if (st.state === 'success' && !successAt.has(st.sha)) successAt.set(st.sha, st.at);
     const carPushes = pushes.filter((p) => p.byBot && p.ref.startsWith(TRAIN_REFS) && p.after !== NULL_SHA);
     const landings = pushes.filter((p) => p.byBot && p.ref === 'refs/heads/master');
-    const nextCarPush = (after: number, before = Infinity) =>
-      carPushes.find((p) => p.at > after && p.at < before);
+    // The next push of a car after a landing, in the server's order (a car pushed with the landing, in
+    // the same git push, was taken at the same time), or after a time (a failed status).
+    const carAfterLanding = (landing: Push, next?: Push) =>
+      carPushes.find((p) => p.seq > landing.seq && (!next || p.seq < next.seq));
+    const nextCarPush = (after: number) => carPushes.find((p) => p.at > after);
     const greenToLand: number[] = [];
     const landToCars: number[] = [];
     const failToCars: number[] = [];
@@ -270,16 +289,24 @@ export async function hookRound(options: {
       const greens = brought.map((sha) => successAt.get(sha));
       if (greens.length > 0 && greens.every((at) => at !== undefined))
         greenToLand.push(landing.at - Math.max(...(greens as number[])));
-      const next = nextCarPush(landing.at, landings[i + 1]?.at);
+      const next = carAfterLanding(landing, landings[i + 1]);
       if (next) landToCars.push(next.at - landing.at);
     }
     const masterAt = (at: number) => landings.findLast((p) => p.at < at)?.after ?? masterAtStart;
+    const parentOf = new Map<string, string>();
+    for (const st of statuses)
+      if (!parentOf.has(st.sha)) parentOf.set(st.sha, await git(['rev-parse', `${st.sha}^1`]));
+    const judgedToCars: number[] = [];
     for (const st of statuses) {
       if (st.state !== 'failed') continue;
-      const below = await git(['rev-parse', `${st.sha}^1`]);
-      if (below !== masterAt(st.at)) continue;
+      if (parentOf.get(st.sha) !== masterAt(st.at)) continue;
       const next = nextCarPush(st.at);
       if (next) failToCars.push(next.at - st.at);
+      // Judged once the car right behind it (built on its commit) spoke, when there is one.
+      const behind = statuses.find((other) => parentOf.get(other.sha) === st.sha);
+      const judged = Math.max(st.at, behind?.at ?? st.at);
+      const after = nextCarPush(judged);
+      if (after) judgedToCars.push(after.at - judged);
     }
 
     const figures: Figures = {
@@ -308,6 +335,7 @@ export async function hookRound(options: {
     put('green_to_land', greenToLand);
     put('land_to_cars', landToCars);
     put('fail_to_cars', failToCars);
+    put('judged_to_cars', judgedToCars);
     put('round_lag', [...greenToLand, ...landToCars, ...failToCars]);
     // What hooks add to a round that lands and goes on: its two steps, each at its p50.
     figures.hook_round_added_t = Number(

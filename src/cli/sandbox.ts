@@ -176,7 +176,7 @@ export const registerSandboxCommand: RegisterCommand = (program, io) => {
     )
     .option(
       '--ci-duration <ms>',
-      'how long each simulated build takes before its script runs (default 1000)',
+      'how long each simulated build takes at least, checkout and script included (default 1000)',
       parseMilliseconds,
     )
     .option(

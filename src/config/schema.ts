@@ -506,7 +506,7 @@ export function createConfigSchema(options: ConfigSchemaOptions = {}) {
           .meta(meta({ env: 'HOOKBOT_SANDBOX_CI', example: 'test -f README.md' })),
         duration_ms: integer(0, 86_400_000)
           .default(1000)
-          .describe('How long each simulated build takes before its script runs, in milliseconds.')
+          .describe('How long each simulated build takes at least (checkout and script included), in ms.')
           .meta(meta({ env: 'HOOKBOT_SANDBOX_CI_DURATION_MS' })),
         name: nonEmptyText()
           .default('ci/sandbox')

@@ -25,134 +25,27 @@
  *   that fetch, a push of a commit the cache lacked failed as `[remote rejected] (unpacker error)`,
  *   which read as the target having moved: the driver rebuilt every car with a new date, so each car
  *   was pushed again with another commit (the train-replicas reliability scenario found it).
+ * - **Land with the next cars**: the landing, the next cars' branches and the landed cars' branch
+ *   deletions in one `git push --atomic` (each car branch with a lease): all or nothing, so a push
+ *   that cannot go changes nothing and the driver lands alone, as above.
  * - **Delete a car's branch**: only a train branch, and only while it holds the car's own commit: the
  *   commit the driver recorded for it, or, for a branch found by listing whose record is gone, a
  *   commit the train made (its identity, two parents, a car's message). A branch someone moved is
  *   left where it is, and said.
  */
 import { randomBytes } from 'node:crypto';
-import type { GitIdentity, RunGit } from './git-process.ts';
+import {
+  DEFAULT_TRAIN_PREFIX,
+  type BuildCarOutcome,
+  type BuildCarRequest,
+  type DeleteOutcome,
+  type LandOutcome,
+  type PushOutcome,
+  type TrainGit,
+  type TrainGitDeps,
+} from './train-git-types.ts';
 
-/** Every branch a train pushes starts with this by default (`git.train_branch_prefix`). */
-export const DEFAULT_TRAIN_PREFIX = 'hookbot/train/';
-
-export interface CarMemberInput {
-  iid: number;
-  /** The source head the driver read: the fetched ref must be at it. */
-  head: string;
-  /** The message of its merge commit. */
-  message: string;
-}
-
-export interface BuildCarRequest {
-  targetUrl: string;
-  /** The commit the car is built on. */
-  base: string;
-  /** Where `base` is fetched from when the cache does not have it (the target, or the car ahead's branch). */
-  baseBranch: string;
-  members: CarMemberInput[];
-  /** Seconds since the epoch: the author and committer date of every merge. */
-  date: number;
-  identity: GitIdentity;
-}
-
-export type BuildCarOutcome =
-  | { kind: 'built'; sha: string }
-  /** The member at `index` conflicts with what is below it (the files). */
-  | { kind: 'conflict'; index: number; files: string[] }
-  /** The member at `index` is not at the head the driver read (its ref is at `sha`, or gone). */
-  | { kind: 'moved'; index: number; sha?: string }
-  /** `base` could not be had (the branch it was fetched from moved on or is gone). */
-  | { kind: 'missing-base' }
-  | { kind: 'refused'; message: string };
-
-export type PushOutcome =
-  | { kind: 'pushed' }
-  /** A branch's lease failed: someone moved it meanwhile. */
-  | { kind: 'moved' }
-  | { kind: 'refused'; message: string }
-  /** `ref` (a branch) stands where git would need a folder, or the reverse: no car branch can be made. */
-  | { kind: 'blocked'; ref: string; sha: string; branch: string };
-
-/**
- * A landing's outcome: `missing` when the car's commit is neither in the cache nor on its branch;
- * `moved` only when the target is no longer at `base`, `refused` when it is (it did not move: the
- * server refused the push).
- */
-export type LandOutcome =
-  | { kind: 'pushed' }
-  | { kind: 'moved'; sha?: string }
-  | { kind: 'refused'; message: string }
-  | { kind: 'missing' };
-
-/** Car branches deleted, and those left because they hold something else than the car's commit. */
-export interface DeleteOutcome {
-  deleted: string[];
-  left: { branch: string; sha: string; why: string }[];
-}
-
-export interface TrainGit {
-  /** The identity the updater commits as (a car records it before its push). */
-  readonly identity: GitIdentity;
-  /** The folder of every branch the train pushes (`hookbot/train/` by default); ends with `/`. */
-  readonly prefix: string;
-  buildCar(request: BuildCarRequest): Promise<BuildCarOutcome>;
-  /**
-   * Fetches the heads of the next cars' merge requests the cache lacks, in one fetch from the target
-   * project's `refs/merge-requests/<iid>/head` (no ref kept; a member given without `head` is fetched
-   * whatever its ref holds): `buildCar` then finds them and builds without a fetch of its own per car. Only a speed-up: whatever it could not have (a ref moved on,
-   * a refusal), `buildCar` fetches again and answers for.
-   */
-  fetchHeads(request: { targetUrl: string; members: { iid: number; head?: string }[] }): Promise<void>;
-  /**
-   * Points each `branch` (a `hookbot/train/` branch) at its `sha`, in one push, each with a lease on
-   * what the branch held when read just before (one `ls-remote` for all).
-   */
-  pushCars(request: { targetUrl: string; cars: { branch: string; sha: string }[] }): Promise<PushOutcome>;
-  /**
-   * Fast-forwards `targetBranch` from `base` to `sha` (a plain push: refused by the server when it
-   * is not a fast-forward); `sha` is fetched from `carBranch` (its train branch) when the cache does
-   * not have it. A failed push reads the target again to tell a move from a refusal.
-   */
-  land(request: {
-    targetUrl: string;
-    targetBranch: string;
-    base: string;
-    sha: string;
-    carBranch: string;
-  }): Promise<LandOutcome>;
-  /** A branch of the remote that makes one of `branches` impossible to create, if any (one ls-remote each). */
-  findBlocker(request: {
-    targetUrl: string;
-    branches: string[];
-  }): Promise<{ ref: string; sha: string; branch: string } | undefined>;
-  /** The branches under `prefix` (a train folder) and their commits. */
-  listCars(request: { targetUrl: string; prefix: string }): Promise<Map<string, string>>;
-  /**
-   * Deletes train branches, in one push, each only while it holds the car's own commit: `sha` when
-   * the driver recorded it; without one (a branch found by listing), a commit the train made. Nothing
-   * else is ever deleted.
-   */
-  deleteCars(request: {
-    targetUrl: string;
-    cars: { branch: string; sha?: string }[];
-  }): Promise<DeleteOutcome>;
-}
-
-export interface TrainGitDeps {
-  git: RunGit;
-  identity: GitIdentity;
-  /** `git.train_branch_prefix` (checked by the configuration); default `hookbot/train/`. */
-  prefix?: string;
-  /** Runs `fn` in the cache repository of `url` (one at a time per repository). */
-  withRepository<T>(url: string, fn: (repo: string) => Promise<T>): Promise<T>;
-  /** Credentials out of a text (git's output) before it is said anywhere. */
-  redact(text: string): string;
-  /** Authentication, permission, a hook's refusal in git's output (redacted), if that is what it is. */
-  refusal(output: string): string | undefined;
-  /** Throws the redacted GitCommandError of a command that failed otherwise. */
-  fail(what: string, run: { code: number; stdout: string; stderr: string }): never;
-}
+export type { TrainGit } from './train-git-types.ts';
 
 /** The message of a car's merge commits (merge-train.ts makes them); how a listed branch is known for a car. */
 const CAR_MESSAGE = /^Merge branch of !\d+ into .+ \(merge train [\w.-]+, car \d+\)\n?$/;
@@ -264,7 +157,55 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
     return found;
   }
 
+  /** The merge commits of `request` made from what the cache has, each on the one before. */
+  async function mergeChain(
+    repo: string,
+    request: BuildCarRequest,
+  ): Promise<BuildCarOutcome | { kind: 'lacking' }> {
+    const env = {
+      GIT_AUTHOR_NAME: request.identity.name,
+      GIT_AUTHOR_EMAIL: request.identity.email,
+      GIT_COMMITTER_NAME: request.identity.name,
+      GIT_COMMITTER_EMAIL: request.identity.email,
+      GIT_AUTHOR_DATE: `${request.date} +0000`,
+      GIT_COMMITTER_DATE: `${request.date} +0000`,
+    };
+    let current = request.base;
+    for (const [index, member] of request.members.entries()) {
+      const merged = await git(repo, [
+        'merge-tree',
+        '--write-tree',
+        '-z',
+        '--name-only',
+        '--no-messages',
+        current,
+        member.head,
+      ]);
+      const [tree = '', ...rest] = merged.stdout.split('\0');
+      // A conflict answers 1 with the tree written; a commit it cannot find answers 1 too, with nothing.
+      if (merged.code === 1 && /^[0-9a-f]{40,64}$/.test(tree))
+        return { kind: 'conflict', index, files: [...new Set(rest.filter(Boolean))] };
+      // Anything else than a clean merge or a conflict: a commit the cache does not have (or worse:
+      // the full path below tells which, fetches it, and fails as it must).
+      if (merged.code !== 0) return { kind: 'lacking' };
+      const commit = await git(
+        repo,
+        ['commit-tree', tree, '-p', current, '-p', member.head],
+        member.message,
+        env,
+      );
+      if (commit.code !== 0) fail('commit-tree', commit);
+      current = commit.stdout.trim();
+    }
+    return { kind: 'built', sha: current };
+  }
+
   async function buildCar(repo: string, request: BuildCarRequest): Promise<BuildCarOutcome> {
+    // Most often the cache has the base (the car ahead, just built) and every head (fetched ahead of
+    // the build): the merges are made at once, with no process to ask first. Only when one of them is
+    // lacking are they asked for, fetched and the merges made again (the same commits).
+    const fast = await mergeChain(repo, request);
+    if (fast.kind !== 'lacking') return fast;
     const id = randomBytes(4).toString('hex');
     const temp: string[] = [];
     try {
@@ -290,16 +231,7 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
         }
       const heads = wanted.length > 0 ? await fetchInto(repo, request.targetUrl, wanted) : undefined;
       if (heads) return { kind: 'refused', message: heads.refused };
-      const env = {
-        GIT_AUTHOR_NAME: request.identity.name,
-        GIT_AUTHOR_EMAIL: request.identity.email,
-        GIT_COMMITTER_NAME: request.identity.name,
-        GIT_COMMITTER_EMAIL: request.identity.email,
-        GIT_AUTHOR_DATE: `${request.date} +0000`,
-        GIT_COMMITTER_DATE: `${request.date} +0000`,
-      };
-      let current = request.base;
-      for (const [index, member] of request.members.entries()) {
+      for (const [index, member] of request.members.entries())
         if (!present.has(member.head) && !(await has(repo, member.head))) {
           const fetched = await git(repo, [
             'rev-parse',
@@ -309,28 +241,14 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
           ]);
           return { kind: 'moved', index, ...(fetched.code === 0 ? { sha: fetched.stdout.trim() } : {}) };
         }
-        const merged = await git(repo, [
-          'merge-tree',
-          '--write-tree',
-          '-z',
-          '--name-only',
-          '--no-messages',
-          current,
-          member.head,
-        ]);
-        const [tree = '', ...rest] = merged.stdout.split('\0');
-        if (merged.code === 1) return { kind: 'conflict', index, files: [...new Set(rest.filter(Boolean))] };
-        if (merged.code !== 0) fail('merge-tree', merged);
-        const commit = await git(
-          repo,
-          ['commit-tree', tree, '-p', current, '-p', member.head],
-          member.message,
-          env,
-        );
-        if (commit.code !== 0) fail('commit-tree', commit);
-        current = commit.stdout.trim();
-      }
-      return { kind: 'built', sha: current };
+      const chain = await mergeChain(repo, request);
+      if (chain.kind === 'lacking')
+        return fail('merge-tree', {
+          code: 128,
+          stdout: '',
+          stderr: 'a commit of the car is missing after its fetch',
+        });
+      return chain;
     } finally {
       for (const ref of temp) await git(repo, ['update-ref', '-d', ref]);
     }
@@ -476,6 +394,27 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
         }
       });
     },
+    landWithCars: (request) => {
+      for (const car of [...request.cars, ...request.landed]) ownedBranch(car.branch);
+      const creating = new Set(request.cars.map((c) => c.branch));
+      const deleting = request.landed.filter((c) => !creating.has(c.branch));
+      // A commit the cache lacks fails the push before it is sent (false: `land` fetches it).
+      return deps.withRepository(request.targetUrl, async (repo) => {
+        const run = await git(repo, [
+          'push',
+          '--atomic',
+          '--porcelain',
+          ...request.cars.map((c) => `--force-with-lease=refs/heads/${c.branch}:${c.was ?? ''}`),
+          ...deleting.map((c) => `--force-with-lease=refs/heads/${c.branch}:${c.sha}`),
+          '--',
+          request.targetUrl,
+          `${request.sha}:refs/heads/${request.targetBranch}`,
+          ...request.cars.map((c) => `${c.sha}:refs/heads/${c.branch}`),
+          ...deleting.map((c) => `:refs/heads/${c.branch}`),
+        ]);
+        return run.code === 0;
+      });
+    },
     findBlocker: (request) => {
       for (const branch of request.branches) ownedBranch(branch);
       return deps.withRepository(request.targetUrl, (repo) =>
@@ -507,6 +446,20 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
       const outcome: DeleteOutcome = { deleted: [], left: [] };
       if (request.cars.length === 0) return outcome;
       return deps.withRepository(request.targetUrl, async (repo) => {
+        // Every commit known (the driver's records): one push, each branch with a lease on its
+        // commit; only when one of them did not go is the remote read to tell which and why.
+        const known = request.cars.flatMap((c) => (c.sha ? [{ branch: c.branch, at: c.sha }] : []));
+        if (known.length === request.cars.length) {
+          const direct = await git(repo, [
+            'push',
+            '--porcelain',
+            ...known.map((c) => `--force-with-lease=refs/heads/${c.branch}:${c.at}`),
+            '--',
+            request.targetUrl,
+            ...known.map((c) => `:refs/heads/${c.branch}`),
+          ]);
+          if (direct.code === 0) return { deleted: known.map((c) => c.branch), left: [] };
+        }
         const now = await remoteHeads(
           repo,
           request.targetUrl,

@@ -165,6 +165,12 @@ export interface PushEvent {
   before: string;
   after: string;
   user: UserRec;
+  /**
+   * When the server took the push (`performance.now()` of the sandbox's process): a git push's refs
+   * are told one after another, each after the listeners of the one before, so a listener that times
+   * a push reads this rather than its own clock. Unset: told as it happened (a file commit, a merge).
+   */
+  receivedAt?: number;
 }
 
 /** A commit status was added or changed. */

@@ -126,8 +126,11 @@ export async function installPushHooks(workDir: string): Promise<string> {
 export interface GitServiceRun {
   /** The environment of `git upload-pack`, `receive-pack` or `http-backend` (plus the caller's own). */
   env: Record<string, string>;
-  /** After the git process ended: each ref it updated becomes a push event; the push log goes. */
-  finish(): Promise<void>;
+  /**
+   * After the git process ended (at `receivedAt`, `performance.now()`): each ref it updated becomes a
+   * push event; the push log goes.
+   */
+  finish(receivedAt?: number): Promise<void>;
 }
 
 /**
@@ -175,7 +178,7 @@ export function gitServiceRun(
   });
   return {
     env,
-    async finish() {
+    async finish(receivedAt) {
       let lines: string;
       try {
         lines = await readFile(pushLog, 'utf8');
@@ -187,7 +190,14 @@ export function gitServiceRun(
         for (const line of lines.split('\n')) {
           const [before, after, ref] = line.trim().split(' ');
           if (!before || !after || !ref) continue;
-          await notify(ctx.on.push, { project, ref, before, after, user });
+          await notify(ctx.on.push, {
+            project,
+            ref,
+            before,
+            after,
+            user,
+            ...(receivedAt !== undefined ? { receivedAt } : {}),
+          });
         }
       } finally {
         await rm(pushLog, { force: true });

@@ -162,7 +162,8 @@ export function registerGitHttp(app: Router, ctx: SandboxContext, options: GitHt
     } finally {
       // The push's consequences (events, hooks, merge requests refreshed) after the answer, in push
       // order per project, as 8.x's background job runs them (git-access.ts, afterPush).
-      afterPush(ctx, access.project.id, () => run.finish());
+      const receivedAt = performance.now();
+      afterPush(ctx, access.project.id, () => run.finish(receivedAt));
     }
     if (!res.writableEnded) res.end();
   }

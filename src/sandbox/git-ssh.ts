@@ -169,7 +169,8 @@ export async function startGitSsh(ctx: SandboxContext, options: GitSshOptions): 
       });
     } finally {
       // The push's consequences after the command ended, as over HTTP (git-access.ts, afterPush).
-      afterPush(ctx, decision.project.id, () => run.finish());
+      const receivedAt = performance.now();
+      afterPush(ctx, decision.project.id, () => run.finish(receivedAt));
     }
     if (!channel.writable) return;
     channel.exit(code);

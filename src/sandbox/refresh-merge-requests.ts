@@ -52,19 +52,26 @@ async function closeMergedByPush(ctx: SandboxContext, push: PushEvent, branch: s
     }
     return read;
   };
-  for (const mr of into) {
+  // What each one needs read (its head, the issues it closes), all read at once; then merged in order.
+  const reads = into.map(async (mr) => {
     // 8.x skips merge requests whose source project is gone (`select(&:source_project)`).
-    if (!db.data.projects.some((p) => p.id === mr.source_project_id)) continue;
+    if (!db.data.projects.some((p) => p.id === mr.source_project_id)) return undefined;
     // The head 8.x compares is the one of the merge request's last diff: the source branch's head, or
     // where its ref was left when the branch is gone.
     const head = await headOf(mr.source_project_id, mr.source_branch);
     const sha = head?.id ?? (await mergeRequestRefHead(ctx, mr));
-    if (!sha || !pushed.has(sha)) continue;
+    if (!sha || !pushed.has(sha)) return undefined;
     const commit = head ?? (await ctx.git.commit(mr.target_project_id, sha));
-    if (!commit) continue;
+    if (!commit) return undefined;
     const closing = await closesIssues(ctx, mr, push.user, { base: push.before, head: sha });
+    return { commit, closing };
+  });
+  // A read that fails fails the loop where it is awaited, as before; the others are never unhandled.
+  for (const read of reads) read.catch(() => undefined);
+  for (const [i, mr] of into.entries()) {
+    const read = await reads[i]!;
     // Still open after the reads (a merge through the API may have won meanwhile): merged once.
-    if (isOpen(mr)) await postMerge(ctx, mr, push.user, { head: commit, closing });
+    if (read && isOpen(mr)) await postMerge(ctx, mr, push.user, { head: read.commit, closing: read.closing });
   }
 }
 

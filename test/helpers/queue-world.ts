@@ -354,3 +354,37 @@ export async function masterLine(w: QueueWorld): Promise<{ sha: string; passes: 
   for (const sha of line.reverse()) out.push({ sha, passes: await w.ci.passes(w.project.id, sha) });
   return out;
 }
+
+/**
+ * A train git whose landings are recorded in `lands` (the commit the target was pushed to), whichever
+ * way the driver lands: alone (`land`) or with the next cars in one push (`landWithCars`). Only
+ * landings that went are recorded. `after` runs after each landing that went (a crash right after).
+ * `via`: the train git that makes the pushes (another replica's), default `base`.
+ */
+export function recordingLandings(
+  base: TrainGit,
+  lands: string[],
+  options: { after?: () => void; via?: () => TrainGit } = {},
+): TrainGit {
+  const via = options.via ?? (() => base);
+  return {
+    ...base,
+    identity: base.identity,
+    async land(request) {
+      const pushed = await via().land(request);
+      if (pushed.kind === 'pushed') {
+        lands.push(request.sha);
+        options.after?.();
+      }
+      return pushed;
+    },
+    async landWithCars(request) {
+      const went = await via().landWithCars(request);
+      if (went) {
+        lands.push(request.sha);
+        options.after?.();
+      }
+      return went;
+    },
+  };
+}

@@ -16,6 +16,7 @@ import {
   makeQueueWorld,
   masterLine,
   openMergeRequest,
+  recordingLandings,
   type QueueWorld,
 } from '../helpers/queue-world.ts';
 
@@ -163,16 +164,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
 
   it("consecutive green cars land in one fast-forward push, to the last one's commit", async () => {
     const lands: string[] = [];
-    const w = await world('depth: 3', {
-      trainGit: (base) => ({
-        ...base,
-        identity: base.identity,
-        land(request) {
-          lands.push(request.sha);
-          return base.land(request);
-        },
-      }),
-    });
+    const w = await world('depth: 3', { trainGit: (base) => recordingLandings(base, lands) });
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
     const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
     const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
@@ -195,19 +187,15 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     const lands: string[] = [];
     let crash = true;
     const w = await world('depth: 2', {
-      trainGit: (base) => ({
-        ...base,
-        identity: base.identity,
-        async land(request) {
-          lands.push(request.sha);
-          const pushed = await base.land(request);
-          if (crash) {
-            crash = false;
-            throw new Error('killed right after the landing push');
-          }
-          return pushed;
-        },
-      }),
+      trainGit: (base) =>
+        recordingLandings(base, lands, {
+          after: () => {
+            if (crash) {
+              crash = false;
+              throw new Error('killed right after the landing push');
+            }
+          },
+        }),
     });
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
     const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
@@ -234,15 +222,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     const w = await world('depth: 2', {
       // Builds and car pushes in this replica's cache, landings from another's (a replica killed
       // between the runs, as in the train-replicas reliability scenario).
-      trainGit: (base, another) => ({
-        ...base,
-        identity: base.identity,
-        land(request) {
-          lands.push(request.sha);
-          other ??= another();
-          return other.land(request);
-        },
-      }),
+      trainGit: (base, another) => recordingLandings(base, lands, { via: () => (other ??= another()) }),
     });
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
     const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });

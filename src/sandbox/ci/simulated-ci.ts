@@ -3,8 +3,9 @@
  * start`, `startSandbox({ ci })` or `startSimulatedCi` in code), for trying the merge queue offline,
  * the demo, the tests and the benchmarks. For each commit pushed to a branch of a project (a git push
  * over HTTP or SSH, a file commit, a merge, a new branch: whatever tells `ctx.on.push`) it posts
- * `pending`, waits for a free runner, waits the build's duration, checks the commit out, runs the
- * script there (exit 0: `success`, anything else: `failed`) and posts the result.
+ * `pending`, waits for a free runner, checks the commit out, runs the script there (exit 0:
+ * `success`, anything else: `failed`), waits what is left of the build's duration (counted from the
+ * runner: checkout and script included) and posts the result.
  *
  * It talks to the sandbox as a runner of that era would: a push only wakes it (8.x's own CI made its
  * builds on push the same way), then it posts statuses through the API and fetches the commit over git
@@ -56,7 +57,7 @@ export interface SimulatedCiOptions {
   script?: string;
   /** In code, instead of `script`: judges the commit's files (tests and benchmarks). */
   check?: (files: string, build: CiBuild, signal: AbortSignal) => Promise<boolean>;
-  /** How long a build takes before its script runs (ms). Default 1000. */
+  /** How long a build takes at least, from its runner to its result, checkout and script included (ms). Default 1000. */
   durationMs?: number;
   /** The status name posted. Default `ci/sandbox`. */
   name?: string;
@@ -267,7 +268,10 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     await post(b, 'pending', 'waiting for a runner of the simulated CI');
     await runner();
     try {
-      await sleep(settings.durationMs, undefined, { signal: stopping.signal });
+      // The build takes `durationMs` from the moment it has a runner, its checkout and check included
+      // (a CI's build time is its whole job): with several builds at once their checkouts overlap
+      // their wait instead of adding to it, so a build of T reports after T, not T plus a fetch.
+      const started = performance.now();
       let result: ScriptResult;
       try {
         result = await judge(b);
@@ -275,6 +279,8 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
         if (stopping.signal.aborted) return;
         result = { ok: false, reason: `could not build: ${String(error).slice(0, 200)}`, output: '' };
       }
+      const left = settings.durationMs - (performance.now() - started);
+      if (left > 0) await sleep(left, undefined, { signal: stopping.signal });
       if (stopping.signal.aborted) return;
       if (result.ok && (await isFlake(b))) {
         flakes++;
@@ -345,7 +351,10 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     queued++;
     track(active, build(b, done));
   };
-  ctx.on.push.push(listener);
+  // First of the push's listeners: it only starts the builds (nothing awaited), and a CI's builds do
+  // not wait for the server's own bookkeeping of the push (hooks, merge requests refreshed), which
+  // 8.x does in background jobs.
+  ctx.on.push.unshift(listener);
 
   return {
     name,

@@ -22,8 +22,8 @@ import type { QueueEntry, QueueShape } from '../../state/index.ts';
 import type { TrainDeps, TrainStep } from './train-deps.ts';
 import { carsOf } from './train-cars.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
-import { confirmLanded, landRecorded } from './train-land.ts';
-import { landFront } from './train-judge.ts';
+import { confirmLanded, landPending, landRecorded } from './train-land.ts';
+import { landFront, readStatusesEarly } from './train-judge.ts';
 import { buildNewCars, fetchAhead, pushBuilt, rebuildUnpushed } from './train-build.ts';
 import { startTrainRun, type TrainRun } from './train-run.ts';
 import { cutStaleRiders } from './train-watch.ts';
@@ -46,6 +46,7 @@ export async function driveTrain(
   run.cars = chained.cars;
   await run.cut(chained.broken);
   // A member of any car pushed, closed or retargeted since: that car and those behind are given up now.
+  readStatusesEarly(run);
   await cutStaleRiders(run);
   // 2. The front.
   if ((await landFront(run)) === 'stop') return finish(run, false);
@@ -66,6 +67,8 @@ export async function driveTrain(
  * by side: none of it holds up a push.
  */
 async function finish(run: TrainRun, cleanUp = true, pushed = false): Promise<TrainStep[]> {
+  // A landing that was to go with cars none of which could be built or pushed: alone.
+  if (run.landing && (await landPending(run)) === 'stop') cleanUp = false;
   if (cleanUp) await cleanUpBranches(run);
   await Promise.all([confirmLanded(run), pushed ? fetchAhead(run) : undefined]);
   return run.steps;

@@ -8,7 +8,8 @@ import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry, TrainCar } from '../../state/index.ts';
 import { blockedBy, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { forkSettling } from './train-riders.ts';
-import { short, withoutCar, type TrainRun } from './train-run.ts';
+import { aboard, lastBranch, short, withoutCar, type TrainRun } from './train-run.ts';
+import { landPending, pushLandingWithCars } from './train-land.ts';
 
 /**
  * Builds a recorded car (pushed with the others at the end of the run): the car with its sha, false
@@ -83,7 +84,7 @@ async function build(
  */
 export async function buildAgain(run: TrainRun, one: Car, car: TrainCar): Promise<boolean> {
   const i = run.cars.indexOf(one);
-  const below = run.cars[i - 1]?.car.branch ?? run.head.targetBranch;
+  const below = run.cars[i - 1]?.car.branch ?? lastBranch(run, true);
   const built = await build(run, car, one.entries, below);
   if (!built) {
     run.stale.set(one.car.branch, one.car.sha);
@@ -114,7 +115,7 @@ export async function rebuildUnpushed(run: TrainRun): Promise<boolean> {
   const built = new Set(run.toPush.map((one) => one.car.id));
   for (const [i, one] of run.cars.entries())
     if (one.car.pushedAt === undefined && !built.has(one.car.id)) {
-      const baseBranch = run.cars[i - 1]?.car.branch ?? run.head.targetBranch;
+      const baseBranch = run.cars[i - 1]?.car.branch ?? lastBranch(run, true);
       const again = await build(run, one.car, one.entries, baseBranch);
       if (!again) {
         await run.cut(run.cars.slice(i));
@@ -134,7 +135,7 @@ export async function rebuildUnpushed(run: TrainRun): Promise<boolean> {
 function nextMembers(run: TrainRun): QueueEntry[] {
   if (run.cars.at(-1)?.entries.some((e) => e.carAfter !== undefined)) return [];
   const queue = run.queueNow();
-  const riding = new Set(run.cars.flatMap((c) => c.car.members));
+  const riding = aboard(run);
   const rest = queue.filter((e) => !riding.has(e.itemKey));
   if (rest.length === 0) return [];
   if (rest[0]!.carAfter?.some((key) => queue.some((e) => e.itemKey === key))) return [];
@@ -149,7 +150,7 @@ function nextMembers(run: TrainRun): QueueEntry[] {
  * between a landing and the next cars' push). A read is used once, by the car built right after.
  */
 async function prefetch(run: TrainRun): Promise<Map<string, Promise<MergeRequest | undefined>>> {
-  const riding = new Set(run.cars.flatMap((c) => c.car.members));
+  const riding = aboard(run);
   const room = (run.depth - run.cars.length) * run.batch;
   const next =
     room > 0
@@ -174,7 +175,7 @@ async function prefetch(run: TrainRun): Promise<Map<string, Promise<MergeRequest
 export async function buildNewCars(run: TrainRun): Promise<void> {
   const { deps, head } = run;
   let below = run.cars.at(-1)?.car.sha ?? run.target;
-  let belowBranch = run.cars.at(-1)?.car.branch ?? head.targetBranch;
+  let belowBranch = lastBranch(run);
   const read = await prefetch(run);
   for (let guard = 0; run.cars.length < run.depth && guard < 4 * run.depth * run.batch + 8; guard++) {
     let members = nextMembers(run);
@@ -238,14 +239,26 @@ export async function fetchAhead(run: TrainRun): Promise<void> {
     .catch(() => undefined);
 }
 
-/** Pushes the cars built in this run, in one push; true when done. */
+/**
+ * Pushes the cars built in this run, in one push, with the landing recorded in the run when there is
+ * one (train-land.ts `pushLandingWithCars`: the next cars start building the moment the target
+ * lands); true when done. A landing that could not go with them is pushed alone first (`landPending`):
+ * when it does not land, the cars built on it are given up and nothing more is pushed.
+ */
 export async function pushBuilt(run: TrainRun): Promise<boolean> {
   const { deps } = run;
+  let together = false;
+  if (run.landing) {
+    together = await pushLandingWithCars(run);
+    if (!together && (await landPending(run)) !== 'landed') return false;
+  }
   if (run.toPush.length === 0) return true;
-  const pushed = await deps.updater.train.pushCars({
-    targetUrl: run.targetUrl,
-    cars: run.toPush.map(({ car }) => ({ branch: car.branch, sha: car.sha! })),
-  });
+  const pushed = together
+    ? { kind: 'pushed' as const }
+    : await deps.updater.train.pushCars({
+        targetUrl: run.targetUrl,
+        cars: run.toPush.map(({ car }) => ({ branch: car.branch, sha: car.sha! })),
+      });
   if (pushed.kind !== 'pushed') {
     for (const { car, entries } of run.toPush)
       for (const m of entries) run.say(m, 'error', pushFailure(pushed, car.branch));

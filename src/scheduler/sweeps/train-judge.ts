@@ -31,6 +31,25 @@ async function judge(run: TrainRun, one: Car, statuses?: Promise<CarStatuses>): 
   return statuses ?? statusesOf(run, one);
 }
 
+/** Statuses read before the front is judged (`readStatusesEarly`), by run and car. */
+const early = new WeakMap<TrainRun, Map<string, Promise<CarStatuses>>>();
+
+/**
+ * Every pushed car's statuses, read now, while the run reads the cars' merge requests
+ * (train-watch.ts): the front's judging then waits for neither in turn. A read not used (its car given
+ * up meanwhile) is dropped.
+ */
+export function readStatusesEarly(run: TrainRun): void {
+  const reads = new Map<string, Promise<CarStatuses>>();
+  for (const one of run.cars) {
+    if (one.car.pushedAt === undefined) continue;
+    const read = statusesOf(run, one);
+    read.catch(() => undefined);
+    reads.set(one.car.id, read);
+  }
+  early.set(run, reads);
+}
+
 function statusesOf(run: TrainRun, one: Car): Promise<CarStatuses> {
   return carStatuses(
     run.deps.client,
@@ -134,7 +153,7 @@ export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
   // for one per car (a read not used, past the first car that is not green, is dropped).
   const statuses = run.cars.map((one) => {
     if (one.car.pushedAt === undefined) return undefined;
-    const read = statusesOf(run, one);
+    const read = early.get(run)?.get(one.car.id) ?? statusesOf(run, one);
     read.catch(() => undefined);
     return read;
   });
@@ -146,7 +165,10 @@ export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
   }
   const landing = await stillHeld(run, green);
   if (landing > 0) {
-    const outcome = await landCars(run, run.cars.slice(0, landing));
+    // The landing goes with the next cars in one push at the end of the run (the car behind is judged
+    // meanwhile: its verdict is its own commit's, landed or not). Not when a car's rule no longer
+    // holds: the landing stops before it, and the cars from it are given up.
+    const outcome = await landCars(run, run.cars.slice(0, landing), undefined, landing === green);
     if (outcome !== 'landed') return outcome;
   }
   if (landing < green) {

@@ -6,7 +6,7 @@
 import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry } from '../../state/index.ts';
 import type { Car } from './train-cars.ts';
-import { short, type TrainRun } from './train-run.ts';
+import { short, withoutCar, type TrainRun } from './train-run.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
 import { growAfterLanding } from './train-window.ts';
 
@@ -17,38 +17,46 @@ const LANDED_READ_GAP_MS = 400;
 type Landing = TrainRun['unconfirmed'][number];
 
 /**
- * The car's merge requests after its landing push: out of the queue at once (the target holds them).
- * The server marks them merged itself, and 8.x does it in the background (`PostReceive`, then
- * `UpdateMergeRequestsWorker`), so a merge request read at once may still be open: those are read
- * again at the end of the run (`confirmLanded`), after the next cars were built and pushed, so the
- * train's next round never waits for the server's job.
+ * The cars' merge requests after their landing push: out of the queue at once (the target holds
+ * them). Their branches go first, in one push, before any of their merge requests leaves the queue
+ * (`gone`: the landing push deleted them already): a crash in between leaves them queued, and the
+ * next run finds the cars landed and deletes what is left (an empty queue's branches would be
+ * nobody's). The server marks them merged itself, and 8.x does it in the background (`PostReceive`,
+ * then `UpdateMergeRequestsWorker`), so a merge request read at once may still be open: those are
+ * read again at the end of the run (`confirmLanded`), after the next cars were built and pushed, so
+ * the train's next round never waits for the server's job.
  */
-export async function landed(
+async function landedCars(
   run: TrainRun,
-  front: Car,
+  going: readonly Car[],
   target: string,
-  position = 1,
-  through?: string,
+  options: { from?: number; through?: (index: number) => string | undefined; gone?: boolean } = {},
 ): Promise<void> {
-  // Its branch goes before its merge requests leave the queue: a crash in between leaves them
-  // queued, and the next run finds the car landed and deletes what is left (an empty queue's
-  // branches would be nobody's).
-  await deleteCarBranches({
-    updater: run.deps.updater,
-    targetUrl: run.targetUrl,
-    log: run.deps.log,
-    stale: new Map([[front.car.branch, front.car.sha]]),
-    holding: new Set(),
-  });
-  const reads = await Promise.all(front.entries.map((entry) => run.readMr(entry)));
-  for (const [i, entry] of front.entries.entries()) {
+  if (!options.gone)
+    await deleteCarBranches({
+      updater: run.deps.updater,
+      targetUrl: run.targetUrl,
+      log: run.deps.log,
+      stale: new Map(going.map((one) => [one.car.branch, one.car.sha])),
+      holding: new Set(),
+    });
+  const members = going.flatMap((one, i) => one.entries.map((entry) => ({ one, i, entry })));
+  const reads = await Promise.all(members.map(({ entry }) => run.readMr(entry)));
+  for (const [k, { one, i, entry }] of members.entries()) {
     await run.deps.store.dequeue(entry.itemKey);
-    const mr = reads[i];
-    const landing = { entry, car: front.car, position, target, ...(through ? { through } : {}) };
+    const mr = reads[k];
+    const through = options.through?.(i);
+    const landing = {
+      entry,
+      car: one.car,
+      position: (options.from ?? 1) + i,
+      target,
+      ...(through ? { through } : {}),
+    };
     if (mr?.state === 'merged') await told(run, landing, mr);
     else run.unconfirmed.push(landing);
   }
-  run.stale.set(front.car.branch, front.car.sha);
+  for (const one of going) run.stale.set(one.car.branch, one.car.sha);
 }
 
 /** A landed merge request told (explain, metrics, the run's steps), with what the server showed of it. */
@@ -93,7 +101,8 @@ export async function confirmLanded(run: TrainRun): Promise<void> {
     if (open.length === 0) break;
     // The run's pushes since the landing took a while already: the first read again waits for nothing.
     if (round > 1) await new Promise((resolve) => setTimeout(resolve, LANDED_READ_GAP_MS));
-    for (const { entry } of open) reads.set(entry.itemKey, await run.readMr(entry));
+    const again = await Promise.all(open.map(({ entry }) => run.readMr(entry)));
+    for (const [i, { entry }] of open.entries()) reads.set(entry.itemKey, again[i]);
   }
   for (const landing of waiting) await told(run, landing, reads.get(landing.entry.itemKey));
 }
@@ -117,7 +126,7 @@ export async function landRecorded(run: TrainRun): Promise<void> {
       const reads = await Promise.all(members.map((m) => run.readMr(m)));
       if (!reads.every((mr) => mr?.state === 'merged')) break;
     }
-    await landed(run, { car, entries: members }, run.target);
+    await landedCars(run, [{ car, entries: members }], run.target);
   }
 }
 
@@ -127,13 +136,27 @@ export async function landRecorded(run: TrainRun): Promise<void> {
  * build again), 'stop' (the server refused the bot: the run ends here, said as the queue's trouble).
  * `through`: the words for a car that failed and lands through the last car, which contains it and
  * passed (train-flaky.ts), by its index in `going`.
+ *
+ * `together`: the landing is recorded now and pushed with the run's next cars, in one push at its end
+ * (`pushLandingWithCars`): the round's next cars start building the moment the target lands, with no
+ * round trip of their own between (issue 38, "no lag between rounds"). The run goes on as if landed;
+ * when that push cannot be made, the landing is pushed alone and, if it fails, the cars built on it
+ * are given up (`landPending`).
  */
 export async function landCars(
   run: TrainRun,
   going: readonly Car[],
   through?: (index: number) => string | undefined,
+  together = false,
 ): Promise<'landed' | 'on' | 'stop'> {
-  const { deps, head } = run;
+  const { deps } = run;
+  // A landing recorded to go with the cars lands first, alone (a failed car landed through a car
+  // behind it, train-flaky.ts, flushes it before it counts its cars): not landed, the caller's cars
+  // are not the run's any more, and the run goes on from what it is now.
+  if (run.landing && !together) {
+    const first = await landPending(run);
+    if (first !== 'landed') return first === 'stop' ? 'stop' : 'on';
+  }
   const last = going.at(-1)!.car;
   // What a build took, as seen here (from the push to green): the status page's estimates, written
   // once the landing push is made (nothing of it is needed before: the push waits for nothing else).
@@ -147,6 +170,25 @@ export async function landCars(
       ),
     ),
   );
+  if (together) {
+    run.landing = { going: [...going], base: run.target, ciMs };
+    run.target = last.sha!;
+    run.cars = run.cars.slice(going.length);
+    await growAfterLanding(run, going.length, last.sha);
+    return 'landed';
+  }
+  return pushLanding(run, going, ciMs, through);
+}
+
+/** The landing push of `going` (recorded already), alone, and what follows from its outcome. */
+async function pushLanding(
+  run: TrainRun,
+  going: readonly Car[],
+  ciMs: number,
+  through?: (index: number) => string | undefined,
+): Promise<'landed' | 'on' | 'stop'> {
+  const { deps, head } = run;
+  const last = going.at(-1)!.car;
   const pushed = await deps.updater.train.land({
     targetUrl: run.targetUrl,
     targetBranch: head.targetBranch,
@@ -156,12 +198,10 @@ export async function landCars(
   });
   if (pushed.kind === 'pushed') {
     run.target = last.sha!;
-    for (const [i, one] of going.entries()) {
-      deps.events?.carBuilt('passed');
-      await landed(run, one, run.target, i + 1, through?.(i));
-    }
+    for (const _one of going) deps.events?.carBuilt('passed');
+    await landedCars(run, going, run.target, { ...(through ? { through } : {}) });
     run.cars = run.cars.slice(going.length);
-    for (const entry of run.queueNow()) await run.patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }));
+    await afterLanding(run, ciMs);
     await growAfterLanding(run, going.length, last.sha);
     return 'landed';
   }
@@ -204,6 +244,74 @@ export async function landCars(
   await run.cut(run.cars);
   run.cars = [];
   return 'on';
+}
+
+/** What a build took, on every entry left in the queue (the status page's estimates). */
+async function afterLanding(run: TrainRun, ciMs: number): Promise<void> {
+  await Promise.all(
+    run.queueNow().map((entry) => run.patch(entry.itemKey, (e) => ({ ...e, trainCiMs: ciMs }))),
+  );
+}
+
+/**
+ * The landing recorded by `landCars(..., together)` and the cars built after it, in one push: the
+ * target fast-forwarded, the cars' branches set, the landed cars' branches deleted, all or nothing
+ * (train-git.ts `landWithCars`). True when it went: the landed merge requests are out of the queue,
+ * and the cars are to be marked pushed. False when it could not be made in one (a car's branch not
+ * as the driver knows it, a refusal, a server without atomic pushes): nothing changed, and
+ * `landPending` lands alone.
+ */
+export async function pushLandingWithCars(run: TrainRun): Promise<boolean> {
+  const landing = run.landing;
+  if (!landing) return false;
+  const cars = [];
+  for (const { car } of run.toPush) {
+    // A car's branch as the driver knows it: absent, or a car given up in this run (its commit).
+    if (run.stale.has(car.branch) && run.stale.get(car.branch) === undefined) return false;
+    const was = run.stale.get(car.branch);
+    cars.push({ branch: car.branch, sha: car.sha!, ...(was ? { was } : {}) });
+  }
+  const last = landing.going.at(-1)!.car;
+  const went = await run.deps.updater.train.landWithCars({
+    targetUrl: run.targetUrl,
+    targetBranch: run.head.targetBranch,
+    sha: last.sha!,
+    cars,
+    landed: landing.going.map((one) => ({ branch: one.car.branch, sha: one.car.sha! })),
+  });
+  if (!went) return false;
+  run.landing = undefined;
+  for (const _one of landing.going) run.deps.events?.carBuilt('passed');
+  await landedCars(run, landing.going, last.sha!, { gone: true });
+  await afterLanding(run, landing.ciMs);
+  return true;
+}
+
+/**
+ * A landing recorded to go with the cars (`landCars(..., together)`) that did not go with them: pushed
+ * alone now. 'landed': the cars built on it stay good; otherwise the run's view is put back (the
+ * target, the cars), the cars built in this run on top of it are given up unpushed, and the outcome
+ * is the one a landing alone has ('on': built again next run; 'stop': refused).
+ */
+export async function landPending(run: TrainRun): Promise<'landed' | 'on' | 'stop' | 'none'> {
+  const landing = run.landing;
+  if (!landing) return 'none';
+  run.landing = undefined;
+  const landedAt = run.target;
+  const built = new Set(run.toPush.map((one) => one.car.id));
+  run.target = landing.base;
+  const behind = run.cars;
+  run.cars = [...landing.going, ...behind.filter((one) => !built.has(one.car.id))];
+  const outcome = await pushLanding(run, landing.going, landing.ciMs);
+  if (outcome === 'landed' && run.target === landedAt) {
+    run.cars = behind;
+    return 'landed';
+  }
+  // Not landed: the cars built on it this run were never pushed; they ride nothing again.
+  for (const one of behind)
+    if (built.has(one.car.id)) for (const entry of one.entries) await run.patch(entry.itemKey, withoutCar);
+  run.toPush.length = 0;
+  return outcome;
 }
 
 /** The members of `cars` whose car another evaluation changed (the rule no longer holds for them). */

@@ -53,6 +53,12 @@ export interface TrainRun {
    * reads each again anyway).
    */
   readonly riders: Map<string, MergeRequest | undefined>;
+  /**
+   * A landing recorded and not pushed yet: it goes with the run's next cars in one push at the end of
+   * the run (train-land.ts `landCars(..., together)`). Meanwhile `target` is its last car's commit
+   * and `cars` lost its cars; `base` is the target as the server still holds it.
+   */
+  landing?: { going: Car[]; base: string; ciMs: number };
   /** The target branch's head as this run knows it. */
   target: string;
   /** The cars that chain on the target, front first. */
@@ -78,6 +84,20 @@ export interface TrainRun {
 
 export const withoutCar = ({ car: _car, ...rest }: QueueEntry): QueueEntry => rest;
 
+/** The merge requests in a car of the run, or in the cars of a landing not pushed yet. */
+export function aboard(run: TrainRun): Set<string> {
+  return new Set([...run.cars, ...(run.landing?.going ?? [])].flatMap((c) => c.car.members));
+}
+
+/**
+ * The branch holding the commit below the next car: the last car's, or, below the first car, the last
+ * car of a landing not pushed yet (the target does not hold it yet) or the target's.
+ */
+export function lastBranch(run: Pick<TrainRun, 'cars' | 'landing' | 'head'>, first = false): string {
+  const below = first ? undefined : run.cars.at(-1);
+  return (below ?? run.landing?.going.at(-1))?.car.branch ?? run.head.targetBranch;
+}
+
 export async function startTrainRun(
   deps: TrainDeps,
   head: QueueEntry,
@@ -87,7 +107,11 @@ export async function startTrainRun(
   const key = queueKeyOf(head.project, head.targetBranch, head.queue);
   const steps: TrainStep[] = [];
   const stale = new Map<string, string | undefined>();
-  const targetUrl = await deps.cloneUrl(head.projectId);
+  // The clone URL and the target's head, read at once.
+  const [targetUrl, targetHead] = await Promise.all([
+    deps.cloneUrl(head.projectId),
+    client.branches.get(head.projectId, head.targetBranch),
+  ]);
   const run: TrainRun = {
     deps,
     head,
@@ -101,7 +125,7 @@ export async function startTrainRun(
     toPush: [],
     unconfirmed: [],
     riders: new Map(),
-    target: (await client.branches.get(head.projectId, head.targetBranch)).commit.id,
+    target: targetHead.commit.id,
     cars: [],
     say: (entry, outcome, detail, statuses) =>
       steps.push({ entry, outcome, detail, ...(statuses ? { statuses } : {}) }),
