@@ -33,6 +33,8 @@ export type BuildCarOutcome =
   | { kind: 'conflict'; index: number; files: string[] }
   /** The member at `index` is not at the head the driver read (its ref is at `sha`, or gone). */
   | { kind: 'moved'; index: number; sha?: string }
+  /** The member at `index` has no history in common with what is below it. */
+  | { kind: 'unrelated'; index: number }
   /** `base` could not be had (the branch it was fetched from moved on or is gone). */
   | { kind: 'missing-base' }
   | { kind: 'refused'; message: string };

@@ -185,6 +185,8 @@ export function createTrainGit(deps: TrainGitDeps): TrainGit {
       // A conflict answers 1 with the tree written; a commit it cannot find answers 1 too, with nothing.
       if (merged.code === 1 && /^[0-9a-f]{40,64}$/.test(tree))
         return { kind: 'conflict', index, files: [...new Set(rest.filter(Boolean))] };
+      if (merged.code === 128 && /unrelated histories/i.test(merged.stderr))
+        return { kind: 'unrelated', index };
       // Anything else than a clean merge or a conflict: a commit the cache does not have (or worse:
       // the full path below tells which, fetches it, and fails as it must).
       if (merged.code !== 0) return { kind: 'lacking' };

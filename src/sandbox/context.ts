@@ -188,6 +188,14 @@ export interface StatusEvent {
  */
 export interface SandboxListeners {
   push: ((event: PushEvent) => Promise<void> | void)[];
+  /**
+   * Told of every ref of a git push at once, the moment the server took it, before `push` tells each
+   * ref in turn (after its own bookkeeping of the one before): synchronous listeners only. The
+   * simulated CI starts its builds here, as 8.x's `PostReceive` creates every ref's pipeline before
+   * its background jobs (hooks, merge requests refreshed) run. Pushes through the API are told on
+   * `push` only.
+   */
+  pushTaken?: ((event: PushEvent) => void)[];
   status: ((event: StatusEvent) => Promise<void> | void)[];
 }
 

@@ -187,6 +187,24 @@ export function gitServiceRun(
       }
       try {
         if (!user) return;
+        const refs = lines.split('\n').flatMap((line) => {
+          const [before, after, ref] = line.trim().split(' ');
+          return before && after && ref ? [{ before, after, ref }] : [];
+        });
+        for (const { ref, before, after } of refs)
+          for (const listener of ctx.on.pushTaken ?? [])
+            try {
+              listener({
+                project,
+                ref,
+                before,
+                after,
+                user,
+                ...(receivedAt !== undefined ? { receivedAt } : {}),
+              });
+            } catch (error) {
+              console.error('sandbox: listener failed', error);
+            }
         for (const line of lines.split('\n')) {
           const [before, after, ref] = line.trim().split(' ');
           if (!before || !after || !ref) continue;

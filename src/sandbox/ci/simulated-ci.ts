@@ -351,9 +351,11 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     queued++;
     track(active, build(b, done));
   };
-  // First of the push's listeners: it only starts the builds (nothing awaited), and a CI's builds do
-  // not wait for the server's own bookkeeping of the push (hooks, merge requests refreshed), which
-  // 8.x does in background jobs.
+  // Told of a git push's every ref at once (`pushTaken`), and first of the listeners of any push: it
+  // only starts the builds (nothing awaited), and a CI's builds do not wait for the server's own
+  // bookkeeping of the push (hooks, merge requests refreshed), which 8.x does in background jobs. A
+  // ref told twice is built once (`postedFor`).
+  (ctx.on.pushTaken ??= []).push(listener);
   ctx.on.push.unshift(listener);
 
   return {
@@ -384,8 +386,10 @@ export function startSimulatedCi(ctx: SandboxContext, options: SimulatedCiOption
     async stop() {
       if (stopping.signal.aborted) return;
       stopping.abort();
-      const index = ctx.on.push.indexOf(listener);
-      if (index >= 0) ctx.on.push.splice(index, 1);
+      for (const list of [ctx.on.push, ctx.on.pushTaken ?? []]) {
+        const index = list.indexOf(listener);
+        if (index >= 0) list.splice(index, 1);
+      }
       for (const next of waiters.splice(0)) next();
       await Promise.all([...active, ...posting]);
       if (workspace) await (await workspace).close();

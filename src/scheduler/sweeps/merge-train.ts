@@ -52,10 +52,16 @@ export async function driveTrain(
   if ((await landFront(run)) === 'stop') return finish(run, false);
   // 3. Cars up to `depth`: the recorded ones not pushed yet again (same sha), then new ones behind.
   let pushed = false;
-  if (await rebuildUnpushed(run)) {
-    await buildNewCars(run);
-    pushed = await pushBuilt(run);
+  let building = false;
+  try {
+    building = await rebuildUnpushed(run);
+    if (building) await buildNewCars(run);
+  } catch (error) {
+    // A car that cannot be built never holds up a landing decided before it: the landing goes alone.
+    if (run.landing) await landPending(run);
+    throw error;
   }
+  if (building) pushed = await pushBuilt(run);
   return finish(run, true, pushed);
 }
 

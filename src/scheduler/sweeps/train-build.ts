@@ -36,6 +36,19 @@ async function build(
     date: car.date,
     identity: car.identity,
   });
+  if (outcome.kind === 'unrelated') {
+    const entry = members[outcome.index]!;
+    for (const m of members) await run.patch(m.itemKey, withoutCar);
+    const mr = mrs?.[outcome.index] ?? (await run.readMr(entry));
+    const why = `${mr?.source_branch ?? `!${entry.iid}`} has no history in common with ${entry.targetBranch} (git refuses to merge unrelated histories)`;
+    if (mr)
+      run.say(
+        entry,
+        'removed',
+        (await deps.remove(entry, mr, 'conflict', why, car.heads[outcome.index]!)).detail,
+      );
+    return false;
+  }
   if (outcome.kind === 'conflict' || outcome.kind === 'moved') {
     const entry = members[outcome.index]!;
     for (const m of members) await run.patch(m.itemKey, withoutCar);

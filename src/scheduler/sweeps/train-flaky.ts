@@ -169,6 +169,9 @@ export async function retried(run: TrainRun, names: string[]): Promise<boolean> 
     date: Math.max(Math.floor(run.deps.now() / 1000), front.car.date + 1),
     retried: { count: done + 1, failed: [...names] },
   };
+  // The branch holds the failed commit until the retry is pushed over it: known, so a push of the
+  // retry with a landing (train-land.ts `pushLandingWithCars`) leases on it.
+  if (sha) run.stale.set(front.car.branch, sha);
   if (!(await buildAgain(run, front, car))) return true;
   run.say(
     entry,

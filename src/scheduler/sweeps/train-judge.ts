@@ -79,11 +79,20 @@ async function failed(
   await shrinkAfterFailure(run, front.car.sha);
   if (front.entries.length === 1) {
     const entry = front.entries[0]!;
-    const mr = await run.readMr(entry);
     const at = front.car.heads[0]!;
-    if (mr) run.say(entry, 'removed', (await deps.remove(entry, mr, code, why(entry), at)).detail);
-    else
-      run.say(entry, 'dropped', (await deps.drop(entry, 'gone', 'the merge request is gone (404)')).detail);
+    const leave = async () => {
+      const mr = await run.readMr(entry);
+      if (mr) run.say(entry, 'removed', (await deps.remove(entry, mr, code, why(entry), at)).detail);
+      else
+        run.say(entry, 'dropped', (await deps.drop(entry, 'gone', 'the merge request is gone (404)')).detail);
+    };
+    // Behind a landing that goes with the next cars (train-land.ts), it leaves once that landed: its
+    // car held the landing's cars, and a landing that does not go (the target moved) must not have
+    // cost it its place. Meanwhile it rides nothing built in this run.
+    if (run.landing) {
+      run.landing.exits.push(leave);
+      run.landing.held.push(entry.itemKey);
+    } else await leave();
     return;
   }
   const half = Math.ceil(front.entries.length / 2);

@@ -8,7 +8,7 @@ import type { QueueEntry } from '../../state/index.ts';
 import type { Car } from './train-cars.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
-import { growAfterLanding } from './train-window.ts';
+import { growAfterLanding, windowTo } from './train-window.ts';
 
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
 const LANDED_READS = 5;
@@ -171,7 +171,7 @@ export async function landCars(
     ),
   );
   if (together) {
-    run.landing = { going: [...going], base: run.target, ciMs };
+    run.landing = { going: [...going], base: run.target, ciMs, depth: run.depth, exits: [], held: [] };
     run.target = last.sha!;
     run.cars = run.cars.slice(going.length);
     await growAfterLanding(run, going.length, last.sha);
@@ -186,6 +186,7 @@ async function pushLanding(
   going: readonly Car[],
   ciMs: number,
   through?: (index: number) => string | undefined,
+  grow = true,
 ): Promise<'landed' | 'on' | 'stop'> {
   const { deps, head } = run;
   const last = going.at(-1)!.car;
@@ -202,7 +203,7 @@ async function pushLanding(
     await landedCars(run, going, run.target, { ...(through ? { through } : {}) });
     run.cars = run.cars.slice(going.length);
     await afterLanding(run, ciMs);
-    await growAfterLanding(run, going.length, last.sha);
+    if (grow) await growAfterLanding(run, going.length, last.sha);
     return 'landed';
   }
   if (pushed.kind === 'missing') {
@@ -284,6 +285,7 @@ export async function pushLandingWithCars(run: TrainRun): Promise<boolean> {
   for (const _one of landing.going) run.deps.events?.carBuilt('passed');
   await landedCars(run, landing.going, last.sha!, { gone: true });
   await afterLanding(run, landing.ciMs);
+  for (const exit of landing.exits) await exit();
   return true;
 }
 
@@ -302,12 +304,15 @@ export async function landPending(run: TrainRun): Promise<'landed' | 'on' | 'sto
   run.target = landing.base;
   const behind = run.cars;
   run.cars = [...landing.going, ...behind.filter((one) => !built.has(one.car.id))];
-  const outcome = await pushLanding(run, landing.going, landing.ciMs);
+  const outcome = await pushLanding(run, landing.going, landing.ciMs, undefined, false);
   if (outcome === 'landed' && run.target === landedAt) {
     run.cars = behind;
+    for (const exit of landing.exits) await exit();
     return 'landed';
   }
-  // Not landed: the cars built on it this run were never pushed; they ride nothing again.
+  // Not landed: the window grew for nothing (it is put back), and the cars built on it this run
+  // were never pushed; they ride nothing again.
+  await windowTo(run, landing.depth);
   for (const one of behind)
     if (built.has(one.car.id)) for (const entry of one.entries) await run.patch(entry.itemKey, withoutCar);
   run.toPush.length = 0;

@@ -58,7 +58,19 @@ export interface TrainRun {
    * the run (train-land.ts `landCars(..., together)`). Meanwhile `target` is its last car's commit
    * and `cars` lost its cars; `base` is the target as the server still holds it.
    */
-  landing?: { going: Car[]; base: string; ciMs: number };
+  landing?: {
+    going: Car[];
+    base: string;
+    ciMs: number;
+    depth: number;
+    /**
+     * A failed car behind it leaves only once it landed (train-judge.ts `failed`): its exits, run
+     * after the push that lands it, and its members, which ride no car built meanwhile. Not landed,
+     * they ride again, built on what the target is then.
+     */
+    exits: (() => Promise<void>)[];
+    held: string[];
+  };
   /** The target branch's head as this run knows it. */
   target: string;
   /** The cars that chain on the target, front first. */
@@ -86,7 +98,10 @@ export const withoutCar = ({ car: _car, ...rest }: QueueEntry): QueueEntry => re
 
 /** The merge requests in a car of the run, or in the cars of a landing not pushed yet. */
 export function aboard(run: TrainRun): Set<string> {
-  return new Set([...run.cars, ...(run.landing?.going ?? [])].flatMap((c) => c.car.members));
+  return new Set([
+    ...[...run.cars, ...(run.landing?.going ?? [])].flatMap((c) => c.car.members),
+    ...(run.landing?.held ?? []),
+  ]);
 }
 
 /**

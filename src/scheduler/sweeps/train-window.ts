@@ -32,6 +32,11 @@ export function growAfterLanding(run: TrainRun, landed: number, sha: string | un
   return moveWindow(run, (w) => w + landed, `${landed} car(s) landed at ${short(sha)}`);
 }
 
+/** The window put back to `depth` (a landing recorded that did not land). */
+export function windowTo(run: TrainRun, depth: number): Promise<void> {
+  return moveWindow(run, () => depth, 'a landing recorded did not land');
+}
+
 /** The front car failed: the window halves (cars built behind a failure are thrown away). */
 export function shrinkAfterFailure(run: TrainRun, sha: string | undefined): Promise<void> {
   return moveWindow(run, (w) => Math.floor(w / 2), `the car ${short(sha)} failed`);
