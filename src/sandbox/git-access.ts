@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { SandboxContext } from './context.ts';
+import type { PushEvent, SandboxContext } from './context.ts';
 import { notify } from './context.ts';
 import type { ProjectRec, UserRec } from './db.ts';
 import { accessLevel, canRead, DEVELOPER, MASTER, pathWithNamespace, REPORTER } from './permissions.ts';
@@ -187,36 +187,19 @@ export function gitServiceRun(
       }
       try {
         if (!user) return;
-        const refs = lines.split('\n').flatMap((line) => {
+        const events: PushEvent[] = lines.split('\n').flatMap((line) => {
           const [before, after, ref] = line.trim().split(' ');
-          return before && after && ref ? [{ before, after, ref }] : [];
+          if (!before || !after || !ref) return [];
+          return [{ project, ref, before, after, user, ...(receivedAt !== undefined ? { receivedAt } : {}) }];
         });
-        for (const { ref, before, after } of refs)
+        for (const event of events)
           for (const listener of ctx.on.pushTaken ?? [])
             try {
-              listener({
-                project,
-                ref,
-                before,
-                after,
-                user,
-                ...(receivedAt !== undefined ? { receivedAt } : {}),
-              });
+              listener(event);
             } catch (error) {
               console.error('sandbox: listener failed', error);
             }
-        for (const line of lines.split('\n')) {
-          const [before, after, ref] = line.trim().split(' ');
-          if (!before || !after || !ref) continue;
-          await notify(ctx.on.push, {
-            project,
-            ref,
-            before,
-            after,
-            user,
-            ...(receivedAt !== undefined ? { receivedAt } : {}),
-          });
-        }
+        for (const event of events) await notify(ctx.on.push, event);
       } finally {
         await rm(pushLog, { force: true });
       }

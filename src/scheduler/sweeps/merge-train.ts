@@ -66,11 +66,10 @@ export async function driveTrain(
 }
 
 /**
- * The run's tail, once the cars are pushed: the branches given up deleted first (a landed merge
- * request left the queue at its landing: a crash after that and before this leaves its car's branch
- * to nobody once the queue is empty, so the gap stays as short as it was), then the landed merge
- * requests confirmed merged and the heads of the next cars fetched ahead (after a push of cars), side
- * by side: none of it holds up a push.
+ * The run's tail, once the cars are pushed: a landing still waiting for its push pushed alone, the
+ * branches given up deleted (a landed car's went before its merge requests left the queue:
+ * train-land.ts), then the landed merge requests confirmed merged and the heads of the next cars
+ * fetched ahead (after a push of cars), side by side: none of it holds up a push.
  */
 async function finish(run: TrainRun, cleanUp = true, pushed = false): Promise<TrainStep[]> {
   // A landing that was to go with cars none of which could be built or pushed: alone.

@@ -39,6 +39,10 @@ export async function deleteCarBranches(request: CleanupRequest): Promise<void> 
       const listed = await updater.train.listCars({ targetUrl, prefix });
       for (const branch of listed.keys())
         if (/^\d+$/.test(branch.slice(prefix.length)) && !stale.has(branch)) stale.set(branch, undefined);
+      // What the listing shows gone (a landed car's branch, deleted with its landing) is not asked
+      // for again.
+      for (const branch of [...stale.keys()])
+        if (branch.startsWith(prefix) && !listed.has(branch)) stale.delete(branch);
     }
     const going = [...stale].filter(([branch]) => !request.holding.has(branch));
     const outcome = await updater.train.deleteCars({

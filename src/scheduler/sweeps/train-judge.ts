@@ -40,14 +40,20 @@ const early = new WeakMap<TrainRun, Map<string, Promise<CarStatuses>>>();
  * up meanwhile) is dropped.
  */
 export function readStatusesEarly(run: TrainRun): void {
-  const reads = new Map<string, Promise<CarStatuses>>();
-  for (const one of run.cars) {
-    if (one.car.pushedAt === undefined) continue;
-    const read = statusesOf(run, one);
+  for (const one of run.cars) if (one.car.pushedAt !== undefined) statusRead(run, one);
+}
+
+/** The car's statuses as read early in the run, or read now (a failure is awaited where it is used). */
+function statusRead(run: TrainRun, one: Car): Promise<CarStatuses> {
+  let reads = early.get(run);
+  if (!reads) early.set(run, (reads = new Map()));
+  let read = reads.get(one.car.id);
+  if (!read) {
+    read = statusesOf(run, one);
     read.catch(() => undefined);
     reads.set(one.car.id, read);
   }
-  early.set(run, reads);
+  return read;
 }
 
 function statusesOf(run: TrainRun, one: Car): Promise<CarStatuses> {
@@ -160,12 +166,7 @@ export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
   if (run.cars.length === 0) return 'on';
   // Every pushed car's statuses read at once: a round whose cars all passed waits for one read, not
   // for one per car (a read not used, past the first car that is not green, is dropped).
-  const statuses = run.cars.map((one) => {
-    if (one.car.pushedAt === undefined) return undefined;
-    const read = early.get(run)?.get(one.car.id) ?? statusesOf(run, one);
-    read.catch(() => undefined);
-    return read;
-  });
+  const statuses = run.cars.map((one) => (one.car.pushedAt === undefined ? undefined : statusRead(run, one)));
   let green = 0;
   let stop: Verdict = { kind: 'green', statuses: {} };
   for (; green < run.cars.length; green++) {

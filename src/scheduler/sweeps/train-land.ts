@@ -30,7 +30,7 @@ async function landedCars(
   run: TrainRun,
   going: readonly Car[],
   target: string,
-  options: { from?: number; through?: (index: number) => string | undefined; gone?: boolean } = {},
+  options: { through?: (index: number) => string | undefined; gone?: boolean } = {},
 ): Promise<void> {
   if (!options.gone)
     await deleteCarBranches({
@@ -49,13 +49,15 @@ async function landedCars(
     const landing = {
       entry,
       car: one.car,
-      position: (options.from ?? 1) + i,
+      position: i + 1,
       target,
       ...(through ? { through } : {}),
     };
     if (mr?.state === 'merged') await told(run, landing, mr);
     else run.unconfirmed.push(landing);
   }
+  // Given to the run's cleanup too: a landing run lists the train's folder (train-cleanup.ts), which
+  // deletes the branches of cars whose members left the queue elsewhere (a removed label).
   for (const one of going) run.stale.set(one.car.branch, one.car.sha);
 }
 
