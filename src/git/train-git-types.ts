@@ -79,9 +79,15 @@ export interface TrainGit {
   fetchHeads(request: { targetUrl: string; members: { iid: number; head?: string }[] }): Promise<void>;
   /**
    * Points each `branch` (a `hookbot/train/` branch) at its `sha`, in one push, each with a lease on
-   * what the branch held when read just before (one `ls-remote` for all).
+   * what the branch held when read just before (one `ls-remote` for all). `known`: the caller knows
+   * what each branch holds (`was`; undefined: no such branch), and the push is tried first with those
+   * leases, without the read; when it does not all go, the read and the push as above.
    */
-  pushCars(request: { targetUrl: string; cars: { branch: string; sha: string }[] }): Promise<PushOutcome>;
+  pushCars(request: {
+    targetUrl: string;
+    cars: { branch: string; sha: string; was?: string }[];
+    known?: boolean;
+  }): Promise<PushOutcome>;
   /**
    * Fast-forwards `targetBranch` from `base` to `sha` (a plain push: refused by the server when it
    * is not a fast-forward); `sha` is fetched from `carBranch` (its train branch) when the cache does

@@ -130,7 +130,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const sweeps = new Map(enabled.map((sweep) => [sweep.name, sweep]));
   /** Sweeps whose stored next run was computed under another setting: due until they have run. */
   const settingChanged = new Set<string>();
-  const runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /**
+   * Runs in progress: `controller` stops one (stop()), `news` tells it a wake came during it (another
+   * run follows at once, so work that can wait is left to that one: SweepRunOptions.news).
+   */
+  const runs = new Map<string, { controller: AbortController; news: AbortController; done: Promise<void> }>();
   let bree: Bree | undefined;
   let stopping = false;
   /** Sweeps woken during their run: they run once more when it ends. */
@@ -150,24 +154,25 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    * a hook's item run (the merge queue) is not part of that run, and waits for it like any other
    * work on the item (rules/executor/lock.ts).
    */
-  function runSweep(sweep: ScheduledSweep, controller: AbortController): Promise<void> {
+  function runSweep(sweep: ScheduledSweep, controller: AbortController, news: AbortSignal): Promise<void> {
     const startedAt = now();
     const job = sweepJobId(sweep.name, startedAt, ++runCount);
     return outsideItemRuns(() =>
-      runInNewLogContext({ job }, () => runSweepNow(sweep, controller, startedAt)),
+      runInNewLogContext({ job }, () => runSweepNow(sweep, controller, news, startedAt)),
     );
   }
 
   async function runSweepNow(
     sweep: ScheduledSweep,
     controller: AbortController,
+    news: AbortSignal,
     startedAt: number,
   ): Promise<void> {
     let result: SweepRunResult;
     let report: unknown;
     try {
       log.info({ sweep: sweep.name }, 'sweep started');
-      report = await sweep.run({ signal: controller.signal });
+      report = await sweep.run({ signal: controller.signal, news });
       result = controller.signal.aborted ? 'stopped' : (sweep.resultOf?.(report) ?? 'ok');
       log.info({ sweep: sweep.name, ms: now() - startedAt, result }, 'sweep finished');
     } catch (error) {
@@ -207,10 +212,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const next = storedNext(sweep);
     if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return Promise.resolve();
     const controller = new AbortController();
+    const news = new AbortController();
     const done = (
-      store.fleet ? runOnOneReplica(sweep, controller, fromTimer) : runSweep(sweep, controller)
+      store.fleet
+        ? runOnOneReplica(sweep, controller, news.signal, fromTimer)
+        : runSweep(sweep, controller, news.signal)
     ).finally(() => runs.delete(name));
-    runs.set(name, { controller, done });
+    runs.set(name, { controller, news, done });
     return done;
   }
 
@@ -224,6 +232,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function runOnOneReplica(
     sweep: ScheduledSweep,
     controller: AbortController,
+    news: AbortSignal,
     fromTimer: boolean,
   ): Promise<void> {
     const fleet = store.fleet!;
@@ -241,7 +250,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     try {
       const next = storedNext(sweep);
       if (fromTimer && next !== undefined && next - now() > EARLY_TOLERANCE_MS) return;
-      await runSweep(sweep, controller);
+      await runSweep(sweep, controller, news);
     } finally {
       await fleet.releaseLease(lease).catch((error: unknown) => {
         log.warn(
@@ -259,6 +268,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       void trigger(name);
       return;
     }
+    // The run in progress hears of it (what it can leave to the next run, it leaves).
+    current.news.abort();
     if (wokenDuringRun.has(name)) return;
     wokenDuringRun.add(name);
     // `done` settles after the run left `runs`: the wake then starts a new one.

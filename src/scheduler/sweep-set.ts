@@ -11,6 +11,7 @@ import { sweepJobId } from './job-id.ts';
 import { runHookCheck, type HookCheckReport } from './sweeps/hook-check.ts';
 import { createListedSnapshots } from './sweeps/listed-snapshot.ts';
 import { runMergeQueue, type MergeQueueReport } from './sweeps/merge-queue.ts';
+import { createTrainTails } from './sweeps/train-tail.ts';
 import { runMergeWatch, type MergeWatchReport } from './sweeps/merge-watch.ts';
 import { runReconcile, type ReconcileReport } from './sweeps/reconcile.ts';
 import { runRetries, type RetryReport } from './sweeps/retries.ts';
@@ -175,6 +176,8 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
   // Runs started here rather than by the scheduler (`hookbot sweep --once`, the demo) get a job id
   // of their own, so their lines carry one too; the scheduler's runs already have theirs.
   let directRuns = 0;
+  // What a merge train's run left to the next run of its queue when a wake came (train-tail.ts).
+  const trainTails = createTrainTails();
 
   return {
     projects,
@@ -189,6 +192,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
   async function runSweep(name: SweepName, filter: SweepFilter): Promise<SweepReport> {
     const base: SweepRunOptions = {
       ...(filter.signal ? { signal: filter.signal } : {}),
+      ...(filter.news ? { news: filter.news } : {}),
       ...(filter.onProgress ? { onProgress: filter.onProgress } : {}),
     };
     switch (name) {
@@ -223,6 +227,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
             log,
             ...(settings.pushNoteLagMs !== undefined ? { pushNoteLagMs: settings.pushNoteLagMs } : {}),
             ...(deps.queueEvents ? { events: deps.queueEvents } : {}),
+            tails: trainTails,
           },
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );

@@ -25,6 +25,12 @@ export type ProgressListener = (progress: SweepProgress) => void;
 export interface SweepRunOptions {
   /** Stops the sweep between two items; what is done stays done, the rest waits for the next run. */
   signal?: AbortSignal;
+  /**
+   * Aborted when something the sweep should act on arrived during this run (a wake: the scheduler
+   * runs the sweep once more as soon as this run ends). Work that holds up nothing but the next run
+   * (the merge train's tail: train-tail.ts) is then left to that run. Absent: nothing follows.
+   */
+  news?: AbortSignal;
   onProgress?: ProgressListener;
 }
 

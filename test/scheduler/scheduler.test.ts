@@ -249,6 +249,33 @@ describe('scheduler', () => {
     expect(sweep.runs).toBe(2);
   });
 
+  it('a wake during a run is news to that run (what it can leave to the next run, it leaves); a run nobody woke hears none', async () => {
+    const store = await openStore();
+    await store.setNextRun('merge_queue', undefined, Date.now() + HOUR);
+    const releases: (() => void)[] = [];
+    const news: AbortSignal[] = [];
+    const sweep = counting('merge_queue', timingOfSweep({ every: '1h' }), (options) => {
+      news.push(options.news!);
+      return new Promise<void>((r) => releases.push(r));
+    });
+    scheduler = createScheduler({ sweeps: [sweep], store });
+    await scheduler.start();
+    scheduler.wake('merge_queue');
+    expect(news).toHaveLength(1);
+    expect(news[0]!.aborted).toBe(false);
+    // Woken while it runs: the run hears it at once, and one more run follows.
+    scheduler.wake('merge_queue');
+    expect(news[0]!.aborted).toBe(true);
+    releases.shift()!();
+    await waitFor(() => news.length === 2);
+    // The run that follows starts with no news; nobody wakes it, so it ends with none.
+    expect(news[1]!.aborted).toBe(false);
+    releases.shift()!();
+    await waitFor(() => scheduler?.running().length === 0);
+    expect(news[1]!.aborted).toBe(false);
+    expect(sweep.runs).toBe(2);
+  });
+
   it('stop asks a running sweep to stop and leaves it due for the next start', async () => {
     const store = await openStore();
     const due = Date.now() - HOUR;

@@ -4,6 +4,7 @@ import type { Executor, ItemProcessorFn, QueueEvents } from '../../rules/index.t
 import type { Client } from '../../api/index.ts';
 import type { BranchUpdater } from '../../git/index.ts';
 import type { SweepLog } from '../types.ts';
+import type { TrainTails } from './train-deps.ts';
 
 export interface MergeQueueDeps {
   client: {
@@ -38,4 +39,9 @@ export interface MergeQueueDeps {
   pushNoteLagMs?: number;
   /** Where each landing, removal, car and round is told (explain, metrics); default: nowhere. */
   events?: QueueEvents;
+  /**
+   * What a train's run left to the next run of its queue when news came (train-tail.ts), kept from
+   * run to run (one per sweep set). Absent: every run finishes its own tail.
+   */
+  tails?: TrainTails;
 }

@@ -33,6 +33,9 @@ import { messageOf, type SweepRunOptions } from '../types.ts';
 import { type PlannedCall, noQueueEvents } from '../../rules/index.ts';
 import { noteTrouble, clearTrouble } from './queue-trouble.ts';
 import { driveTrain } from './merge-train.ts';
+import { finishLeftTail } from './train-tail.ts';
+import type { CarriedTail, TrainDeps, TrainStep } from './train-deps.ts';
+import type { BranchUpdater } from '../../git/index.ts';
 import { dismantleTrain } from './train-cleanup.ts';
 import { emptyCounts, type MergeQueueReport, type QueueItemReport } from './merge-queue-report.ts';
 import { pausedStep } from './queue-controls.ts';
@@ -67,6 +70,26 @@ export async function runMergeQueue(
   const exits = queueExits(deps, events);
   const { base, drop, pushedOut, remove, viaExecutor, cloneUrl } = exits;
   const step = serialStep(deps, events, exits);
+  // The tails earlier runs left (train-tail.ts): the ones no train takes over in this run are
+  // finished at its end.
+  const tails = dryRun ? undefined : deps.tails;
+  const tailsBefore = new Map(tails);
+  const trainDeps = (updater: BranchUpdater): TrainDeps => ({
+    client,
+    store,
+    updater,
+    ...(deps.processItem ? { processItem: deps.processItem } : {}),
+    now: deps.now,
+    log,
+    ...(deps.pushNoteLagMs !== undefined ? { pushNoteLagMs: deps.pushNoteLagMs } : {}),
+    cloneUrl,
+    remove: (entry, mr, code, why, at) => remove(entry, mr, code, why, at),
+    drop,
+    pushedOut,
+    events,
+    ...(tails ? { tails } : {}),
+    ...(options.news ? { news: options.news } : {}),
+  });
 
   for (const [key, queued] of groups) {
     let initial = queued;
@@ -118,14 +141,7 @@ export async function runMergeQueue(
           outcome: 'error',
           detail: messageOf(error),
         }));
-      report.items.push(item);
-      report.counts[item.outcome]++;
-      if (item.outcome === 'error')
-        log.warn(
-          { sweep: 'merge_queue', itemKey: item.itemKey, err: item.detail },
-          'merge queue: step failed',
-        );
-      else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
+      push(item);
       // A queue that cannot move says so where people look (the status page, explain, one comment).
       if (!dryRun) {
         const tell = (body: string) => {
@@ -155,20 +171,46 @@ export async function runMergeQueue(
       entry = dryRun ? initial[steps] : queuesOf(store.queued()).get(key)?.[0];
     }
   }
+  for (const [key, carried] of tailsBefore) if (tails?.get(key) === carried) await leftTail(key, carried);
   return report;
+
+  /** A tail an earlier run left that no train took over in this run (train-tail.ts). */
+  async function leftTail(key: string, carried: CarriedTail): Promise<void> {
+    const updater = deps.updater;
+    if (!updater) return;
+    try {
+      const steps = await executor.runs.run(`merge-train:${key}`, () =>
+        tails?.get(key) === carried ? finishLeftTail(trainDeps(updater), carried) : Promise.resolve([]),
+      );
+      for (const one of steps) reportStep(one);
+    } catch (error) {
+      log.warn(
+        { sweep: 'merge_queue', queue: key, err: messageOf(error) },
+        'merge train: could not finish the tail an earlier run left',
+      );
+    }
+  }
+
+  /** A train's step in the report, and in the log. */
+  function reportStep(one: TrainStep): void {
+    push({
+      ...base(one.entry),
+      outcome: one.outcome,
+      detail: one.detail,
+      ...(one.statuses ? { statuses: one.statuses } : {}),
+    });
+  }
+
+  function push(item: QueueItemReport): void {
+    report.items.push(item);
+    report.counts[item.outcome]++;
+    if (item.outcome === 'error')
+      log.warn({ sweep: 'merge_queue', itemKey: item.itemKey, err: item.detail }, 'merge queue: step failed');
+    else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
+  }
 
   async function train(key: string, initial: QueueEntry[]): Promise<void> {
     const head = initial[0]!;
-    const push = (item: QueueItemReport) => {
-      report.items.push(item);
-      report.counts[item.outcome]++;
-      if (item.outcome === 'error')
-        log.warn(
-          { sweep: 'merge_queue', itemKey: item.itemKey, err: item.detail },
-          'merge queue: step failed',
-        );
-      else log.info({ sweep: 'merge_queue', itemKey: item.itemKey, outcome: item.outcome }, item.detail);
-    };
     if (dryRun) {
       push({
         ...base(head),
@@ -194,37 +236,14 @@ export async function runMergeQueue(
         const now = queueShape(queue);
         // Emptied, paused or serial meanwhile: the next run takes it as it is now.
         if (!now.train || pausedStep(store, key, queue[0]!)) return [];
-        return driveTrain(
-          {
-            client,
-            store,
-            updater,
-            ...(deps.processItem ? { processItem: deps.processItem } : {}),
-            now: deps.now,
-            log,
-            ...(deps.pushNoteLagMs !== undefined ? { pushNoteLagMs: deps.pushNoteLagMs } : {}),
-            cloneUrl,
-            remove: (entry, mr, code, why, at) => remove(entry, mr, code, why, at),
-            drop,
-            pushedOut,
-            events,
-          },
-          queue,
-          now,
-        );
+        return driveTrain(trainDeps(updater), queue, now);
       });
     } catch (error) {
       steps = [{ entry: head, outcome: 'error' as const, detail: messageOf(error) }];
     }
     events.round('train');
     const errors = steps.filter((s) => s.outcome === 'error');
-    for (const one of steps)
-      push({
-        ...base(one.entry),
-        outcome: one.outcome,
-        detail: one.detail,
-        ...(one.statuses ? { statuses: one.statuses } : {}),
-      });
+    for (const one of steps) reportStep(one);
     // A train that cannot move says so on its head, as the serial queue does.
     const front = queuesOf(store.queued()).get(key)?.[0];
     if (!front) return;

@@ -16,17 +16,17 @@
  *      car ahead, recorded (dates and identity fixed, so a rebuild makes the same sha) and pushed to
  *      `<prefix><target>/<queue>/<iid>`.
  * Branches of cars that landed, left or were rebuilt differently are deleted (only train branches:
- * train-cleanup.ts).
+ * train-cleanup.ts), in the run's tail (train-tail.ts), which news hands to the next run.
  */
 import type { QueueEntry, QueueShape } from '../../state/index.ts';
 import type { TrainDeps, TrainStep } from './train-deps.ts';
 import { carsOf } from './train-cars.ts';
-import { deleteCarBranches } from './train-cleanup.ts';
-import { confirmLanded, landPending, landRecorded } from './train-land.ts';
-import { landFront, readStatusesEarly } from './train-judge.ts';
-import { buildNewCars, fetchAhead, pushBuilt, rebuildUnpushed } from './train-build.ts';
+import { landPending, landRecorded } from './train-land.ts';
+import { landFront, landLate, readStatusesEarly } from './train-judge.ts';
+import { buildNewCars, pushBuilt, rebuildUnpushed } from './train-build.ts';
 import { startTrainRun, type TrainRun } from './train-run.ts';
 import { cutStaleRiders } from './train-watch.ts';
+import { finishTail, takeOverTail } from './train-tail.ts';
 
 export { FORK_APPROVAL_SETTLE_MS } from './train-riders.ts';
 
@@ -40,6 +40,8 @@ export async function driveTrain(
   shape: Pick<QueueShape, 'depth' | 'batch' | 'auto'>,
 ): Promise<TrainStep[]> {
   const run = await startTrainRun(deps, initial[0]!, shape);
+  // What the queue's last run left when news came (train-tail.ts): this run finishes it.
+  takeOverTail(run);
   // 1. A front car that landed already is never landed twice; then the cars that still chain.
   await landRecorded(run);
   const chained = carsOf(run.queueNow(), run.target);
@@ -61,35 +63,19 @@ export async function driveTrain(
     if (run.landing) await landPending(run);
     throw error;
   }
+  // News during the run (the rest of a round's statuses, often): the front's green cars join the landing.
+  await landLate(run);
   if (building) pushed = await pushBuilt(run);
   return finish(run, true, pushed);
 }
 
 /**
- * The run's tail, once the cars are pushed: a landing still waiting for its push pushed alone, the
- * branches given up deleted (a landed car's went before its merge requests left the queue:
- * train-land.ts), then the landed merge requests confirmed merged and the heads of the next cars
- * fetched ahead (after a push of cars), side by side: none of it holds up a push.
+ * The run's end, once the cars are pushed: a landing still waiting for its push pushed alone, then the
+ * tail (train-tail.ts): none of it holds up a push, and with news the next run takes it over.
  */
 async function finish(run: TrainRun, cleanUp = true, pushed = false): Promise<TrainStep[]> {
   // A landing that was to go with cars none of which could be built or pushed: alone.
   if (run.landing && (await landPending(run)) === 'stop') cleanUp = false;
-  if (cleanUp) await cleanUpBranches(run);
-  await Promise.all([confirmLanded(run), pushed ? fetchAhead(run) : undefined]);
+  await finishTail(run, cleanUp, pushed);
   return run.steps;
-}
-
-async function cleanUpBranches(run: TrainRun): Promise<void> {
-  const { deps, head } = run;
-  const dropped = run.steps.some((s) => s.outcome === 'dropped' || s.outcome === 'removed');
-  await deleteCarBranches({
-    updater: deps.updater,
-    targetUrl: run.targetUrl,
-    log: deps.log,
-    stale: run.stale,
-    holding: new Set(run.queueNow().flatMap((e) => (e.car ? [e.car.branch] : []))),
-    ...(run.stale.size > 0 || dropped
-      ? { list: { targetBranch: head.targetBranch, queue: head.queue } }
-      : {}),
-  });
 }

@@ -9,7 +9,8 @@ import type { QueueEntry, TrainCar } from '../../state/index.ts';
 import { blockedBy, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { forkSettling } from './train-riders.ts';
 import { aboard, lastBranch, short, withoutCar, type TrainRun } from './train-run.ts';
-import { landPending, pushLandingWithCars } from './train-land.ts';
+import { carsToPush, landPending, pushLandingWithCars } from './train-land.ts';
+import type { PushOutcome } from '../../git/index.ts';
 
 /**
  * Builds a recorded car (pushed with the others at the end of the run): the car with its sha, false
@@ -113,7 +114,9 @@ export async function buildAgain(run: TrainRun, one: Car, car: TrainCar): Promis
  * their records (the same commits). False when a branch blocks their names: nothing is pushed then.
  */
 export async function rebuildUnpushed(run: TrainRun): Promise<boolean> {
-  const unpushed = run.cars.filter((one) => one.car.pushedAt === undefined);
+  // Cars built in this run (a retry) are pushed with the others, and a push tells what blocks it.
+  const built = new Set(run.toPush.map((one) => one.car.id));
+  const unpushed = run.cars.filter((one) => one.car.pushedAt === undefined && !built.has(one.car.id));
   if (unpushed.length > 0) {
     const blocked = await run.deps.updater.train.findBlocker({
       targetUrl: run.targetUrl,
@@ -125,7 +128,6 @@ export async function rebuildUnpushed(run: TrainRun): Promise<boolean> {
       return false;
     }
   }
-  const built = new Set(run.toPush.map((one) => one.car.id));
   for (const [i, one] of run.cars.entries())
     if (one.car.pushedAt === undefined && !built.has(one.car.id)) {
       const baseBranch = run.cars[i - 1]?.car.branch ?? lastBranch(run, true);
@@ -252,6 +254,16 @@ export async function fetchAhead(run: TrainRun): Promise<void> {
     .catch(() => undefined);
 }
 
+/** The run's cars in one push: with the leases the driver knows when it knows them all (no read first). */
+function pushCars(run: TrainRun): Promise<PushOutcome> {
+  const known = carsToPush(run);
+  return run.deps.updater.train.pushCars({
+    targetUrl: run.targetUrl,
+    cars: known ?? run.toPush.map(({ car }) => ({ branch: car.branch, sha: car.sha! })),
+    ...(known ? { known: true } : {}),
+  });
+}
+
 /**
  * Pushes the cars built in this run, in one push, with the landing recorded in the run when there is
  * one (train-land.ts `pushLandingWithCars`: the next cars start building the moment the target
@@ -266,12 +278,7 @@ export async function pushBuilt(run: TrainRun): Promise<boolean> {
     if (!together && (await landPending(run)) !== 'landed') return false;
   }
   if (run.toPush.length === 0) return true;
-  const pushed = together
-    ? { kind: 'pushed' as const }
-    : await deps.updater.train.pushCars({
-        targetUrl: run.targetUrl,
-        cars: run.toPush.map(({ car }) => ({ branch: car.branch, sha: car.sha! })),
-      });
+  const pushed = together ? { kind: 'pushed' as const } : await pushCars(run);
   if (pushed.kind !== 'pushed') {
     for (const { car, entries } of run.toPush)
       for (const m of entries) run.say(m, 'error', pushFailure(pushed, car.branch));

@@ -1,5 +1,5 @@
 /** What the serial queue (merge-queue.ts) lends the merge train's driver (merge-train.ts), and what the driver reports. */
-import type { QueueEntry, StateStore } from '../../state/index.ts';
+import type { QueueEntry, StateStore, TrainCar } from '../../state/index.ts';
 import type { Client, MergeRequest } from '../../api/index.ts';
 import type { ItemProcessorFn, QueueEvents, RemovalCode, StatusBucket } from '../../rules/index.ts';
 import type { BranchUpdater } from '../../git/index.ts';
@@ -44,4 +44,37 @@ export interface TrainDeps {
   pushedOut(entry: QueueEntry, why: string): Promise<{ detail: string }>;
   /** Landings and car builds told (rules/queue/queue-events.ts); default: nowhere. */
   events?: QueueEvents;
+  /**
+   * Aborted when a wake came during the sweep's run (SweepRunOptions.news): the run's tail leaves
+   * what is left of it to the next run, kept in `tails` (train-tail.ts).
+   */
+  news?: AbortSignal;
+  tails?: TrainTails;
 }
+
+/** A landed merge request the server had not shown merged yet (train-land.ts `confirmLanded`). */
+export interface Unconfirmed {
+  entry: QueueEntry;
+  car: TrainCar;
+  position: number;
+  /** The target's commit after the landing. */
+  target: string;
+  /** A failed car landed through a car behind it that contains it and passed (train-flaky.ts). */
+  through?: string;
+  /** Reads of it so far, across runs (train-land.ts LANDED_READS in all). */
+  reads: number;
+}
+
+/** What a train run's tail left to the next run of its queue when news came (train-tail.ts). */
+export interface CarriedTail {
+  /** The queue's first entry in the run that left it: its project, target branch and queue. */
+  head: QueueEntry;
+  /** Branches given up and not deleted yet, with the car commit each holds. */
+  stale: Map<string, string | undefined>;
+  /** The train's folder is to be listed too (train-cleanup.ts). */
+  list: boolean;
+  unconfirmed: Unconfirmed[];
+}
+
+/** Tails left by queue key (state/queue-order.ts `queueKeyOf`). */
+export type TrainTails = Map<string, CarriedTail>;

@@ -15,6 +15,7 @@ import { landCars, leftTheirCar } from './train-land.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
 import { failedNames, retried, throughBehind } from './train-flaky.ts';
 import { shrinkAfterFailure } from './train-window.ts';
+import { riderVerdict } from './train-riders.ts';
 
 type Verdict = CarStatuses | { kind: 'unbuilt' } | { kind: 'left' };
 
@@ -30,6 +31,9 @@ async function judge(run: TrainRun, one: Car, statuses?: Promise<CarStatuses>): 
   if (!fine) return { kind: 'left' };
   return statuses ?? statusesOf(run, one);
 }
+
+/** Runs whose front car was judged still waiting for its statuses (`landLate`). */
+const waitingFront = new WeakSet<TrainRun>();
 
 /** Statuses read before the front is judged (`readStatusesEarly`), by run and car. */
 const early = new WeakMap<TrainRun, Map<string, Promise<CarStatuses>>>();
@@ -216,6 +220,7 @@ export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
       );
       return cutFrom(run, 1);
     }
+    waitingFront.add(run);
     for (const entry of front.entries)
       run.say(
         entry,
@@ -226,4 +231,39 @@ export async function landFront(run: TrainRun): Promise<'on' | 'stop'> {
     await checkCarsBehind(run.deps, run.head.projectId, run.cars.slice(1));
   }
   return 'on';
+}
+
+/**
+ * News came during the run (a wake: often the rest of a round's statuses, a few milliseconds after
+ * the ones this run read): before the run pushes, the cars at the front that were still waiting are
+ * judged again on fresh reads (their merge requests and statuses), and the consecutive green ones
+ * whose members the rule still holds for join the landing (train-land.ts `landCars`, the same landing
+ * and push). The cars built in this run are behind them already. So the second wave of a round lands
+ * with the first, rather than after this run and the next (docs/merge-queue.md#a-runs-tail-and-news-during-a-run).
+ * Anything else (a failure, a member that left) is left to the next run, which the news makes.
+ */
+export async function landLate(run: TrainRun): Promise<void> {
+  if (!run.deps.news?.aborted || !waitingFront.delete(run)) return;
+  const unpushed = run.cars.findIndex((one) => one.car.pushedAt === undefined);
+  const pushed = unpushed === -1 ? run.cars : run.cars.slice(0, unpushed);
+  if (pushed.length === 0) return;
+  const statuses = pushed.map((one) => statusesOf(run, one));
+  for (const read of statuses) read.catch(() => undefined);
+  const fresh = await Promise.all(pushed.map((one) => Promise.all(one.entries.map((e) => run.readMr(e)))));
+  let green = 0;
+  for (const [i, one] of pushed.entries()) {
+    const verdicts = await Promise.all(
+      one.entries.map((entry, j) => riderVerdict(run.deps.client, entry, fresh[i]![j], one.car.heads[j])),
+    );
+    if (verdicts.some((v) => v.kind !== 'rides') || (await statuses[i]!).kind !== 'green') break;
+    green++;
+  }
+  if (green === 0 || (await stillHeld(run, green)) < green) return;
+  const going = run.cars.slice(0, green);
+  const members = new Set(going.flatMap((one) => one.car.members));
+  // What this run said of them (waiting) is not so any more.
+  for (let i = run.steps.length - 1; i >= 0; i--)
+    if (run.steps[i]!.outcome === 'waiting' && members.has(run.steps[i]!.entry.itemKey))
+      run.steps.splice(i, 1);
+  await landCars(run, going, undefined, true);
 }

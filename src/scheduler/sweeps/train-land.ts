@@ -9,12 +9,11 @@ import type { Car } from './train-cars.ts';
 import { short, withoutCar, type TrainRun } from './train-run.ts';
 import { deleteCarBranches } from './train-cleanup.ts';
 import { growAfterLanding, windowTo } from './train-window.ts';
+import type { Unconfirmed } from './train-deps.ts';
 
 /** Reads of a landed merge request until the server shows it merged, and the gap between them. */
 const LANDED_READS = 5;
 const LANDED_READ_GAP_MS = 400;
-
-type Landing = TrainRun['unconfirmed'][number];
 
 /**
  * The cars' merge requests after their landing push: out of the queue at once (the target holds
@@ -46,23 +45,24 @@ async function landedCars(
     await run.deps.store.dequeue(entry.itemKey);
     const mr = reads[k];
     const through = options.through?.(i);
-    const landing = {
+    const landing: Unconfirmed = {
       entry,
       car: one.car,
       position: i + 1,
       target,
       ...(through ? { through } : {}),
+      reads: 1,
     };
     if (mr?.state === 'merged') await told(run, landing, mr);
     else run.unconfirmed.push(landing);
   }
-  // Given to the run's cleanup too: a landing run lists the train's folder (train-cleanup.ts), which
-  // deletes the branches of cars whose members left the queue elsewhere (a removed label).
-  for (const one of going) run.stale.set(one.car.branch, one.car.sha);
+  // A landing run lists the train's folder at its end (train-cleanup.ts), which deletes the branches
+  // of cars whose members left the queue elsewhere (a removed label).
+  run.list = true;
 }
 
 /** A landed merge request told (explain, metrics, the run's steps), with what the server showed of it. */
-async function told(run: TrainRun, landing: Landing, mr: MergeRequest | undefined): Promise<void> {
+async function told(run: TrainRun, landing: Unconfirmed, mr: MergeRequest | undefined): Promise<void> {
   const { deps } = run;
   const { entry, car: landedCar, position, target, through } = landing;
   const car = { ...landedCar, position };
@@ -92,21 +92,50 @@ async function told(run: TrainRun, landing: Landing, mr: MergeRequest | undefine
 }
 
 /**
- * The landed merge requests not shown merged at once, read again (LANDED_READS in all,
- * LANDED_READ_GAP_MS apart) at the end of the run, then told; one still open is said in the log.
+ * The landed merge requests not shown merged at once, read again (LANDED_READS reads in all, counted
+ * across runs, LANDED_READ_GAP_MS apart) at the end of the run, then told; one still open is said in
+ * the log. `news` (train-tail.ts): a wake came during the run, whose next run follows at once; what is
+ * still open when it comes is returned rather than waited for (that run reads it again). Each run
+ * reads what it confirms at least once, so a merge request is told after LANDED_READS runs at most.
  */
-export async function confirmLanded(run: TrainRun): Promise<void> {
+export async function confirmLanded(run: TrainRun, news?: AbortSignal): Promise<Unconfirmed[]> {
   const waiting = run.unconfirmed.splice(0);
-  const reads = new Map<string, MergeRequest | undefined>();
-  for (let round = 1; round < LANDED_READS; round++) {
-    const open = waiting.filter(({ entry }) => reads.get(entry.itemKey)?.state !== 'merged');
-    if (open.length === 0) break;
+  const last = new Map<string, MergeRequest | undefined>();
+  const open = (landing: Unconfirmed) =>
+    landing.reads < LANDED_READS && last.get(landing.entry.itemKey)?.state !== 'merged';
+  let left: Unconfirmed[] = [];
+  for (let round = 0; ; round++) {
+    const reading = waiting.filter(open);
+    if (reading.length === 0) break;
     // The run's pushes since the landing took a while already: the first read again waits for nothing.
-    if (round > 1) await new Promise((resolve) => setTimeout(resolve, LANDED_READ_GAP_MS));
-    const again = await Promise.all(open.map(({ entry }) => run.readMr(entry)));
-    for (const [i, { entry }] of open.entries()) reads.set(entry.itemKey, again[i]);
+    if (round > 0 && !(await pause(LANDED_READ_GAP_MS, news))) {
+      left = reading;
+      break;
+    }
+    const again = await Promise.all(reading.map(({ entry }) => run.readMr(entry)));
+    for (const [i, landing] of reading.entries()) {
+      last.set(landing.entry.itemKey, again[i]);
+      landing.reads++;
+    }
   }
-  for (const landing of waiting) await told(run, landing, reads.get(landing.entry.itemKey));
+  for (const landing of waiting)
+    if (!left.includes(landing)) await told(run, landing, last.get(landing.entry.itemKey));
+  return left;
+}
+
+/** Waits `ms`; false (at once) when `news` comes first. */
+function pause(ms: number, news?: AbortSignal): Promise<boolean> {
+  if (news?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (waited: boolean) => {
+      clearTimeout(timer);
+      news?.removeEventListener('abort', heard);
+      resolve(waited);
+    };
+    const heard = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    news?.addEventListener('abort', heard, { once: true });
+  });
 }
 
 /**
@@ -163,7 +192,10 @@ export async function landCars(
   // What a build took, as seen here (from the push to green): the status page's estimates, written
   // once the landing push is made (nothing of it is needed before: the push waits for nothing else).
   const ciMs = Math.max(0, deps.now() - last.pushedAt!);
-  const at = deps.now();
+  // A landing that joins one recorded in this run (news came: train-judge.ts `landLate`) is the same
+  // landing: its cars hold its time, and the target goes to the last of them in the same push.
+  const joining = together ? run.landing : undefined;
+  const at = joining?.at ?? deps.now();
   // Recorded before the push (a crash after it finds the landing), each entry its own write, together.
   await Promise.all(
     going.flatMap((one) =>
@@ -172,8 +204,13 @@ export async function landCars(
       ),
     ),
   );
+  if (joining) {
+    joining.going.push(...going);
+    joining.ciMs = ciMs;
+  } else if (together) {
+    run.landing = { going: [...going], base: run.target, at, ciMs, depth: run.depth, exits: [], held: [] };
+  }
   if (together) {
-    run.landing = { going: [...going], base: run.target, ciMs, depth: run.depth, exits: [], held: [] };
     run.target = last.sha!;
     run.cars = run.cars.slice(going.length);
     await growAfterLanding(run, going.length, last.sha);
@@ -267,13 +304,8 @@ async function afterLanding(run: TrainRun, ciMs: number): Promise<void> {
 export async function pushLandingWithCars(run: TrainRun): Promise<boolean> {
   const landing = run.landing;
   if (!landing) return false;
-  const cars = [];
-  for (const { car } of run.toPush) {
-    // A car's branch as the driver knows it: absent, or a car given up in this run (its commit).
-    if (run.stale.has(car.branch) && run.stale.get(car.branch) === undefined) return false;
-    const was = run.stale.get(car.branch);
-    cars.push({ branch: car.branch, sha: car.sha!, ...(was ? { was } : {}) });
-  }
+  const cars = carsToPush(run);
+  if (!cars) return false;
   const last = landing.going.at(-1)!.car;
   const went = await run.deps.updater.train.landWithCars({
     targetUrl: run.targetUrl,
@@ -289,6 +321,21 @@ export async function pushLandingWithCars(run: TrainRun): Promise<boolean> {
   await afterLanding(run, landing.ciMs);
   for (const exit of landing.exits) await exit();
   return true;
+}
+
+/**
+ * The run's cars to push, each with what the driver knows its branch holds (`was`): absent, or the
+ * commit of a car given up there. Undefined when it does not know (a branch listed as given up whose
+ * commit was never recorded).
+ */
+export function carsToPush(run: TrainRun): { branch: string; sha: string; was?: string }[] | undefined {
+  const cars = [];
+  for (const { car } of run.toPush) {
+    if (run.stale.has(car.branch) && run.stale.get(car.branch) === undefined) return undefined;
+    const was = run.stale.get(car.branch);
+    cars.push({ branch: car.branch, sha: car.sha!, ...(was ? { was } : {}) });
+  }
+  return cars;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { QueueEntry, QueueShape } from '../../state/index.ts';
 import { queuesOf, queueKeyOf } from '../../state/index.ts';
 import { ApiError, type MergeRequest } from '../../api/index.ts';
 import type { StatusBucket } from '../../rules/index.ts';
-import type { TrainDeps, TrainOutcome, TrainStep } from './train-deps.ts';
+import type { TrainDeps, TrainOutcome, TrainStep, Unconfirmed } from './train-deps.ts';
 import type { Car } from './train-cars.ts';
 import { FORK_APPROVAL_SETTLE_MS, riderVerdict } from './train-riders.ts';
 import { goneCode } from './queue-told.ts';
@@ -39,14 +39,14 @@ export interface TrainRun {
    * of the run, after the next cars are pushed (train-land.ts `confirmLanded`), so the train never
    * waits for the server's background job.
    */
-  readonly unconfirmed: {
-    entry: QueueEntry;
-    car: Car['car'];
-    position: number;
-    target: string;
-    /** A failed car landed through a car behind it that contains it and passed (train-flaky.ts). */
-    through?: string;
-  }[];
+  readonly unconfirmed: Unconfirmed[];
+  /**
+   * The train's folder is listed at the end of the run (train-cleanup.ts): a car landed (branches of
+   * cars whose members left the queue elsewhere go then), or a tail left it to this run.
+   */
+  list: boolean;
+  /** This run took over a tail an earlier run left (train-tail.ts): it finishes its own tail whatever news comes. */
+  tookOver: boolean;
   /**
    * The merge requests of the cars as read at the start of the run (train-watch.ts), by item key:
    * judging the front uses them rather than reading each again (the landing's fresh evaluation
@@ -61,6 +61,8 @@ export interface TrainRun {
   landing?: {
     going: Car[];
     base: string;
+    /** When it was recorded: every car of one landing holds the same time (train-land.ts `landRecorded`). */
+    at: number;
     ciMs: number;
     depth: number;
     /**
@@ -139,6 +141,8 @@ export async function startTrainRun(
     stale,
     toPush: [],
     unconfirmed: [],
+    list: false,
+    tookOver: false,
     riders: new Map(),
     target: targetHead.commit.id,
     cars: [],

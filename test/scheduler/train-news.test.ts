@@ -1,0 +1,194 @@
+/**
+ * News during a merge train's run (a wake that came while it ran: SweepRunOptions.news), against the
+ * sandbox over HTTP with real git and the simulated CI (test/helpers/queue-world.ts):
+ *   - the run's tail (train-tail.ts) leaves what is left of it to the next run, which finishes it,
+ *     even when the queue it belongs to is empty by then;
+ *   - a car whose statuses completed after the run read them joins the landing, in the same push
+ *     (train-judge.ts `landLate`).
+ * The news is given as the scheduler gives it: an aborted signal.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { waitFor } from '../helpers/wait-for.ts';
+import type { QueueEntry } from '../../src/state/store.ts';
+import {
+  makeQueueWorld,
+  openMergeRequest,
+  recordingLandings,
+  type QueueWorld,
+} from '../helpers/queue-world.ts';
+
+const rules = `
+rules:
+  - name: queue automerge
+    on: [merge_request.open, merge_request.update]
+    for: merge_requests
+    if: [ { state: opened }, { labels: { any: [automerge] } } ]
+    do:
+      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2 }
+`;
+
+interface Report {
+  items: { itemKey: string; outcome: string; detail: string }[];
+}
+
+describe('news during a merge train run', { timeout: 240_000 }, () => {
+  let sb: Sandbox;
+  let dir = '';
+  const cleanups: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    sb = await startSandbox({ adminToken: 'tn-root-token', hookTimeoutMs: 2_000 });
+    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-tn-'));
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  afterAll(async () => {
+    await sb?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  let n = 0;
+  async function world(lands: string[], after?: () => void) {
+    n += 1;
+    const w = await makeQueueWorld(sb, {
+      prefix: `tn${n}`,
+      rules,
+      workDir: dir,
+      trainGit: (base) => recordingLandings(base, lands, after ? { after } : {}),
+    });
+    cleanups.push(() => w.close());
+    return w;
+  }
+  const state = async (w: QueueWorld, id: number) =>
+    (await w.admin.mergeRequests.get(w.project.id, id)).state;
+  /** The server marks a landed merge request merged in the background, after the push. */
+  const shownMerged = (w: QueueWorld, id: number) =>
+    waitFor(async () => ((await state(w, id)) === 'merged' ? true : undefined), 20_000, `!${id} merged`);
+  const cars = (w: QueueWorld) =>
+    w.store
+      .queued()
+      .filter((e: QueueEntry) => !e.left && e.car)
+      .map((e) => e.car!);
+  async function trainBranches(w: QueueWorld): Promise<string[]> {
+    const names: string[] = [];
+    for await (const b of w.admin.branches.list(w.project.id))
+      if (b.name.startsWith('hookbot/train/')) names.push(b.name);
+    return names.sort();
+  }
+  /** Two merge requests queued, their cars built and green. */
+  async function twoGreenCars(w: QueueWorld) {
+    const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
+    const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
+    await w.ci.idle();
+    for (const id of [a.id, b.id]) await w.processItem(id);
+    await w.sweeps.run('merge_queue');
+    const tested = cars(w).map((car) => car.sha!);
+    expect(tested).toHaveLength(2);
+    await w.ci.idle();
+    return { a, b, tested };
+  }
+  const news = () => {
+    const heard = new AbortController();
+    heard.abort();
+    return heard.signal;
+  };
+
+  it("leaves the tail to the next run: landed merge requests not shown merged yet are read again there, not waited for, and the folder's listing goes there too, even once the queue is empty", async () => {
+    let landed = false;
+    const lands: string[] = [];
+    const w = await world(lands, () => (landed = true));
+    const { a, b, tested } = await twoGreenCars(w);
+    // A branch in the train's folder that no car holds, at a commit the train made (a car whose
+    // member left the queue elsewhere): the folder's listing deletes it.
+    const stray = 'hookbot/train/master/default/77';
+    await w.admin.branches.create(w.project.id, { branch_name: stray, ref: tested[0]! });
+    // The server is slow to show the landed merge requests merged (8.x does it in a background job).
+    let showMerged = false;
+    const readsAfterLanding = new Map<number, number>();
+    const get = w.client.mergeRequests.get.bind(w.client.mergeRequests);
+    w.client.mergeRequests.get = async (projectId, id) => {
+      const mr = await get(projectId, id);
+      if (landed) readsAfterLanding.set(id, (readsAfterLanding.get(id) ?? 0) + 1);
+      return mr.state === 'merged' && !showMerged ? { ...mr, state: 'opened' } : mr;
+    };
+
+    const withNews = (await w.sweeps.run('merge_queue', { news: news() })) as Report;
+    // Both landed in one push, and left the queue.
+    expect(lands).toEqual([tested[1]]);
+    expect(w.active()).toBe(0);
+    for (const id of [a.id, b.id]) await shownMerged(w, id);
+    // Read once at the landing and once more in the tail, never waited for: left to the next run.
+    expect(readsAfterLanding.get(a.id)).toBe(2);
+    expect(readsAfterLanding.get(b.id)).toBe(2);
+    expect(withNews.items.filter((item) => item.outcome === 'merged')).toEqual([]);
+    // The listing of the folder is the next run's too.
+    expect(await trainBranches(w)).toEqual([stray]);
+
+    showMerged = true;
+    // The queue is empty now: the next run drives no train, and finishes the tail all the same.
+    const next = (await w.sweeps.run('merge_queue')) as Report;
+    const merged = next.items.filter((item) => item.outcome === 'merged');
+    expect(merged.map((item) => item.itemKey).sort()).toEqual(
+      [a.id, b.id].map((id) => `merge_request:${w.project.id}:${id}`).sort(),
+    );
+    for (const item of merged) expect(item.detail).toContain('the server marked it merged');
+    expect(await trainBranches(w)).toEqual([]);
+    // Once finished, nothing is left for a run after it.
+    const after = (await w.sweeps.run('merge_queue')) as Report;
+    expect(after.items).toEqual([]);
+  });
+
+  it('a car whose statuses completed after the run read them lands in the same push as the car ahead', async () => {
+    const lands: string[] = [];
+    const w = await world(lands);
+    const { a, b, tested } = await twoGreenCars(w);
+    // The first read of car 2's statuses in this run is from before its build finished (nothing
+    // posted yet); its status hook arrives meanwhile: the news.
+    const heard = new AbortController();
+    const list = w.client.statuses.list.bind(w.client.statuses);
+    let hidden = false;
+    w.client.statuses.list = (projectId, sha, options) => {
+      if (sha === tested[1] && !hidden) {
+        hidden = true;
+        heard.abort();
+        return (async function* () {})();
+      }
+      return list(projectId, sha, options);
+    };
+    const report = (await w.sweeps.run('merge_queue', { news: heard.signal })) as Report;
+    expect(hidden).toBe(true);
+    // One landing push, to car 2's commit: both landed.
+    expect(lands).toEqual([tested[1]]);
+    for (const id of [a.id, b.id]) await shownMerged(w, id);
+    expect(w.active()).toBe(0);
+    // What the run said of car 2 before the news (waiting) is not in its report.
+    expect(report.items.filter((item) => item.outcome === 'waiting')).toEqual([]);
+  });
+
+  it('without news, that car waits for the next run (the run judged it on what it read)', async () => {
+    const lands: string[] = [];
+    const w = await world(lands);
+    const { a, b, tested } = await twoGreenCars(w);
+    const list = w.client.statuses.list.bind(w.client.statuses);
+    let hidden = false;
+    w.client.statuses.list = (projectId, sha, options) => {
+      if (sha === tested[1] && !hidden) {
+        hidden = true;
+        return (async function* () {})();
+      }
+      return list(projectId, sha, options);
+    };
+    await w.sweeps.run('merge_queue');
+    expect(lands).toEqual([tested[0]]);
+    await shownMerged(w, a.id);
+    expect(await state(w, b.id)).toBe('opened');
+    expect(w.active()).toBe(1);
+    await w.sweeps.run('merge_queue');
+    expect(lands).toEqual([tested[0], tested[1]]);
+    await shownMerged(w, b.id);
+  });
+});
