@@ -26,7 +26,7 @@ import { landFront, landLate, readStatusesEarly } from './train-judge.ts';
 import { buildNewCars, pushBuilt, rebuildUnpushed } from './train-build.ts';
 import { startTrainRun, type TrainRun } from './train-run.ts';
 import { cutStaleRiders } from './train-watch.ts';
-import { finishTail, takeOverTail } from './train-tail.ts';
+import { finishTail, giveBackTail, takeOverTail } from './train-tail.ts';
 
 export { FORK_APPROVAL_SETTLE_MS } from './train-riders.ts';
 
@@ -40,8 +40,18 @@ export async function driveTrain(
   shape: Pick<QueueShape, 'depth' | 'batch' | 'auto'>,
 ): Promise<TrainStep[]> {
   const run = await startTrainRun(deps, initial[0]!, shape);
-  // What the queue's last run left when news came (train-tail.ts): this run finishes it.
+  // What the queue's last run left when news came (train-tail.ts): this run finishes it, or gives it
+  // back when it fails.
   takeOverTail(run);
+  try {
+    return await drive(run);
+  } catch (error) {
+    giveBackTail(run);
+    throw error;
+  }
+}
+
+async function drive(run: TrainRun): Promise<TrainStep[]> {
   // 1. A front car that landed already is never landed twice; then the cars that still chain.
   await landRecorded(run);
   const chained = carsOf(run.queueNow(), run.target);

@@ -64,12 +64,41 @@ export async function finishTail(run: TrainRun, cleanUp: boolean, pushed: boolea
   const open = await confirmLanded(run, news);
   if (fetching) await untilNews(fetching, news);
   const carry: Omit<CarriedTail, 'head'> = { stale: new Map(), list: false, unconfirmed: open };
-  if (cleanUp) {
-    if (news?.aborted && !run.tookOver) {
-      const holding = heldBranches(run);
-      for (const [branch, sha] of run.stale) if (!holding.has(branch)) carry.stale.set(branch, sha);
-      carry.list = needsListing(run);
-    } else await cleanUpBranches(run);
+  if (cleanUp && !(news?.aborted && !run.tookOver)) await cleanUpBranches(run);
+  // Left to the next run: with news, or, for a cleanup this run took over, when the target refused
+  // the bot (no cleanup now: the next run does it, as the run before would have).
+  else if (cleanUp || run.tookOver) cleanupOf(run, carry);
+  keep(run, carry);
+}
+
+/**
+ * A run that took a tail over and then failed (a read that threw): what it held of the tail, and what
+ * it added (landed merge requests to confirm), goes back for the next run, which finishes it.
+ */
+export function giveBackTail(run: TrainRun): void {
+  const carry: Omit<CarriedTail, 'head'> = {
+    stale: new Map(),
+    list: false,
+    unconfirmed: run.unconfirmed.splice(0),
+  };
+  cleanupOf(run, carry);
+  keep(run, carry);
+}
+
+function cleanupOf(run: TrainRun, carry: Omit<CarriedTail, 'head'>): void {
+  const holding = heldBranches(run);
+  for (const [branch, sha] of run.stale) if (!holding.has(branch)) carry.stale.set(branch, sha);
+  carry.list = needsListing(run);
+}
+
+/** What is left kept for the next run of the queue (with anything kept for it already). */
+function keep(run: TrainRun, carry: Omit<CarriedTail, 'head'>): void {
+  const { tails } = run.deps;
+  const earlier = tails?.get(keyOf(run));
+  if (earlier) {
+    for (const [branch, sha] of earlier.stale) if (!carry.stale.has(branch)) carry.stale.set(branch, sha);
+    carry.list ||= earlier.list;
+    carry.unconfirmed.push(...earlier.unconfirmed);
   }
   if (tails && (carry.stale.size > 0 || carry.list || carry.unconfirmed.length > 0)) {
     run.deps.log.info(
