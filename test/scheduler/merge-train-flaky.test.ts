@@ -3,17 +3,19 @@
  * sandbox over HTTP with real git and the simulated CI (test/helpers/queue-world.ts), whose
  * `modeOf(branch, sha)` makes a build fail whatever its tree (a flake). Every wait is on a condition.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import type { QueueEntry, TrainCar } from '../../src/state/store.ts';
 import { queuePosition } from '../../src/state/queue-order.ts';
 import type { MergeQueueReport } from '../../src/scheduler/sweeps/merge-queue.ts';
 import { itemKeyOf } from '../../src/rules/index.ts';
 import type { CiMode } from '../helpers/simulated-ci.ts';
-import { makeQueueWorld, masterLine, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+import {
+  masterLine,
+  openMergeRequest,
+  type QueueWorld,
+  type QueueWorldOptions,
+} from '../helpers/queue-world.ts';
+import { botNotes, queueAll, stateOf, trainSuite } from '../helpers/train-suite.ts';
 
 const rules = (options: string) => `
 rules:
@@ -38,30 +40,9 @@ function flakyFirst(branches: () => string[]): (branch: string) => CiMode {
 }
 
 describe('merge trains with flaky CI and failed batches', { timeout: 240_000 }, () => {
-  let sb: Sandbox;
-  let dir = '';
-  const cleanups: (() => Promise<void>)[] = [];
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'mtf-root-token', hookTimeoutMs: 2_000 });
-    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-mtf-'));
-  });
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-  afterAll(async () => {
-    await sb?.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  let n = 0;
-  async function world(options: string, extra: Partial<Parameters<typeof makeQueueWorld>[1]> = {}) {
-    n += 1;
-    const w = await makeQueueWorld(sb, { prefix: `mtf${n}`, rules: rules(options), workDir: dir, ...extra });
-    cleanups.push(() => w.close());
-    return w;
-  }
-  const state = async (w: QueueWorld, id: number) =>
-    (await w.admin.mergeRequests.get(w.project.id, id)).state;
+  const suite = trainSuite('mtf');
+  const world = (options: string, extra: Partial<QueueWorldOptions> = {}) =>
+    suite.world(rules(options), extra);
   const cars = (w: QueueWorld): TrainCar[] => [
     ...new Map(
       w.store
@@ -70,16 +51,6 @@ describe('merge trains with flaky CI and failed batches', { timeout: 240_000 }, 
         .map((e) => [e.car!.id, e.car!] as const),
     ).values(),
   ];
-  async function botNotes(w: QueueWorld, mrId: number): Promise<string[]> {
-    const bodies: string[] = [];
-    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
-      if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
-    return bodies;
-  }
-  async function queueAll(w: QueueWorld, ids: number[]) {
-    await w.ci.idle();
-    for (const id of ids) await w.processItem(id);
-  }
   /** What the reports said of merge request `mrId` with `outcome`. */
   const detailOf = (w: QueueWorld, reports: MergeQueueReport[], mrId: number, outcome: string) =>
     reports
@@ -124,7 +95,7 @@ describe('merge trains with flaky CI and failed batches', { timeout: 240_000 }, 
     expect(built).toHaveLength(2);
     const reports = await rounds(w);
     expect(w.active()).toBe(0);
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     for (const id of [a.id, b.id]) expect(await botNotes(w, id)).toEqual([]);
     // One push, to car 2's commit; nothing built again.
     expect(lands).toEqual([built[1]]);
@@ -142,12 +113,9 @@ describe('merge trains with flaky CI and failed batches', { timeout: 240_000 }, 
   // Review of issue 38: a car behind vouches for the failed car only with the failed car's own
   // requirements passed on its commit, not only those of its own members (issue 36's finding 1 again).
   it("a car behind lands a failed car through it only when every requirement of the failed car's merge request passed on it", async () => {
-    n += 1;
     let codeIid = 0;
-    const w = await makeQueueWorld(sb, {
-      prefix: `mtf${n}`,
-      workDir: dir,
-      rules: `
+    const w = await suite.world(
+      `
 rules:
   - name: queue docs
     on: [merge_request.open, merge_request.update]
@@ -162,9 +130,8 @@ rules:
     do:
       - queue: { statuses: [ci/test, review/approved], status_timeout: 10m, depth: 2 }
 `,
-      modeOf: flakyFirst(() => [carBranch(codeIid)]),
-    });
-    cleanups.push(() => w.close());
+      { modeOf: flakyFirst(() => [carBranch(codeIid)]) },
+    );
     const code = await openMergeRequest(w, 'code', { 'code.txt': 'calls: foo\n' }, ['code']);
     codeIid = code.iid;
     const docs = await openMergeRequest(w, 'docs', { 'docs.txt': 'calls: foo\n' }, ['docs']);
@@ -173,8 +140,8 @@ rules:
     expect(cars(w)).toHaveLength(2);
     // Car 1 (code) flakes; car 2 (docs on code) passes ci/test; nothing ever posts review/approved.
     await rounds(w);
-    expect(await state(w, code.id)).toBe('opened');
-    expect(await state(w, docs.id)).toBe('merged');
+    expect(await stateOf(w, code.id)).toBe('opened');
+    expect(await stateOf(w, docs.id)).toBe('merged');
     const notes = await botNotes(w, code.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain('Removed from the default merge queue for `master`');
@@ -216,8 +183,8 @@ rules:
       ref: carC!.branch,
     });
     await rounds(w);
-    expect(await state(w, bad.id)).toBe('opened');
-    expect(await state(w, c.id)).toBe('merged');
+    expect(await stateOf(w, bad.id)).toBe('opened');
+    expect(await stateOf(w, c.id)).toBe('merged');
     const notes = await botNotes(w, bad.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain('Removed from the default merge queue for `master`: ci/test failed on');
@@ -267,7 +234,7 @@ rules:
       `car 1 failed (ci/test on ${first!.sha!.slice(0, 7)}) and no car behind it tested it: built again as ${again!.sha!.slice(0, 7)} (retry 1 of 1`,
     );
     await rounds(w);
-    expect(await state(w, a.id)).toBe('merged');
+    expect(await stateOf(w, a.id)).toBe('merged');
     expect(await botNotes(w, a.id)).toEqual([]);
     expect((await masterLine(w)).at(-1)!.sha).toBe(again!.sha);
     expect(w.ci.runs - runs).toBe(2);
@@ -283,7 +250,7 @@ rules:
     const runs = w.ci.runs;
     await w.sweeps.run('merge_queue');
     await rounds(w);
-    expect(await state(w, a.id)).toBe('opened');
+    expect(await stateOf(w, a.id)).toBe('opened');
     expect(w.store.queued().find((e) => e.mrId === a.id)?.left).toBeDefined();
     const notes = await botNotes(w, a.id);
     expect(notes).toHaveLength(1);
@@ -327,7 +294,7 @@ rules:
     expect(pushed!.retried).toEqual({ count: 1, failed: ['ci/test'] });
     expect((await w.admin.branches.get(w.project.id, recorded!.branch)).commit.id).toBe(recorded!.sha);
     await rounds(w);
-    expect(await state(w, a.id)).toBe('merged');
+    expect(await stateOf(w, a.id)).toBe('merged');
     expect((await w.admin.branches.get(w.project.id, 'master')).commit.id).toBe(recorded!.sha);
   });
 
@@ -349,7 +316,7 @@ rules:
       await w.sweeps.run('merge_queue');
       await rounds(w, 30);
       expect(w.active()).toBe(0);
-      for (const id of ids) expect(await state(w, id)).toBe(id === bad ? 'opened' : 'merged');
+      for (const id of ids) expect(await stateOf(w, id)).toBe(id === bad ? 'opened' : 'merged');
       expect(await botNotes(w, bad)).toHaveLength(1);
       expect(w.ci.runs - runs).toBeLessThanOrEqual(5);
       expect((await masterLine(w)).every((x) => x.passes)).toBe(true);

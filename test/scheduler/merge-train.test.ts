@@ -2,23 +2,20 @@
  * The merge train driver (src/scheduler/sweeps/merge-train.ts) against the sandbox over HTTP, with
  * real git and the simulated CI (test/helpers/queue-world.ts): every wait is on a condition.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import type { TrainGit } from '../../src/git/train-git.ts';
 import type { QueueEntry } from '../../src/state/store.ts';
 import { queuePosition } from '../../src/state/queue-order.ts';
 import { createQueueControls } from '../../src/scheduler/sweeps/queue-controls.ts';
 import {
   commitFile,
-  makeQueueWorld,
   masterLine,
   openMergeRequest,
   recordingLandings,
   type QueueWorld,
+  type QueueWorldOptions,
 } from '../helpers/queue-world.ts';
+import { botNotes, queueAll, stateOf, trainSuite } from '../helpers/train-suite.ts';
 
 const rules = (options: string) => `
 rules:
@@ -31,31 +28,10 @@ rules:
 `;
 
 describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
-  let sb: Sandbox;
-  let dir = '';
-  const cleanups: (() => Promise<void>)[] = [];
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'mt-root-token', hookTimeoutMs: 2_000 });
-    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-mt-'));
-  });
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-  afterAll(async () => {
-    await sb?.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const suite = trainSuite('mt');
+  const world = (options: string, extra: Partial<QueueWorldOptions> = {}) =>
+    suite.world(rules(options), extra);
 
-  let n = 0;
-  async function world(options: string, extra: Partial<Parameters<typeof makeQueueWorld>[1]> = {}) {
-    n += 1;
-    const w = await makeQueueWorld(sb, { prefix: `mt${n}`, rules: rules(options), workDir: dir, ...extra });
-    cleanups.push(() => w.close());
-    return w;
-  }
-
-  const state = async (w: QueueWorld, id: number) =>
-    (await w.admin.mergeRequests.get(w.project.id, id)).state;
   const cars = (w: QueueWorld) =>
     w.store
       .queued()
@@ -66,16 +42,6 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     for await (const b of w.admin.branches.list(w.project.id))
       if (b.name.startsWith('hookbot/train/')) names.push(b.name);
     return names;
-  }
-  async function botNotes(w: QueueWorld, mrId: number): Promise<string[]> {
-    const bodies: string[] = [];
-    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, mrId))
-      if (!note.system && note.author.username.endsWith('-bot')) bodies.push(note.body);
-    return bodies;
-  }
-  async function queueAll(w: QueueWorld, ids: number[]) {
-    await w.ci.idle();
-    for (const id of ids) await w.processItem(id);
   }
 
   it('depth 3: three merge requests tested at once, landed in order; master is exactly the tested car commits', async () => {
@@ -95,7 +61,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     const tested = built.map((car) => car.sha!);
     expect(await trainBranches(w)).toHaveLength(3);
     await w.drive(() => w.active() === 0, 'the train empties');
-    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id, c.id]) expect(await stateOf(w, id)).toBe('merged');
     const line = await masterLine(w);
     expect(line.map((x) => x.sha)).toEqual([...before, ...tested]);
     expect(line.every((x) => x.passes)).toBe(true);
@@ -134,7 +100,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(report.items[0]!.detail).toMatch(/^the queue is paused by alice since .* UTC: release freeze$/);
     expect((await masterLine(w)).map((x) => x.sha)).toEqual(before);
     expect(cars(w).map((car) => car.sha)).toEqual(shas);
-    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('opened');
+    for (const id of [a.id, b.id, c.id]) expect(await stateOf(w, id)).toBe('opened');
     // c goes to the front: the order is c, a, b (the cars no longer chain).
     expect(await controls.front({ project: w.path, iid: c.iid }, 'alice')).toMatchObject({ ok: true });
     const order = [...w.store.queued()].filter((e) => !e.left);
@@ -156,7 +122,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     );
     expect(rebuilt.map((car) => car.iids)).toEqual([[c.iid], [a.iid]]);
     await w.drive(() => w.active() === 0, 'the train empties');
-    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id, c.id]) expect(await stateOf(w, id)).toBe('merged');
     const line = await masterLine(w);
     const firstLanded = await w.admin.commits.get(w.project.id, line[before.length]!.sha);
     expect(firstLanded.parent_ids[1]).toBe((await w.admin.mergeRequests.get(w.project.id, c.id)).sha);
@@ -177,7 +143,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     await w.sweeps.run('merge_queue');
     expect(lands).toEqual([tested[2]]);
     expect(w.active()).toBe(0);
-    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id, c.id]) expect(await stateOf(w, id)).toBe('merged');
     const line = (await masterLine(w)).map((x) => x.sha);
     expect(line.slice(-3)).toEqual(tested);
     expect(await trainBranches(w)).toEqual([]);
@@ -211,7 +177,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     await w.sweeps.run('merge_queue');
     expect(lands).toEqual([tested[1]]);
     expect(w.active()).toBe(0);
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     expect((await masterLine(w)).map((x) => x.sha).slice(-2)).toEqual(tested);
     expect(await trainBranches(w)).toEqual([]);
   });
@@ -236,7 +202,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     await w.sweeps.run('merge_queue');
     expect(lands).toEqual([tested[1]]);
     expect(w.active()).toBe(0);
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     expect((await masterLine(w)).map((x) => x.sha).slice(-2)).toEqual(tested);
     expect(w.ci.runs).toBe(runs);
     expect(await trainBranches(w)).toEqual([]);
@@ -284,9 +250,9 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     await w.sweeps.run('merge_queue');
     const [carA, , carC] = cars(w);
     await w.drive(() => w.active() === 0, 'the train empties');
-    expect(await state(w, a.id)).toBe('merged');
-    expect(await state(w, bad.id)).toBe('opened');
-    expect(await state(w, c.id)).toBe('merged');
+    expect(await stateOf(w, a.id)).toBe('merged');
+    expect(await stateOf(w, bad.id)).toBe('opened');
+    expect(await stateOf(w, c.id)).toBe('merged');
     const notes = await botNotes(w, bad.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain('Removed from the default merge queue for `master`: ci/test failed on');
@@ -313,7 +279,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     expect(res.ok).toBe(true);
     const pushed = (await w.admin.branches.get(w.project.id, 'master')).commit.id;
     await w.drive(() => w.active() === 0, 'the train empties');
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     const line = (await masterLine(w)).map((x) => x.sha);
     expect(line).toContain(pushed);
     for (const sha of first) expect(line).not.toContain(sha);
@@ -332,7 +298,7 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     const [carA, carB, carC] = cars(w);
     expect((await commitFile(w, 'b', 'b2.txt', 'calls: foo\n', { message: 'more' })).ok).toBe(true);
     await w.drive(() => w.active() === 0, 'the train empties');
-    for (const id of [a.id, b.id, c.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id, c.id]) expect(await stateOf(w, id)).toBe('merged');
     expect(await botNotes(w, b.id)).toEqual([]);
     const line = (await masterLine(w)).map((x) => x.sha);
     expect(line).toContain(carA!.sha);
@@ -393,9 +359,9 @@ describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
     await w.admin.mergeRequests.update(w.project.id, b.id, { labels: '' });
     await w.processItem(b.id);
     await w.drive(() => w.active() === 0, 'the train empties');
-    expect(await state(w, a.id)).toBe('merged');
-    expect(await state(w, b.id)).toBe('opened');
-    expect(await state(w, c.id)).toBe('merged');
+    expect(await stateOf(w, a.id)).toBe('merged');
+    expect(await stateOf(w, b.id)).toBe('opened');
+    expect(await stateOf(w, c.id)).toBe('merged');
     expect(await botNotes(w, b.id)).toEqual([]);
     const line = (await masterLine(w)).map((x) => x.sha);
     expect(line).toContain(carA!.sha);
@@ -423,9 +389,7 @@ rules:
 `;
   for (const shape of ['depth: 2', 'batch: 2'])
     it(`two rules feed one queue (${shape}): each car lands only with every requirement of each merge request it carries`, async () => {
-      n += 1;
-      const w = await makeQueueWorld(sb, { prefix: `mt${n}`, rules: twoRules(shape), workDir: dir });
-      cleanups.push(() => w.close());
+      const w = await suite.world(twoRules(shape));
       const docs = await openMergeRequest(w, 'docs', { 'docs.txt': 'calls: foo\n' }, ['docs']);
       const code = await openMergeRequest(w, 'code', { 'code.txt': 'calls: foo\n' }, ['code']);
       await queueAll(w, [docs.id, code.id]);
@@ -436,14 +400,14 @@ rules:
       if (!batched) {
         // Car 1 (docs) lands on its own requirements; car 2 (code) waits for review/approved.
         await w.drive(() => w.active() <= 1, 'docs lands');
-        expect(await state(w, docs.id)).toBe('merged');
+        expect(await stateOf(w, docs.id)).toBe('merged');
       } else {
         // One car carries both: it waits for everything either needs, docs' rule included.
         await w.ci.idle();
         await w.sweeps.run('merge_queue');
-        expect(await state(w, docs.id)).toBe('opened');
+        expect(await stateOf(w, docs.id)).toBe('opened');
       }
-      expect(await state(w, code.id)).toBe('opened');
+      expect(await stateOf(w, code.id)).toBe('opened');
       // Past code's own timeout the car fails: a car of one leaves with one comment naming its own
       // requirement; the car of two is split, docs lands alone, code leaves alone.
       for (let i = 0; i < 6 && w.active() > 0; i++) {
@@ -451,8 +415,8 @@ rules:
         await w.drive(() => true, 'a run');
       }
       expect(w.active()).toBe(0);
-      expect(await state(w, docs.id)).toBe('merged');
-      expect(await state(w, code.id)).toBe('opened');
+      expect(await stateOf(w, docs.id)).toBe('merged');
+      expect(await stateOf(w, code.id)).toBe('opened');
       const notes = await botNotes(w, code.id);
       expect(notes).toHaveLength(1);
       expect(notes[0]).toContain('review/approved (missing) did not succeed');
@@ -505,7 +469,7 @@ rules:
       headers: { 'private-token': w.sb.adminToken },
     });
     await w.drive(() => w.active() === 0, 'the train empties');
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     expect(await trainBranches(w)).toEqual([]);
   });
 
@@ -521,7 +485,7 @@ rules:
       `ci/trains/master/default/${b.iid}`,
     ]);
     await w.drive(() => w.active() === 0, 'the train empties');
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     const left: string[] = [];
     for await (const branch of w.admin.branches.list(w.project.id)) left.push(branch.name);
     expect(left.filter((name) => name.startsWith('ci/'))).toEqual([]);
@@ -539,10 +503,10 @@ rules:
     const built = cars(w).map((car) => `${car.id}@${car.sha}`);
     await w.ci.idle();
     // The bot is a developer now; master is protected: developers may not push it.
-    sb.ctx.db.data.groupMembers.find(
+    w.sb.ctx.db.data.groupMembers.find(
       (m) => m.group_id === w.groupId && m.user_id === w.bot.id,
     )!.access_level = 30;
-    sb.ctx.db.changed();
+    w.sb.ctx.db.changed();
     await w.admin.branches.protect(w.project.id, 'master');
     const runs = w.ci.runs;
     for (let i = 0; i < 3; i++) {
@@ -554,12 +518,12 @@ rules:
     }
     expect(cars(w).map((car) => `${car.id}@${car.sha}`)).toEqual(built);
     expect(w.ci.runs).toBe(runs);
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('opened');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('opened');
     // Allowed again: the same cars land.
-    sb.ctx.db.data.groupMembers.find(
+    w.sb.ctx.db.data.groupMembers.find(
       (m) => m.group_id === w.groupId && m.user_id === w.bot.id,
     )!.access_level = 40;
-    sb.ctx.db.changed();
+    w.sb.ctx.db.changed();
     await w.drive(() => w.active() === 0, 'the train empties');
     const line = (await masterLine(w)).map((x) => x.sha);
     for (const car of built) expect(line).toContain(car.split('@')[1]);
@@ -587,7 +551,7 @@ rules:
     await w.admin.mergeRequests.update(w.project.id, b.id, { labels: '' });
     await w.processItem(b.id);
     await w.drive(() => w.active() === 0, 'the train empties');
-    expect(await state(w, a.id)).toBe('merged');
+    expect(await stateOf(w, a.id)).toBe('merged');
     expect(await trainBranches(w)).toEqual([carB!.branch]);
     const kept = await w.admin.branches.get(w.project.id, carB!.branch);
     expect((await w.admin.commits.get(w.project.id, kept.commit.id)).title).toBe('my work');
@@ -606,7 +570,7 @@ rules:
     const { depth: _depth, ...serial } = entry;
     await w.store.enqueue(serial);
     await w.drive(() => w.active() === 0, 'the serial queue empties');
-    for (const id of [a.id, b.id]) expect(await state(w, id)).toBe('merged');
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('merged');
     expect(await trainBranches(w)).toEqual([]);
   });
 
@@ -633,8 +597,8 @@ rules:
     }
     await w.ci.idle();
     expect(w.active()).toBe(0);
-    for (const id of [a.id, b.id, d.id]) expect(await state(w, id)).toBe('merged');
-    expect(await state(w, bad.id)).toBe('opened');
+    for (const id of [a.id, b.id, d.id]) expect(await stateOf(w, id)).toBe('merged');
+    expect(await stateOf(w, bad.id)).toBe('opened');
     const notes = await botNotes(w, bad.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain('ci/test failed on');

@@ -5,13 +5,10 @@
  * car behind the front stays, with its members, until it is the front. Against the sandbox over HTTP
  * with real git and the simulated CI, the front car's branch held pending.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import type { TrainCar } from '../../src/state/store.ts';
-import { makeQueueWorld, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+import { openMergeRequest } from '../helpers/queue-world.ts';
+import { trainSuite } from '../helpers/train-suite.ts';
 
 const RULES = `
 rules:
@@ -24,28 +21,13 @@ rules:
 `;
 
 describe('the cars behind a front car still tested', { timeout: 240_000 }, () => {
-  let sb: Sandbox;
-  let dir = '';
-  let w: QueueWorld | undefined;
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'tcb-root-token', hookTimeoutMs: 2_000 });
-    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-tcb-'));
-  });
-  afterAll(async () => {
-    await w?.close();
-    await sb?.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const suite = trainSuite('tcb');
 
   it('are read and recorded passed or failed, give the queue its build time, and are judged only at the front', async () => {
     const held = new Set<string>();
-    w = await makeQueueWorld(sb, {
-      prefix: 'tcb',
-      rules: RULES,
-      workDir: dir,
+    const world = await suite.world(RULES, {
       modeOf: (branch) => (held.has(branch) ? 'pending-forever' : 'normal'),
     });
-    const world = w;
     const a = await openMergeRequest(world, 'a', { 'a.txt': 'calls: foo\n' });
     const c = await openMergeRequest(world, 'c', { 'c.txt': 'calls: foo\n' });
     const bad = await openMergeRequest(world, 'bad', { 'bad.txt': 'calls: nowhere\n' });

@@ -5,55 +5,24 @@
  * real git and its CI: the conflicting one leaves with one comment naming the file, the others land;
  * a car whose base the cache lacks (the target moved under the train) is still built.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
-import { commitFile, makeQueueWorld, masterLine, openMergeRequest } from '../helpers/queue-world.ts';
-
-const RULES = `
-rules:
-  - name: queue automerge
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } } ]
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 3 }
-`;
+import { describe, expect, it } from 'vitest';
+import { commitFile, masterLine, openMergeRequest } from '../helpers/queue-world.ts';
+import { botNotes, queueAll, stateOf, trainRules, trainSuite } from '../helpers/train-suite.ts';
 
 describe('a merge train and textual conflicts', { timeout: 240_000 }, () => {
-  let sb: Sandbox;
-  let dir = '';
-  const cleanups: (() => Promise<void>)[] = [];
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'tcf-root-token', hookTimeoutMs: 2_000 });
-    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-tcf-'));
-  });
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-  afterAll(async () => {
-    await sb?.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const suite = trainSuite('tcf');
 
   it('the second of two merge requests changing the same line leaves with one comment naming the file; the others land', async () => {
-    const w = await makeQueueWorld(sb, { prefix: 'tcf1', rules: RULES, workDir: dir });
-    cleanups.push(() => w.close());
+    const w = await suite.world(trainRules('depth: 3'));
     const a = await openMergeRequest(w, 'a', { 'shared.txt': 'one\nTWO from a\nthree\n' });
     const b = await openMergeRequest(w, 'b', { 'shared.txt': 'one\ntwo from b\nthree\n' });
     const c = await openMergeRequest(w, 'c', { 'c.txt': 'calls: foo\n' });
-    await w.ci.idle();
-    for (const mr of [a, b, c]) await w.processItem(mr.id);
+    await queueAll(w, [a.id, b.id, c.id]);
     await w.drive(() => w.active() === 0, 'the train empties');
-    const state = async (id: number) => (await w.admin.mergeRequests.get(w.project.id, id)).state;
-    expect(await state(a.id)).toBe('merged');
-    expect(await state(b.id)).toBe('opened');
-    expect(await state(c.id)).toBe('merged');
-    const notes: string[] = [];
-    for await (const note of w.admin.notes.listMergeRequestNotes(w.project.id, b.id))
-      if (!note.system && note.author.username.endsWith('-bot')) notes.push(note.body);
+    expect(await stateOf(w, a.id)).toBe('merged');
+    expect(await stateOf(w, b.id)).toBe('opened');
+    expect(await stateOf(w, c.id)).toBe('merged');
+    const notes = await botNotes(w, b.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toContain('conflicts with master');
     expect(notes[0]).toContain('`shared.txt`');
@@ -61,8 +30,7 @@ describe('a merge train and textual conflicts', { timeout: 240_000 }, () => {
   });
 
   it('the target moved under the train to a commit the cache has never seen: the cars are built on it all the same', async () => {
-    const w = await makeQueueWorld(sb, { prefix: 'tcf2', rules: RULES, workDir: dir });
-    cleanups.push(() => w.close());
+    const w = await suite.world(trainRules('depth: 3'));
     const a = await openMergeRequest(w, 'a', { 'a.txt': 'calls: foo\n' });
     const b = await openMergeRequest(w, 'b', { 'b.txt': 'calls: foo\n' });
     await w.ci.idle();

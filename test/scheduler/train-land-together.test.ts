@@ -6,70 +6,21 @@
  * cannot go (a car's branch not as the driver knows it; the target moved), the landing is pushed alone
  * and what follows from it is as before. Against the sandbox over HTTP with real git and its CI.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import type { PushEvent } from '../../src/sandbox/context.ts';
-import type { QueueEntry } from '../../src/state/store.ts';
 import {
   commitFile,
-  makeQueueWorld,
   masterLine,
   openMergeRequest,
   recordingLandings,
   type QueueWorld,
+  type QueueWorldOptions,
 } from '../helpers/queue-world.ts';
-
-const RULES = `
-rules:
-  - name: queue automerge
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } } ]
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2 }
-`;
+import { carsOf as cars, trainBranches, trainRules, trainSuite } from '../helpers/train-suite.ts';
 
 describe('a landing and the next cars in one push', { timeout: 240_000 }, () => {
-  let sb: Sandbox;
-  let dir = '';
-  const cleanups: (() => Promise<void>)[] = [];
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'tlt-root-token', hookTimeoutMs: 2_000 });
-    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-tlt-'));
-  });
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-  afterAll(async () => {
-    await sb?.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  let n = 0;
-  async function world(extra: Partial<Parameters<typeof makeQueueWorld>[1]> = {}) {
-    n += 1;
-    const w = await makeQueueWorld(sb, { prefix: `tlt${n}`, rules: RULES, workDir: dir, ...extra });
-    cleanups.push(() => w.close());
-    return w;
-  }
-  const cars = (w: QueueWorld) => {
-    const byId = new Map(
-      w.store
-        .queued()
-        .filter((e: QueueEntry) => !e.left && e.car)
-        .map((e) => [e.car!.id, e.car!] as const),
-    );
-    return [...byId.values()].sort((x, y) => x.position - y.position);
-  };
-  async function trainBranches(w: QueueWorld): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    for await (const b of w.admin.branches.list(w.project.id))
-      if (b.name.startsWith('hookbot/train/')) found.set(b.name, b.commit.id);
-    return found;
-  }
+  const suite = trainSuite('tlt');
+  const world = (extra: Partial<QueueWorldOptions> = {}) => suite.world(trainRules('depth: 2'), extra);
   /** Three good merge requests queued (depth 2: a and b ride, c waits), their first cars pushed. */
   async function twoCarsAndOneWaiting(w: QueueWorld) {
     const mrs = [];

@@ -4,14 +4,11 @@
  * queue's state (a second driver on the same store goes on with it). Against the sandbox over HTTP,
  * with real git and the simulated CI: every wait is on a condition.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import type { QueueEntry } from '../../src/state/store.ts';
 import { queuePosition, queueShape, queuesOf } from '../../src/state/queue-order.ts';
-import { makeQueueWorld, openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+import { openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
+import { queueAll, trainSuite } from '../helpers/train-suite.ts';
 
 const rules = (options: string) => `
 rules:
@@ -24,28 +21,8 @@ rules:
 `;
 
 describe('depth: auto, the window of a merge train', { timeout: 240_000 }, () => {
-  let sb: Sandbox;
-  let dir = '';
-  const cleanups: (() => Promise<void>)[] = [];
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'tw-root-token', hookTimeoutMs: 2_000 });
-    dir = await mkdtemp(path.join(tmpdir(), 'hookbot-tw-'));
-  });
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-  afterAll(async () => {
-    await sb?.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  let n = 0;
-  async function world(options: string) {
-    n += 1;
-    const w = await makeQueueWorld(sb, { prefix: `tw${n}`, rules: rules(options), workDir: dir });
-    cleanups.push(() => w.close());
-    return w;
-  }
+  const suite = trainSuite('tw');
+  const world = (options: string) => suite.world(rules(options));
   const live = (w: QueueWorld): QueueEntry[] => [...queuesOf(w.store.queued()).values()][0] ?? [];
   /** The cars as the store holds them, front first: each one's merge requests' iids. */
   const cars = (w: QueueWorld) => {
@@ -54,10 +31,6 @@ describe('depth: auto, the window of a merge train', { timeout: 240_000 }, () =>
     return [...seen.values()];
   };
   const windowOf = (w: QueueWorld) => queueShape(live(w));
-  async function queueAll(w: QueueWorld, ids: number[]) {
-    await w.ci.idle();
-    for (const id of ids) await w.processItem(id);
-  }
   /** One run of the queue once the CI built everything pushed. */
   async function round(w: QueueWorld, sweeps = w.sweeps) {
     await w.ci.idle();
