@@ -8,7 +8,7 @@
  * The news is given as the scheduler gives it: an aborted signal.
  */
 import { describe, expect, it } from 'vitest';
-import { openMergeRequest, recordingLandings, type QueueWorld } from '../helpers/queue-world.ts';
+import { commitFile, openMergeRequest, recordingLandings, type QueueWorld } from '../helpers/queue-world.ts';
 import {
   carsOf,
   queueAll,
@@ -116,6 +116,46 @@ describe('news during a merge train run', { timeout: 240_000 }, () => {
     expect(w.active()).toBe(0);
     // What the run said of car 2 before the news (waiting) is not in its report.
     expect(report.items.filter((item) => item.outcome === 'waiting')).toEqual([]);
+  });
+
+  it('a late-joined landing that does not go (the target moved just before the push): nothing lands, and the run still says the joined car waits', async () => {
+    const lands: string[] = [];
+    const w = await world(lands);
+    const { a, b, tested } = await twoGreenCars(w);
+    const heard = new AbortController();
+    const list = w.client.statuses.list.bind(w.client.statuses);
+    let hidden = false;
+    w.client.statuses.list = (projectId, sha, options) => {
+      if (sha === tested[1] && !hidden) {
+        hidden = true;
+        heard.abort();
+        return (async function* () {})();
+      }
+      return list(projectId, sha, options);
+    };
+    // Someone pushes master after the run judged the cars, before its push.
+    const judge = w.client.mergeRequests.get.bind(w.client.mergeRequests);
+    let moved = false;
+    w.client.mergeRequests.get = async (projectId, id) => {
+      if (hidden && !moved && id === b.id) {
+        moved = true;
+        const res = await commitFile(w, 'master', 'elsewhere.txt', 'calls: foo\n', { message: 'elsewhere' });
+        expect(res.ok).toBe(true);
+      }
+      return judge(projectId, id);
+    };
+    const report = (await w.sweeps.run('merge_queue', { news: heard.signal })) as Report;
+    expect(moved).toBe(true);
+    expect(lands).toEqual([]);
+    for (const id of [a.id, b.id]) expect(await stateOf(w, id)).toBe('opened');
+    expect(w.active()).toBe(2);
+    const key = `merge_request:${w.project.id}:${b.id}`;
+    expect(report.items.filter((item) => item.itemKey === key).map((item) => item.outcome)).toContain(
+      'waiting',
+    );
+    // The next runs build both again on the moved target and land them.
+    await w.drive(() => w.active() === 0, 'the train empties');
+    for (const id of [a.id, b.id]) await shownMerged(w, id);
   });
 
   it('without news, that car waits for the next run (the run judged it on what it read)', async () => {

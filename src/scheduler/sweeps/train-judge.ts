@@ -259,11 +259,7 @@ export async function landLate(run: TrainRun): Promise<void> {
     green++;
   }
   if (green === 0 || (await stillHeld(run, green)) < green) return;
-  const going = run.cars.slice(0, green);
-  const members = new Set(going.flatMap((one) => one.car.members));
-  // What this run said of them (waiting) is not so any more.
-  for (let i = run.steps.length - 1; i >= 0; i--)
-    if (run.steps[i]!.outcome === 'waiting' && members.has(run.steps[i]!.entry.itemKey))
-      run.steps.splice(i, 1);
-  await landCars(run, going, undefined, true);
+  // What this run said of them (waiting) goes once they land (train-land.ts `landedCars`); a landing
+  // that does not go leaves it said.
+  await landCars(run, run.cars.slice(0, green), undefined, true);
 }

@@ -41,6 +41,12 @@ async function landedCars(
     });
   const members = going.flatMap((one, i) => one.entries.map((entry) => ({ one, i, entry })));
   const reads = await Promise.all(members.map(({ entry }) => run.readMr(entry)));
+  // What the run said of them before they landed (waiting: a car that joined the landing late,
+  // train-judge.ts `landLate`) is not so any more.
+  const landed = new Set(members.map(({ entry }) => entry.itemKey));
+  for (let k = run.steps.length - 1; k >= 0; k--)
+    if (run.steps[k]!.outcome === 'waiting' && landed.has(run.steps[k]!.entry.itemKey))
+      run.steps.splice(k, 1);
   for (const [k, { one, i, entry }] of members.entries()) {
     await run.deps.store.dequeue(entry.itemKey);
     const mr = reads[k];
