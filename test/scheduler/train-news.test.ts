@@ -45,6 +45,23 @@ describe('news during a merge train run', { timeout: 240_000 }, () => {
     heard.abort();
     return heard.signal;
   };
+  /**
+   * The run's first read of `sha`'s statuses finds none (its build had not reported yet); `heard`, if
+   * given, is aborted then (the status hook arriving during the run). True once it happened.
+   */
+  function hideFirstRead(w: QueueWorld, sha: string, heard?: AbortController): () => boolean {
+    const list = w.client.statuses.list.bind(w.client.statuses);
+    let hidden = false;
+    w.client.statuses.list = (projectId, at, options) => {
+      if (at === sha && !hidden) {
+        hidden = true;
+        heard?.abort();
+        return (async function* () {})();
+      }
+      return list(projectId, at, options);
+    };
+    return () => hidden;
+  }
 
   it("leaves the tail to the next run: landed merge requests not shown merged yet are read again there, not waited for, and the folder's listing goes there too, even once the queue is empty", async () => {
     let landed = false;
@@ -98,18 +115,9 @@ describe('news during a merge train run', { timeout: 240_000 }, () => {
     // The first read of car 2's statuses in this run is from before its build finished (nothing
     // posted yet); its status hook arrives meanwhile: the news.
     const heard = new AbortController();
-    const list = w.client.statuses.list.bind(w.client.statuses);
-    let hidden = false;
-    w.client.statuses.list = (projectId, sha, options) => {
-      if (sha === tested[1] && !hidden) {
-        hidden = true;
-        heard.abort();
-        return (async function* () {})();
-      }
-      return list(projectId, sha, options);
-    };
+    const hidden = hideFirstRead(w, tested[1]!, heard);
     const report = (await w.sweeps.run('merge_queue', { news: heard.signal })) as Report;
-    expect(hidden).toBe(true);
+    expect(hidden()).toBe(true);
     // One landing push, to car 2's commit: both landed.
     expect(lands).toEqual([tested[1]]);
     for (const id of [a.id, b.id]) await shownMerged(w, id);
@@ -123,21 +131,12 @@ describe('news during a merge train run', { timeout: 240_000 }, () => {
     const w = await world(lands);
     const { a, b, tested } = await twoGreenCars(w);
     const heard = new AbortController();
-    const list = w.client.statuses.list.bind(w.client.statuses);
-    let hidden = false;
-    w.client.statuses.list = (projectId, sha, options) => {
-      if (sha === tested[1] && !hidden) {
-        hidden = true;
-        heard.abort();
-        return (async function* () {})();
-      }
-      return list(projectId, sha, options);
-    };
+    const hidden = hideFirstRead(w, tested[1]!, heard);
     // Someone pushes master after the run judged the cars, before its push.
     const judge = w.client.mergeRequests.get.bind(w.client.mergeRequests);
     let moved = false;
     w.client.mergeRequests.get = async (projectId, id) => {
-      if (hidden && !moved && id === b.id) {
+      if (hidden() && !moved && id === b.id) {
         moved = true;
         const res = await commitFile(w, 'master', 'elsewhere.txt', 'calls: foo\n', { message: 'elsewhere' });
         expect(res.ok).toBe(true);
@@ -162,16 +161,9 @@ describe('news during a merge train run', { timeout: 240_000 }, () => {
     const lands: string[] = [];
     const w = await world(lands);
     const { a, b, tested } = await twoGreenCars(w);
-    const list = w.client.statuses.list.bind(w.client.statuses);
-    let hidden = false;
-    w.client.statuses.list = (projectId, sha, options) => {
-      if (sha === tested[1] && !hidden) {
-        hidden = true;
-        return (async function* () {})();
-      }
-      return list(projectId, sha, options);
-    };
+    const hidden = hideFirstRead(w, tested[1]!);
     await w.sweeps.run('merge_queue');
+    expect(hidden()).toBe(true);
     expect(lands).toEqual([tested[0]]);
     await shownMerged(w, a.id);
     expect(await stateOf(w, b.id)).toBe('opened');
