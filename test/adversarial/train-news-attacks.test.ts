@@ -13,96 +13,30 @@
  * heads (building the next cars: after the front was judged, before the late judging), which is where
  * an attacker's push lands when it wins the race.
  *
- * Every attack is asserted with the SAFE outcome. One test fails on the change as it stands (a
- * robustness hole, not an authority one: no attacker gets a write she could not make herself): "a run
- * that took a tail over and failed: the landing it was to tell is still told by a later run".
+ * Every attack is asserted with the SAFE outcome. One found a hole in the first version (a robustness
+ * hole, not an authority one: no attacker gets a write she could not make herself): "a run that took
+ * a tail over and failed: the landing it was to tell is still told by a later run" failed then and
+ * passes since the fix its comment names.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.ts';
-import type { TrainGit } from '../../src/git/train-git.ts';
-import type { PushEvent } from '../../src/sandbox/context.ts';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { FORK_APPROVAL_SETTLE_MS } from '../../src/scheduler/sweeps/merge-train.ts';
-import type { QueueEntry } from '../../src/state/store.ts';
-import { makeAttackWorld, type AttackWorld } from '../helpers/attack-world.ts';
-import { masterLine, recordingLandings } from '../helpers/queue-world.ts';
+import type { AttackWorld } from '../helpers/attack-world.ts';
+import { masterLine } from '../helpers/queue-world.ts';
+import {
+  QUEUE_ON_COMMAND,
+  attackCars,
+  carCommits,
+  newSpy,
+  recordPushes,
+  trainAttackSuite,
+  type Spy,
+} from '../helpers/train-attack-suite.ts';
+import { trainRules } from '../helpers/train-suite.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
-const TRAIN = (depth = 2) => `
-rules:
-  - name: queue automerge
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } } ]
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, depth: ${depth} }
-`;
-
-const QUEUE_ON_COMMAND = `
-rules:
-  - name: queue on command
-    on: [note.created]
-    for: merge_requests
-    if:
-      - note: { matches: '^/hookbot merge\\b' }
-      - actor_access: developer
-      - state: opened
-      - target_branch: master
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2 }
-`;
-
-type LandWithCars = Parameters<TrainGit['landWithCars']>[0];
-
-interface Spy {
-  /** The commits the target was pushed to, by either way of landing, when it went. */
-  lands: string[];
-  /** Runs once, at the next fetch of heads (a run building its next cars: after the front's judging, before the late one). */
-  midRun?: () => Promise<void>;
-  /** Runs once, right before the next `landWithCars`. */
-  beforeOnePush?: (request: LandWithCars) => Promise<void>;
-  /** Replaces the next `landWithCars` once (a crash). */
-  onePushOnce?: (request: LandWithCars, real: TrainGit['landWithCars']) => Promise<boolean>;
-  /** The server refuses every landing (a push rule an operator set): nothing of it is pushed. */
-  refuse?: boolean;
-}
-
-function spying(spy: Spy): (base: TrainGit) => TrainGit {
-  return (base) => {
-    const recording = recordingLandings(base, spy.lands);
-    return {
-      ...recording,
-      async land(request) {
-        if (spy.refuse) return { kind: 'refused', message: 'pre-receive hook declined' };
-        return recording.land(request);
-      },
-      async fetchHeads(request) {
-        const act = spy.midRun;
-        spy.midRun = undefined;
-        await act?.();
-        return base.fetchHeads(request);
-      },
-      async landWithCars(request) {
-        if (spy.refuse) return false;
-        const before = spy.beforeOnePush;
-        spy.beforeOnePush = undefined;
-        await before?.(request);
-        const instead = spy.onePushOnce;
-        spy.onePushOnce = undefined;
-        if (!instead) return recording.landWithCars(request);
-        return instead(request, async (r) => {
-          const went = await base.landWithCars(r);
-          if (went) spy.lands.push(r.sha);
-          return went;
-        });
-      },
-    };
-  };
-}
+const TRAIN = (depth = 2) => trainRules(`depth: ${depth}`);
 
 interface Report {
   items: { itemKey: string; outcome: string; detail: string }[];
@@ -112,61 +46,9 @@ describe(
   'adversarial: news during a merge train run (sandbox over HTTP and git)',
   { timeout: 120_000 },
   () => {
-    let sb: Sandbox;
-    let workDir = '';
-    const cleanups: (() => Promise<void>)[] = [];
-    beforeAll(async () => {
-      sb = await startSandbox({ adminToken: 'tna-root-token', hookTimeoutMs: 2_000 });
-      workDir = await mkdtemp(path.join(tmpdir(), 'hookbot-news-attacks-'));
-    });
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
-    afterAll(async () => {
-      await sb?.close();
-      await rm(workDir, { recursive: true, force: true });
-    });
-
-    let n = 0;
-    async function world(
-      rules: string,
-      spy: Spy,
-      options: { fork?: boolean; warnings?: string[]; infos?: { fields: object; message: string }[] } = {},
-    ): Promise<AttackWorld> {
-      n += 1;
-      const warnings = options.warnings ?? (options.infos ? [] : undefined);
-      const infos = options.infos;
-      const a = await makeAttackWorld(sb, {
-        prefix: `tna${n}`,
-        rules,
-        workDir,
-        trainGit: spying(spy),
-        ...(options.fork ? { fork: true } : {}),
-        ...(warnings
-          ? {
-              log: {
-                info: (fields: object, message: string) => void infos?.push({ fields, message }),
-                warn: (_fields: object, message: string) => void warnings.push(message),
-                error: (_fields: object, message: string) => void warnings.push(message),
-              },
-            }
-          : {}),
-      });
-      cleanups.push(() => a.w.close());
-      return a;
-    }
-    const newSpy = (): Spy => ({ lands: [] });
-
-    /** The cars as the store holds them, front first. */
-    const cars = (a: AttackWorld) => {
-      const byId = new Map(
-        a.w.store
-          .queued()
-          .filter((e: QueueEntry) => !e.left && e.car)
-          .map((e) => [e.car!.id, e.car!] as const),
-      );
-      return [...byId.values()].sort((x, y) => x.position - y.position);
-    };
+    const suite = trainAttackSuite('tna');
+    const world = suite.world;
+    const cars = attackCars;
     const entryOf = (a: AttackWorld, mrId: number) =>
       a.w.store.queued().find((e) => e.mrId === mrId && !e.left);
     const master = async (a: AttackWorld) =>
@@ -195,27 +77,6 @@ describe(
         return list(projectId, asked, filter, options);
       };
       return seen;
-    }
-
-    /** Every ref update of the project the server took, in order. */
-    function recordPushes(a: AttackWorld): PushEvent[] {
-      const seen: PushEvent[] = [];
-      a.sb.ctx.on.push.unshift((event) => {
-        if (event.project.id === a.w.project.id) seen.push(event);
-      });
-      return seen;
-    }
-
-    /** The commits each train branch was ever pushed to (deletions left out). */
-    function carCommits(pushes: PushEvent[]): Map<string, Set<string>> {
-      const found = new Map<string, Set<string>>();
-      for (const p of pushes) {
-        const branch = p.ref.replace('refs/heads/', '');
-        if (!branch.startsWith('hookbot/train/') || /^0+$/.test(p.after)) continue;
-        if (!found.has(branch)) found.set(branch, new Set());
-        found.get(branch)!.add(p.after);
-      }
-      return found;
     }
 
     /** The CI's own `ci/test` passed on `sha` for a train branch (the commit was tested as a car). */
@@ -247,7 +108,7 @@ describe(
       const mrs = [];
       for (const [i, who] of authors.entries())
         mrs.push(
-          await a.open(who, `${'abcdefgh'[i]}-${n}`, contents?.[i] ?? 'calls: foo\n', {
+          await a.open(who, `${'abcdefgh'[i]}-${suite.count()}`, contents?.[i] ?? 'calls: foo\n', {
             labels: ['automerge'],
           }),
         );
@@ -278,7 +139,12 @@ describe(
       const seen = hideFirstRead(a, first[0]!.sha!);
       let unreviewed = '';
       spy.midRun = async () => {
-        unreviewed = await a.commit(a.mallory, `a-${n}`, 'backdoor.txt', 'calls: foo\nunreviewed\n');
+        unreviewed = await a.commit(
+          a.mallory,
+          `a-${suite.count()}`,
+          'backdoor.txt',
+          'calls: foo\nunreviewed\n',
+        );
         heard.abort();
       };
       const report = (await w.sweeps.run('merge_queue', { news: heard.signal })) as Report;
@@ -313,7 +179,12 @@ describe(
       hideFirstRead(a, first[1]!.sha!, () => heard.abort());
       let unreviewed = '';
       spy.beforeOnePush = async () => {
-        unreviewed = await a.commit(a.mallory, `b-${n}`, 'backdoor.txt', 'calls: foo\nunreviewed\n');
+        unreviewed = await a.commit(
+          a.mallory,
+          `b-${suite.count()}`,
+          'backdoor.txt',
+          'calls: foo\nunreviewed\n',
+        );
       };
       const report = (await w.sweeps.run('merge_queue', { news: heard.signal })) as Report;
       expect(unreviewed).not.toBe('');
@@ -389,7 +260,7 @@ describe(
         ref: car.branch,
       });
       // The same commit on a branch of hers: the CI builds it there and passes it.
-      await a.createBranch(a.mallory, w.project.id, `side-${n}`, car.sha!);
+      await a.createBranch(a.mallory, w.project.id, `side-${suite.count()}`, car.sha!);
       await a.ciStatus(car.sha!, 'success');
       for (const who of [a.reporter, a.stranger, a.outsider]) {
         const posted = await who.client.statuses
@@ -579,7 +450,7 @@ rules:
       // Carried: the given-up car's branch is still there, at its commit.
       expect((await a.trainBranches()).get(given)).toBe(first[1]!.sha);
       const hers = await a.commit(a.mallory, given, 'hers.txt', 'calls: foo\nhers\n');
-      const own = `hookbot/train/master/default/9${n}99`;
+      const own = `hookbot/train/master/default/9${suite.count()}99`;
       const ownSha = await a.commit(a.mallory, own, 'own.txt', 'calls: foo\nown\n');
       const refused = await a.reporter.client.files
         .create(w.project.id, {
@@ -623,7 +494,7 @@ rules:
       const first = cars(a);
       expect(first.map((car) => car.iids)).toEqual([[mrs[0]!.iid], [mrs[1]!.iid]]);
       for (const car of first) await a.ciStatus(car.sha!, 'success');
-      await a.commit(a.master, `b-${n}`, 'more.txt', 'calls: foo\nmore\n');
+      await a.commit(a.master, `b-${suite.count()}`, 'more.txt', 'calls: foo\nmore\n');
       const carried = () =>
         infos.filter((x) => x.message.includes('its tail is left to the next run')).map((x) => x.fields) as {
           branches: number;
@@ -672,9 +543,9 @@ rules:
      * run's memory and is gone. The landed merge request is never told landed (no `merged` step in any
      * report, `events.landed` never called: explain and the landing metrics never hear of it), and the
      * given-up branch waits for a landing run's listing. Without news the landing run would have told
-     * it itself. Proposed fix: in merge-train.ts `driveTrain`, when the run throws after `takeOverTail`,
-     * hand what it holds of a tail back to `tails` (its `stale` minus the branches a car holds, `list`,
-     * `unconfirmed`) before rethrowing, so that the next run or `leftTail` finishes it.
+     * it itself. Fixed: a run that throws after `takeOverTail` hands what it holds of a tail back to
+     * `tails` (train-tail.ts `giveBackTail`: its `stale` minus the branches a car holds, `list`,
+     * `unconfirmed`) before rethrowing, and the next run or `leftTail` finishes it.
      */
     it('a run that took a tail over and failed: the landing it was to tell is still told by a later run', async () => {
       const spy = newSpy();

@@ -14,190 +14,39 @@
  * Every attack is asserted with the SAFE outcome. Three of them found holes in the first version of
  * the one push; each test failed then and passes since the fix its comment names ("Found ... Fixed").
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.ts';
-import type { TrainGit } from '../../src/git/train-git.ts';
-import type { PushEvent } from '../../src/sandbox/context.ts';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.ts';
 import { FORK_APPROVAL_SETTLE_MS } from '../../src/scheduler/sweeps/merge-train.ts';
-import type { QueueEntry } from '../../src/state/store.ts';
-import { makeAttackWorld, type AttackWorld } from '../helpers/attack-world.ts';
+import type { AttackWorld } from '../helpers/attack-world.ts';
 import { gitUser } from '../helpers/git-user.ts';
-import { commitFile, masterLine, recordingLandings } from '../helpers/queue-world.ts';
+import { commitFile, masterLine } from '../helpers/queue-world.ts';
+import {
+  QUEUE_ON_COMMAND,
+  attackCars,
+  carCommits,
+  newSpy,
+  recordPushes,
+  trainAttackSuite,
+  type Spy,
+} from '../helpers/train-attack-suite.ts';
+import { trainRules } from '../helpers/train-suite.ts';
 
-const TRAIN = (extra = '') => `
-rules:
-  - name: queue automerge
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } } ]
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2${extra} }
-`;
-
-const QUEUE_ON_COMMAND = `
-rules:
-  - name: queue on command
-    on: [note.created]
-    for: merge_requests
-    if:
-      - note: { matches: '^/hookbot merge\\b' }
-      - actor_access: developer
-      - state: opened
-      - target_branch: master
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, depth: 2 }
-`;
-
-type LandWithCars = Parameters<TrainGit['landWithCars']>[0];
-
-/** What the train git did, and a hook to act right before the one push. */
-interface Spy {
-  /** The commits the target was pushed to, by either way of landing, when it went. */
-  lands: string[];
-  /** Each one push's outcome. */
-  together: boolean[];
-  /** Landings alone (`land` calls). */
-  alone: number;
-  /** Runs once, right before the next `landWithCars` (with its request). */
-  beforeOnePush?: (request: LandWithCars) => Promise<void>;
-  /** Runs once, right before the next landing push, whichever it is (`land` or `landWithCars`). */
-  beforeAnyLanding?: () => Promise<void>;
-  /** Replaces the next `landWithCars` once (a crash, a lost answer). */
-  onePushOnce?: (request: LandWithCars, real: TrainGit['landWithCars']) => Promise<boolean>;
-  /** Runs once, right before the next `buildCar` of a car holding `iid`. */
-  beforeBuild?: { iid: number; act: () => Promise<void> };
-}
-
-function spying(spy: Spy): (base: TrainGit) => TrainGit {
-  return (base) => {
-    const recording = recordingLandings(base, spy.lands);
-    return {
-      ...recording,
-      async land(request) {
-        spy.alone++;
-        const any = spy.beforeAnyLanding;
-        spy.beforeAnyLanding = undefined;
-        await any?.();
-        return recording.land(request);
-      },
-      async landWithCars(request) {
-        const any = spy.beforeAnyLanding;
-        spy.beforeAnyLanding = undefined;
-        await any?.();
-        const before = spy.beforeOnePush;
-        spy.beforeOnePush = undefined;
-        await before?.(request);
-        const instead = spy.onePushOnce;
-        spy.onePushOnce = undefined;
-        const went = instead
-          ? await instead(request, (r) => base.landWithCars(r))
-          : await recording.landWithCars(request);
-        spy.together.push(went);
-        return went;
-      },
-      async buildCar(request) {
-        const hook = spy.beforeBuild;
-        if (hook && request.members.some((m) => m.iid === hook.iid)) {
-          spy.beforeBuild = undefined;
-          await hook.act();
-        }
-        return base.buildCar(request);
-      },
-    };
-  };
-}
+const TRAIN = (extra = '') => trainRules(`depth: 2${extra}`);
 
 describe(
   'adversarial: the landing and the next cars in one push (sandbox over HTTP and git)',
   { timeout: 180_000 },
   () => {
-    let sb: Sandbox;
-    let workDir = '';
-    const cleanups: (() => Promise<void>)[] = [];
-    beforeAll(async () => {
-      sb = await startSandbox({ adminToken: 'top-root-token', hookTimeoutMs: 2_000 });
-      workDir = await mkdtemp(path.join(tmpdir(), 'hookbot-one-push-'));
-    });
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
-    afterAll(async () => {
-      await sb?.close();
-      await rm(workDir, { recursive: true, force: true });
-    });
-
-    let n = 0;
-    async function world(
-      rules: string,
-      spy: Spy,
-      options: { fork?: boolean; warnings?: string[] } = {},
-    ): Promise<AttackWorld> {
-      n += 1;
-      const warnings = options.warnings;
-      const a = await makeAttackWorld(sb, {
-        prefix: `top${n}`,
-        rules,
-        workDir,
-        trainGit: spying(spy),
-        ...(options.fork ? { fork: true } : {}),
-        ...(warnings
-          ? {
-              log: {
-                info: () => undefined,
-                warn: (_fields: object, message: string) => void warnings.push(message),
-                error: (_fields: object, message: string) => void warnings.push(message),
-              },
-            }
-          : {}),
-      });
-      cleanups.push(() => a.w.close());
-      return a;
-    }
-
-    const newSpy = (): Spy => ({ lands: [], together: [], alone: 0 });
-
-    /** The cars as the store holds them, front first. */
-    const cars = (a: AttackWorld) => {
-      const byId = new Map(
-        a.w.store
-          .queued()
-          .filter((e: QueueEntry) => !e.left && e.car)
-          .map((e) => [e.car!.id, e.car!] as const),
-      );
-      return [...byId.values()].sort((x, y) => x.position - y.position);
-    };
-
-    /** Every ref update of the project the server took, in order. */
-    function recordPushes(a: AttackWorld): PushEvent[] {
-      const seen: PushEvent[] = [];
-      a.sb.ctx.on.push.unshift((event) => {
-        if (event.project.id === a.w.project.id) seen.push(event);
-      });
-      return seen;
-    }
-
-    /** The commits each train branch was ever pushed to (deletions left out). */
-    function carCommits(pushes: PushEvent[]): Map<string, Set<string>> {
-      const found = new Map<string, Set<string>>();
-      for (const p of pushes) {
-        const branch = p.ref.replace('refs/heads/', '');
-        if (!branch.startsWith('hookbot/train/') || /^0+$/.test(p.after)) continue;
-        if (!found.has(branch)) found.set(branch, new Set());
-        found.get(branch)!.add(p.after);
-      }
-      return found;
-    }
+    const suite = trainAttackSuite('top');
+    const world = suite.world;
+    const cars = attackCars;
 
     /** Three merge requests of `who` queued (depth 2: the first two ride, the third waits); the first cars pushed and green. */
     async function twoGreenCarsAndOneWaiting(a: AttackWorld, who = a.master) {
       const mrs = [];
       for (const name of ['a', 'b', 'c'])
-        mrs.push(await a.open(who, `${name}-${n}`, 'calls: foo\n', { labels: ['automerge'] }));
+        mrs.push(await a.open(who, `${name}-${suite.count()}`, 'calls: foo\n', { labels: ['automerge'] }));
       for (const mr of mrs) await a.w.processItem(mr.id);
       await a.w.sweeps.run('merge_queue');
       const first = cars(a);
@@ -221,7 +70,7 @@ describe(
       const spy = newSpy();
       const a = await world(TRAIN(), spy);
       const { mrs, first } = await twoGreenCarsAndOneWaiting(a);
-      const hers = await a.commit(a.mallory, `side-${n}`, 'backdoor.txt', 'unreviewed\n');
+      const hers = await a.commit(a.mallory, `side-${suite.count()}`, 'backdoor.txt', 'unreviewed\n');
       let planted = '';
       spy.beforeOnePush = async (request) => {
         planted = request.cars[0]!.branch;
@@ -294,7 +143,7 @@ describe(
       const { mrs, first } = await twoGreenCarsAndOneWaiting(a, a.mallory);
       let unreviewed = '';
       spy.beforeOnePush = async () => {
-        unreviewed = await a.commit(a.mallory, `a-${n}`, 'backdoor.txt', 'unreviewed\n');
+        unreviewed = await a.commit(a.mallory, `a-${suite.count()}`, 'backdoor.txt', 'unreviewed\n');
       };
       await a.w.sweeps.run('merge_queue');
       expect(unreviewed).not.toBe('');
@@ -321,7 +170,7 @@ describe(
       const { mrs, first } = await twoGreenCarsAndOneWaiting(a);
       const url = (await a.w.admin.projects.get(a.w.project.id)).http_url_to_repo as string;
       const desk = await gitUser(
-        workDir,
+        suite.workDir(),
         { username: a.master.username, password: `${a.master.username}-password` },
         url,
       );
@@ -393,9 +242,9 @@ describe(
       const spy = newSpy();
       const a = await world(TRAIN(), spy);
       const { w } = a;
-      const A = await a.open(a.master, `ra-${n}`, 'x\n', { labels: ['automerge'] });
-      await a.commit(a.master, `ra-${n}`, 'lib.txt', 'def bar\n');
-      const B = await a.open(a.master, `rb-${n}`, 'calls: foo\n', { labels: ['automerge'] });
+      const A = await a.open(a.master, `ra-${suite.count()}`, 'x\n', { labels: ['automerge'] });
+      await a.commit(a.master, `ra-${suite.count()}`, 'lib.txt', 'def bar\n');
+      const B = await a.open(a.master, `rb-${suite.count()}`, 'calls: foo\n', { labels: ['automerge'] });
       await w.ci.idle();
       for (const mr of [A, B]) await w.processItem(mr.id);
       await w.sweeps.run('merge_queue');
@@ -456,7 +305,7 @@ describe(
       const { w } = a;
       const ahead = [];
       for (const name of ['a', 'b']) {
-        const one = await a.open(a.master, `${name}-${n}`, 'calls: foo\n');
+        const one = await a.open(a.master, `${name}-${suite.count()}`, 'calls: foo\n');
         await w.processNote(one.id, await a.comment(a.master, one.id, '/hookbot merge'));
         ahead.push(one);
       }
@@ -592,37 +441,9 @@ describe(
 );
 
 describe('adversarial: the one push, holes (sandbox over HTTP and git)', { timeout: 180_000 }, () => {
-  let sb: Sandbox;
-  let workDir = '';
-  const cleanups: (() => Promise<void>)[] = [];
-  beforeAll(async () => {
-    sb = await startSandbox({ adminToken: 'toh-root-token', hookTimeoutMs: 2_000 });
-    workDir = await mkdtemp(path.join(tmpdir(), 'hookbot-one-push-holes-'));
-  });
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-  afterAll(async () => {
-    await sb?.close();
-    await rm(workDir, { recursive: true, force: true });
-  });
-
-  let n = 0;
-  async function world(rules: string, spy: Spy): Promise<AttackWorld> {
-    n += 1;
-    const a = await makeAttackWorld(sb, { prefix: `toh${n}`, rules, workDir, trainGit: spying(spy) });
-    cleanups.push(() => a.w.close());
-    return a;
-  }
-  const cars = (a: AttackWorld) => {
-    const byId = new Map(
-      a.w.store
-        .queued()
-        .filter((e: QueueEntry) => !e.left && e.car)
-        .map((e) => [e.car!.id, e.car!] as const),
-    );
-    return [...byId.values()].sort((x, y) => x.position - y.position);
-  };
+  const holes = trainAttackSuite('toh');
+  const world = (rules: string, spy: Spy) => holes.world(rules, spy);
+  const cars = attackCars;
 
   /**
    * Found (medium: a merge request dropped for another's fault): the landing of car 1 was only
@@ -657,7 +478,7 @@ describe('adversarial: the one push, holes (sandbox over HTTP and git)', { timeo
         update: true,
       });
       expect(res.ok).toBe(true);
-      await pushWorkIdle(sb.ctx);
+      await pushWorkIdle(a.sb.ctx);
     };
     await w.drive(() => w.active() === 0, 'the queue empties');
     expect(spy.lands).not.toContain(first[0]!.sha);
@@ -734,14 +555,14 @@ rules:
       mrs.push(await a.open(a.master, name, 'calls: foo\n', { labels: ['automerge'] }));
     const url = (await w.admin.projects.get(w.project.id)).http_url_to_repo as string;
     const desk = await gitUser(
-      workDir,
+      holes.workDir(),
       { username: a.mallory.username, password: `${a.mallory.username}-password` },
       url,
     );
     await desk.git('checkout', '--quiet', '--orphan', 'lonely');
     await desk.commit('lonely.txt', 'def foo\n', 'a history of its own');
     await desk.git('push', '--quiet', 'origin', 'lonely');
-    await pushWorkIdle(sb.ctx);
+    await pushWorkIdle(a.sb.ctx);
     const lonely = await a.mallory.client.mergeRequests.create(w.project.id, {
       source_branch: 'lonely',
       target_branch: 'master',
