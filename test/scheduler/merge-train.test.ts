@@ -15,17 +15,9 @@ import {
   type QueueWorld,
   type QueueWorldOptions,
 } from '../helpers/queue-world.ts';
-import { botNotes, queueAll, stateOf, trainSuite } from '../helpers/train-suite.ts';
+import { botNotes, queueAll, stateOf, trainRules, trainSuite } from '../helpers/train-suite.ts';
 
-const rules = (options: string) => `
-rules:
-  - name: queue automerge
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } } ]
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, ${options} }
-`;
+const rules = trainRules;
 
 describe('merge trains against the sandbox', { timeout: 240_000 }, () => {
   const suite = trainSuite('mt');

@@ -108,6 +108,35 @@ describe('news during a merge train run', { timeout: 240_000 }, () => {
     expect(after.items).toEqual([]);
   });
 
+  it('a tail left for a queue the next run does not drive, which cannot be finished (the target unreadable), is dropped, not tried at every run', async () => {
+    const lands: string[] = [];
+    const w = await world(lands);
+    const { tested } = await twoGreenCars(w);
+    const get = w.client.mergeRequests.get.bind(w.client.mergeRequests);
+    w.client.mergeRequests.get = async (projectId, id) => {
+      const mr = await get(projectId, id);
+      return mr.state === 'merged' ? { ...mr, state: 'opened' } : mr;
+    };
+    await w.sweeps.run('merge_queue', { news: news() });
+    expect(lands).toEqual([tested[1]]);
+    expect(w.active()).toBe(0);
+    // The queue is empty: the next run finishes the tail on its own, and the target cannot be read.
+    const branches = w.client.branches.get.bind(w.client.branches);
+    let refused = 0;
+    w.client.branches.get = async (projectId, branch) => {
+      if (branch === 'master') {
+        refused++;
+        throw new Error('the server failed (500)');
+      }
+      return branches(projectId, branch);
+    };
+    expect(((await w.sweeps.run('merge_queue')) as Report).items).toEqual([]);
+    expect(refused).toBe(1);
+    // Dropped: the run after it does not try again.
+    expect(((await w.sweeps.run('merge_queue')) as Report).items).toEqual([]);
+    expect(refused).toBe(1);
+  });
+
   it('a car whose statuses completed after the run read them lands in the same push as the car ahead', async () => {
     const lands: string[] = [];
     const w = await world(lands);

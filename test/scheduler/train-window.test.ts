@@ -8,17 +8,9 @@ import { describe, expect, it } from 'vitest';
 import type { QueueEntry } from '../../src/state/store.ts';
 import { queuePosition, queueShape, queuesOf } from '../../src/state/queue-order.ts';
 import { openMergeRequest, type QueueWorld } from '../helpers/queue-world.ts';
-import { queueAll, trainSuite } from '../helpers/train-suite.ts';
+import { queueAll, trainRules, trainSuite } from '../helpers/train-suite.ts';
 
-const rules = (options: string) => `
-rules:
-  - name: queue automerge
-    on: [merge_request.open, merge_request.update]
-    for: merge_requests
-    if: [ { state: opened }, { labels: { any: [automerge] } } ]
-    do:
-      - queue: { statuses: [ci/test], status_timeout: 10m, ${options} }
-`;
+const rules = trainRules;
 
 describe('depth: auto, the window of a merge train', { timeout: 240_000 }, () => {
   const suite = trainSuite('tw');

@@ -184,9 +184,12 @@ export async function runMergeQueue(
       );
       for (const one of steps) reportStep(one);
     } catch (error) {
+      // Dropped, not tried at every run from now on (a target branch deleted would fail each time):
+      // the queue's next landing run lists the folder, as after a restart.
+      if (tails?.get(key) === carried) tails.delete(key);
       log.warn(
         { sweep: 'merge_queue', queue: key, err: messageOf(error) },
-        'merge train: could not finish the tail an earlier run left',
+        'merge train: could not finish the tail an earlier run left; dropped',
       );
     }
   }

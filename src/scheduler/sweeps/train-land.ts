@@ -3,6 +3,7 @@
  * never forced) to the last green car's commit, the landed merge requests out of the queue, and a car
  * whose landing a crash interrupted recognised as landed, never landed twice.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry } from '../../state/index.ts';
 import type { Car } from './train-cars.ts';
@@ -131,17 +132,7 @@ export async function confirmLanded(run: TrainRun, news?: AbortSignal): Promise<
 
 /** Waits `ms`; false (at once) when `news` comes first. */
 function pause(ms: number, news?: AbortSignal): Promise<boolean> {
-  if (news?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (waited: boolean) => {
-      clearTimeout(timer);
-      news?.removeEventListener('abort', heard);
-      resolve(waited);
-    };
-    const heard = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    news?.addEventListener('abort', heard, { once: true });
-  });
+  return sleep(ms, true, news ? { signal: news } : {}).catch(() => false);
 }
 
 /**

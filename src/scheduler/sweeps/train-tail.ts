@@ -17,9 +17,10 @@
  *     A run that took a tail over finishes its own cleanup whatever news comes: a cleanup waits for
  *     one run at most.
  * A queue whose next run does not drive it (emptied, paused, serial meanwhile) has the tail it left
- * finished at the end of that sweep run (merge-queue.ts). A tail lives in memory: after a crash or a
+ * finished at the end of that sweep run (merge-queue.ts; one it cannot finish is dropped, and logged). A tail lives in memory: after a crash or a
  * stop, what it held is deleted by the queue's next landing run, which lists the folder.
  */
+import { once } from 'node:events';
 import { queueKeyOf } from '../../state/index.ts';
 import type { CarriedTail, TrainDeps, TrainStep, TrainTails } from './train-deps.ts';
 import type { TrainRun } from './train-run.ts';
@@ -64,7 +65,9 @@ export async function finishTail(run: TrainRun, cleanUp: boolean, pushed: boolea
   const open = await confirmLanded(run, news);
   if (fetching) await untilNews(fetching, news);
   const carry: Omit<CarriedTail, 'head'> = { stale: new Map(), list: false, unconfirmed: open };
-  if (cleanUp && !(news?.aborted && !run.tookOver)) await cleanUpBranches(run);
+  // A cleanup this run took over is done now, news or not (it waits for one run at most).
+  const leave = news?.aborted === true && !run.tookOver;
+  if (cleanUp && !leave) await cleanUpBranches(run);
   // Left to the next run: with news, or, for a cleanup this run took over, when the target refused
   // the bot (no cleanup now: the next run does it, as the run before would have).
   else if (cleanUp || run.tookOver) cleanupOf(run, carry);
@@ -91,15 +94,12 @@ function cleanupOf(run: TrainRun, carry: Omit<CarriedTail, 'head'>): void {
   carry.list = needsListing(run);
 }
 
-/** What is left kept for the next run of the queue (with anything kept for it already). */
+/**
+ * What is left kept for the next run of the queue. Nothing is kept for it already: the run took over
+ * what was (`takeOverTail`, first thing, under the train's lock).
+ */
 function keep(run: TrainRun, carry: Omit<CarriedTail, 'head'>): void {
   const { tails } = run.deps;
-  const earlier = tails?.get(keyOf(run));
-  if (earlier) {
-    for (const [branch, sha] of earlier.stale) if (!carry.stale.has(branch)) carry.stale.set(branch, sha);
-    carry.list ||= earlier.list;
-    carry.unconfirmed.push(...earlier.unconfirmed);
-  }
   if (tails && (carry.stale.size > 0 || carry.list || carry.unconfirmed.length > 0)) {
     run.deps.log.info(
       {
@@ -128,13 +128,16 @@ export async function finishLeftTail(deps: TrainDeps, carried: CarriedTail): Pro
   return run.steps;
 }
 
-function untilNews(work: Promise<void>, news: AbortSignal | undefined): Promise<void> {
+/** `work`, or less when news comes first (it goes on, unawaited: the fetch ahead catches its own errors). */
+async function untilNews(work: Promise<void>, news: AbortSignal | undefined): Promise<void> {
   if (!news) return work;
-  if (news.aborted) return Promise.resolve();
-  return Promise.race([
-    work,
-    new Promise<void>((resolve) => news.addEventListener('abort', () => resolve(), { once: true })),
-  ]);
+  if (news.aborted) return;
+  const done = new AbortController();
+  try {
+    await Promise.race([work, once(news, 'abort', { signal: done.signal })]);
+  } finally {
+    done.abort();
+  }
 }
 
 function heldBranches(run: TrainRun): Set<string> {
