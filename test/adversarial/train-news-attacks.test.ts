@@ -21,6 +21,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.ts';
 import { pushWorkIdle } from '../../src/sandbox/git-access.ts';
+import type { TrainCar } from '../../src/state/store.ts';
 import { FORK_APPROVAL_SETTLE_MS } from '../../src/scheduler/sweeps/merge-train.ts';
 import type { AttackWorld } from '../helpers/attack-world.ts';
 import { masterLine } from '../helpers/queue-world.ts';
@@ -77,6 +78,45 @@ describe(
         return list(projectId, asked, filter, options);
       };
       return seen;
+    }
+
+    /** `count` merge requests of the master queued, their cars pushed and every one green. */
+    async function greenTrain(count: number) {
+      const spy = newSpy();
+      const a = await world(TRAIN(), spy);
+      const mrs = await queued(
+        a,
+        Array.from({ length: count }, () => a.master),
+      );
+      const first = cars(a);
+      for (const car of first) await a.ciStatus(car.sha!, 'success');
+      return { spy, a, w: a.w, mrs, first };
+    }
+
+    /**
+     * Three queued, every car green; `hide` keeps the first status reads from the run (calling
+     * `heard` when the news comes), so cars join the landing late. The bot is killed right after that
+     * landing's one push: the run lands car 2's commit, and both landed records hold one landing time,
+     * written before the push.
+     */
+    async function crashAfterJoinedPush(
+      hide: (a: AttackWorld, first: TrainCar[], heard: () => void) => void,
+    ) {
+      const { spy, a, w, mrs, first } = await greenTrain(3);
+      const heard = new AbortController();
+      hide(a, first, () => heard.abort());
+      const pushes = recordPushes(a);
+      let records: (number | undefined)[] = [];
+      spy.onePushOnce = async (request, real) => {
+        records = mrs.slice(0, 2).map((mr) => entryOf(a, mr.id)?.car?.landing);
+        expect(await real(request)).toBe(true);
+        throw new Error('killed right after the one push');
+      };
+      await w.sweeps.run('merge_queue', { news: heard.signal });
+      expect(spy.lands).toEqual([first[1]!.sha]);
+      expect(records[0]).toBeDefined();
+      expect(records[1]).toBe(records[0]);
+      return { spy, a, w, mrs, first, pushes };
     }
 
     /** The CI's own `ci/test` passed on `sha` for a train branch (the commit was tested as a car). */
@@ -548,12 +588,7 @@ rules:
      * `unconfirmed`) before rethrowing, and the next run or `leftTail` finishes it.
      */
     it('a run that took a tail over and failed: the landing it was to tell is still told by a later run', async () => {
-      const spy = newSpy();
-      const a = await world(TRAIN(), spy);
-      const { w } = a;
-      const mrs = await queued(a, [a.master, a.master, a.master]);
-      const first = cars(a);
-      for (const car of first) await a.ciStatus(car.sha!, 'success');
+      const { spy, a, w, mrs, first } = await greenTrain(3);
       let hideMerged = true;
       let failOnce: number | undefined;
       const get = w.client.mergeRequests.get.bind(w.client.mergeRequests);
@@ -587,27 +622,10 @@ rules:
      * nothing is landed again, no car is pushed again, and each merge request is merged once.
      */
     it('crash right after the one push of a late-joined landing: the next run finds every joined car landed, lands nothing twice', async () => {
-      const spy = newSpy();
-      const a = await world(TRAIN(), spy);
-      const { w } = a;
-      const mrs = await queued(a, [a.master, a.master, a.master]);
-      const first = cars(a);
-      for (const car of first) await a.ciStatus(car.sha!, 'success');
-      const heard = new AbortController();
-      hideFirstRead(a, first[1]!.sha!, () => heard.abort());
-      const pushes = recordPushes(a);
-      let records: (number | undefined)[] = [];
-      spy.onePushOnce = async (request, real) => {
-        records = mrs.slice(0, 2).map((mr) => entryOf(a, mr.id)?.car?.landing);
-        expect(await real(request)).toBe(true);
-        throw new Error('killed right after the one push');
-      };
-      await w.sweeps.run('merge_queue', { news: heard.signal });
-      expect(spy.lands).toEqual([first[1]!.sha]);
+      const { spy, a, w, mrs, first, pushes } = await crashAfterJoinedPush((a, first, heard) =>
+        hideFirstRead(a, first[1]!.sha!, heard),
+      );
       expect(await master(a)).toBe(first[1]!.sha);
-      // Both recorded in one landing, before the push.
-      expect(records[0]).toBeDefined();
-      expect(records[1]).toBe(records[0]);
       const next = entryOf(a, mrs[2]!.id)!.car!;
       expect(next.pushedAt).toBeUndefined();
       await pushWorkIdle(a.sb.ctx);
@@ -639,26 +657,10 @@ rules:
      * finds both landed, and pushes nothing.
      */
     it('crash right after the one push of a landing the late judging made alone: both cars found landed, nothing pushed again', async () => {
-      const spy = newSpy();
-      const a = await world(TRAIN(), spy);
-      const { w } = a;
-      const mrs = await queued(a, [a.master, a.master, a.master]);
-      const first = cars(a);
-      for (const car of first) await a.ciStatus(car.sha!, 'success');
-      const heard = new AbortController();
-      hideFirstRead(a, first[0]!.sha!, () => heard.abort());
-      hideFirstRead(a, first[1]!.sha!);
-      const pushes = recordPushes(a);
-      let records: (number | undefined)[] = [];
-      spy.onePushOnce = async (request, real) => {
-        records = mrs.slice(0, 2).map((mr) => entryOf(a, mr.id)?.car?.landing);
-        expect(await real(request)).toBe(true);
-        throw new Error('killed right after the one push');
-      };
-      await w.sweeps.run('merge_queue', { news: heard.signal });
-      expect(spy.lands).toEqual([first[1]!.sha]);
-      expect(records[0]).toBeDefined();
-      expect(records[1]).toBe(records[0]);
+      const { spy, a, w, mrs, first, pushes } = await crashAfterJoinedPush((a, first, heard) => {
+        hideFirstRead(a, first[0]!.sha!, heard);
+        hideFirstRead(a, first[1]!.sha!);
+      });
       await pushWorkIdle(a.sb.ctx);
       const before = pushes.length;
       await w.sweeps.run('merge_queue');
@@ -684,12 +686,7 @@ rules:
      * push rule): the given-up branch must still be deleted by it.
      */
     it('a run that took a cleanup over and whose landing is refused: the given-up branch is still deleted', async () => {
-      const spy = newSpy();
-      const a = await world(TRAIN(), spy);
-      const { w } = a;
-      const mrs = await queued(a, [a.master, a.master, a.master]);
-      const first = cars(a);
-      for (const car of first) await a.ciStatus(car.sha!, 'success');
+      const { spy, a, w, mrs, first } = await greenTrain(3);
       await w.admin.mergeRequests.close(w.project.id, mrs[1]!.id);
       await w.sweeps.run('merge_queue', { news: news() });
       expect(spy.lands).toEqual([first[0]!.sha]);
@@ -713,12 +710,7 @@ rules:
      * cost nothing.
      */
     it('news on every run and a server that never shows the landing merged: the reads stop at five, each landing is said once, then nothing', async () => {
-      const spy = newSpy();
-      const a = await world(TRAIN(), spy);
-      const { w } = a;
-      const mrs = await queued(a, [a.master, a.master]);
-      const first = cars(a);
-      for (const car of first) await a.ciStatus(car.sha!, 'success');
+      const { spy, a, w, mrs, first } = await greenTrain(2);
       const reads = new Map<number, number>();
       const get = w.client.mergeRequests.get.bind(w.client.mergeRequests);
       w.client.mergeRequests.get = async (projectId, id) => {
