@@ -28,6 +28,7 @@ import {
   outsideItemRuns,
   type Executor,
   type ItemProcessorFn,
+  type ItemRetryFn,
   type ProjectRules,
   type QueueEvents,
   type QueueMetricsSink,
@@ -61,8 +62,11 @@ export interface SweepSetDeps {
   reader?: SnapshotReader;
   /** The bot's own user: comment markers count only in its notes. */
   bot?: BotIdentity;
-  /** Default: the item processor of rules/item/process-item.ts over the same parts. */
-  processItem?: ItemProcessorFn;
+  /**
+   * Default: the item processor of rules/item/process-item.ts over the same parts. One given with its
+   * `retry` (createItemProcessor's) is also the retry sweep's, as the default one is.
+   */
+  processItem?: ItemProcessorFn & { retry?: ItemRetryFn };
   /** The echo brake shared with the hook runs (counts are per process); default: one over `store`. */
   brake?: EchoBrake;
   now?: () => number;
@@ -142,6 +146,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
         ...(deps.queueMetrics ? { queueMetrics: deps.queueMetrics } : {}),
       });
   const processItem: ItemProcessorFn = deps.processItem ?? processor!;
+  const retryItem = processor?.retry ?? deps.processItem?.retry;
   const snapshots = createListedSnapshots(client, reader, deps.bot);
   const dryRun = executor.dryRun;
 
@@ -232,10 +237,7 @@ export function createSweepSet(deps: SweepSetDeps, settings: SweepSettings): Swe
           { ...base, ...(filter.project !== undefined ? { projects: [filter.project] } : {}) },
         );
       case 'retries':
-        return runRetries(
-          { store, executor, now, log, ...(processor ? { retryItem: processor.retry } : {}) },
-          base,
-        );
+        return runRetries({ store, executor, now, log, ...(retryItem ? { retryItem } : {}) }, base);
       case 'reconcile': {
         const paths = await projects(filter);
         // Repository rules: each project's .hookbot.yml is looked at again (a push missed).

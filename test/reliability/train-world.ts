@@ -75,6 +75,8 @@ export interface FailedBuild {
   seq: number;
   sha: string;
   ref: string;
+  /** How many pushes the sandbox had told when the build failed (a later push has a higher `seq`). */
+  afterPushes: number;
 }
 
 export interface Balancer {
@@ -206,7 +208,12 @@ export async function createTrainWorld(options: { mergeRequests: number }): Prom
     if (event.project.id !== project.id || !event.ref?.startsWith('hookbot/train/')) return;
     const latest = db.data.statuses.findLast((st) => st.project_id === project.id && st.sha === event.sha);
     if (latest?.status !== 'failed') return;
-    failedBuilds.push({ seq: failedBuilds.length + 1, sha: event.sha, ref: event.ref });
+    failedBuilds.push({
+      seq: failedBuilds.length + 1,
+      sha: event.sha,
+      ref: event.ref,
+      afterPushes: pushes.length,
+    });
     for (const listener of listeners) listener();
   });
   /** The first of `list` after `after` that `match` accepts, once it is there (undefined at `signal`). */

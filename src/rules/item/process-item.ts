@@ -18,7 +18,7 @@ import type { ExecutorLog } from '../executor/types.ts';
 import type { CallReport, ExecutionReport, Executor, StoredCall } from '../executor/executor.ts';
 import { ANY_EVENT, itemAddressOf, withdrawalReason } from './fresh-check.ts';
 import { canonicalJson } from '../executor/ids.ts';
-import { withdrawUnplanned } from './withdraw.ts';
+import { isSweepAction, withdrawUnplanned } from './withdraw.ts';
 import { disarmIfOutgrown } from './disarm.ts';
 import { decisionActed } from './kept-decision.ts';
 import { createEchoBrake, type EchoBrake } from './echo-brake.ts';
@@ -96,7 +96,8 @@ export type ItemProcessorFn = (item: ItemAddress, triggers: Trigger[]) => Promis
  * Retries outbox actions of one item by evaluating it again (the retry sweep): each action's
  * trigger on a fresh read, with the rules in force now. What the fresh plan still holds is carried
  * out (the same action, under its id, keeps its count of tries); what it no longer holds is
- * withdrawn with the reason. The reports of the actions, in their order.
+ * withdrawn with the reason. A sweep's action (withdraw.ts `isSweepAction`) is no rule's plan: it is
+ * retried as stored, behind its own gate. The reports of the actions, in their order.
  */
 export type ItemRetryFn = (itemKey: string, actions: readonly OutboxAction[]) => Promise<CallReport[]>;
 
@@ -343,8 +344,13 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   async function retryItem(itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> {
     const item = itemAddressOf(itemKey);
     const reports = new Map<string, CallReport>();
+    // A sweep's action (a queue's removal comment left by a process killed after it decided) is no
+    // rule's plan: retried as stored, behind its own gate (the fresh check before a merge).
+    for (const action of actions)
+      if (isSweepAction(action)) reports.set(action.id, await executor.retryAction(action));
     const byTrigger = new Map<string, Trigger>();
     for (const action of actions) {
+      if (isSweepAction(action)) continue;
       const trigger = (action.call as Partial<StoredCall> | null)?.trigger ?? ANY_EVENT;
       byTrigger.set(canonicalJson(trigger), trigger);
     }

@@ -13,6 +13,17 @@ import type { Evaluation } from '../engine/engine.ts';
 import type { CallReport, Executor } from '../executor/executor.ts';
 import { withdrawalReason } from './fresh-check.ts';
 
+/**
+ * An action a sweep decided, not a rule's plan: the merge watch's merge, the merge queue's merges and
+ * comments (a removal, a queue that cannot move), a disarm. No evaluation of the rules plans it, so
+ * none withdraws it: its own gate is the fresh check before a merge (fresh-check.ts), or the sweep's
+ * decision as recorded (a merge request marked as left its queue).
+ */
+export function isSweepAction(action: OutboxAction): boolean {
+  const origin = (action.call as { origin?: unknown } | null)?.origin;
+  return origin === 'merge_watch' || origin === 'merge_queue' || origin === 'disarm';
+}
+
 /** A merged label write names every rule that asked for it, comma-separated. */
 const rulesOf = (action: OutboxAction): string[] => action.rule.split(', ');
 
@@ -37,9 +48,7 @@ export async function withdrawUnplanned(
   const reports: CallReport[] = [];
   for (const action of actionsOfItem(store, itemKey)) {
     if (plannedIds.has(action.id)) continue;
-    // The merge watch's merge is planned by no rule as such; the fresh check gates it before the call.
-    const origin = (action.call as { origin?: unknown }).origin;
-    if (origin === 'merge_watch' || origin === 'merge_queue' || origin === 'disarm') continue;
+    if (isSweepAction(action)) continue;
     // What a note planned is judged only by an evaluation of that note: another comment on the
     // item (by someone else, with other text) says nothing about the first one's command.
     const planner = (action.call as { trigger?: { kind?: string; noteId?: number } }).trigger;

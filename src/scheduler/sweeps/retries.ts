@@ -3,8 +3,10 @@
  * one whose lease ran out because the process died while carrying it out) are run again, item by
  * item. A retry re-evaluates first (rules/item/process-item.ts `retry`): the item is read afresh and
  * evaluated with the rules in force now, under the trigger that planned the action; the action is
- * sent again only if that fresh plan still holds it, else it is withdrawn with the reason. The
- * handlers' own re-checks still apply, so an action that did take effect is not done twice.
+ * sent again only if that fresh plan still holds it, else it is withdrawn with the reason. A sweep's
+ * action (the merge watch's merge, the merge queue's merges and comments) is no rule's plan: it is
+ * sent as stored, behind its own gate (the fresh check before a merge). The handlers' own re-checks
+ * still apply, so an action that did take effect is not done twice.
  *
  * The policy lives in the executor (rules/executor/executor.ts): exponential backoff with jitter (30 s
  * doubling to 30 min by default, each delay drawn between half and all of it, so actions that
