@@ -186,6 +186,20 @@ async function prefetch(run: TrainRun): Promise<Map<string, Promise<MergeRequest
   return reads;
 }
 
+/** Whether two records name the same car commit but for its date and identity. */
+function sameCar(
+  one: Pick<TrainCar, 'position' | 'base' | 'members' | 'heads' | 'branch'>,
+  other: Pick<TrainCar, 'position' | 'base' | 'members' | 'heads' | 'branch'>,
+): boolean {
+  return (
+    one.branch === other.branch &&
+    one.position === other.position &&
+    one.base === other.base &&
+    one.members.join('\n') === other.members.join('\n') &&
+    one.heads.join('\n') === other.heads.join('\n')
+  );
+}
+
 /** New cars behind the ones there, up to `depth`. */
 export async function buildNewCars(run: TrainRun): Promise<void> {
   const { deps, head } = run;
@@ -215,16 +229,23 @@ export async function buildNewCars(run: TrainRun): Promise<void> {
       mrs = mrs.slice(0, settling);
     }
     const iids = members.map((e) => e.iid);
-    const car: TrainCar = {
-      id: `${iids[0]}-${short(below)}-${run.cars.length + 1}`,
+    const made = {
       position: run.cars.length + 1,
       base: below,
       members: members.map((e) => e.itemKey),
-      iids,
       heads: mrs.map((mr) => mr!.sha!),
       branch: trainBranch(deps.updater.train.prefix, head.targetBranch, head.queue, iids[0]!),
-      date: Math.floor(deps.now() / 1000),
-      identity: { ...deps.updater.train.identity },
+    };
+    // The same car as one given up in this run (a crash left it on a base the exits then made true):
+    // its date and identity again, so the same commit, which the CI built already.
+    const was = run.givenUp.get(made.branch);
+    const alike = was && sameCar(was, made);
+    const car: TrainCar = {
+      id: `${iids[0]}-${short(below)}-${made.position}`,
+      ...made,
+      iids,
+      date: alike ? was.date : Math.floor(deps.now() / 1000),
+      identity: alike ? { ...was.identity } : { ...deps.updater.train.identity },
     };
     // Recorded before anything is pushed: a rebuild from this record makes the same commit.
     for (const entry of members) await run.patch(entry.itemKey, (e) => ({ ...e, car }));

@@ -5,7 +5,7 @@
  * (train-land.ts), judging the front (train-judge.ts), building and pushing cars (train-build.ts),
  * cleaning up branches (train-cleanup.ts).
  */
-import type { QueueEntry, QueueShape } from '../../state/index.ts';
+import type { QueueEntry, QueueShape, TrainCar } from '../../state/index.ts';
 import { queuesOf, queueKeyOf } from '../../state/index.ts';
 import { ApiError, type MergeRequest } from '../../api/index.ts';
 import type { StatusBucket } from '../../rules/index.ts';
@@ -32,6 +32,12 @@ export interface TrainRun {
   readonly steps: TrainStep[];
   /** Branches of cars given up, with the car commit each held (deleted at the end unless a car holds them). */
   readonly stale: Map<string, string | undefined>;
+  /**
+   * Cars given up in this run, by branch: one built again alike (same base, members, heads and
+   * position) takes its date and identity, so it is the same commit and its build is not run twice
+   * (train-build.ts `buildNewCars`; a crash between a push and the exits recorded with it).
+   */
+  readonly givenUp: Map<string, TrainCar>;
   /** Cars built in this run, pushed together at its end. */
   readonly toPush: Car[];
   /**
@@ -124,6 +130,7 @@ export async function startTrainRun(
   const key = queueKeyOf(head.project, head.targetBranch, head.queue);
   const steps: TrainStep[] = [];
   const stale = new Map<string, string | undefined>();
+  const givenUp = new Map<string, TrainCar>();
   // The clone URL and the target's head, read at once.
   const [targetUrl, targetHead] = await Promise.all([
     deps.cloneUrl(head.projectId),
@@ -139,6 +146,7 @@ export async function startTrainRun(
     targetUrl,
     steps,
     stale,
+    givenUp,
     toPush: [],
     unconfirmed: [],
     list: false,
@@ -159,6 +167,7 @@ export async function startTrainRun(
       for (const { car, entries } of cars) {
         if (car.pushedAt !== undefined) deps.events?.carBuilt('replaced');
         stale.set(car.branch, car.sha);
+        if (car.sha !== undefined) givenUp.set(car.branch, car);
         for (const entry of entries) await run.patch(entry.itemKey, withoutCar);
       }
     },
