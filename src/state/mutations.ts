@@ -134,6 +134,20 @@ export const queueEntrySchema = z.object({
     .optional(),
   carCap: z.number().int().positive().optional(),
   carAfter: z.array(z.string()).optional(),
+  carsBefore: z
+    .array(
+      z.object({
+        position: z.number().int().positive(),
+        base: z.string(),
+        members: z.array(z.string()),
+        heads: z.array(z.string()),
+        branch: z.string(),
+        date: z.number().int(),
+        identity: z.object({ name: z.string(), email: z.string() }),
+      }),
+    )
+    .max(16)
+    .optional(),
   trainCiMs: z.number().nonnegative().optional(),
   trainWindow: z.number().int().positive().optional(),
   removeSourceBranch: z.boolean().optional(),

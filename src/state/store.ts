@@ -187,6 +187,12 @@ export interface QueueEntry {
    * (docs/merge-queue.md#merge-trains, Batches).
    */
   carAfter?: string[];
+  /**
+   * Merge train: the cars it rode in that a run gave up, latest first (at most `CARS_BEFORE_KEPT`): a
+   * car built again alike (same branch, base, members, heads, position) takes that record's date and
+   * identity, so it is the same commit (docs/merge-queue.md, "Same record, same commit").
+   */
+  carsBefore?: PastCar[];
   /** How long the train's cars took from their push to green, as last observed (estimates on the status page). */
   trainCiMs?: number;
   /**
@@ -288,6 +294,15 @@ export interface CommentTrigger {
  * before the push, with what makes its commit: the same record gives the same sha (fixed dates and
  * identity), so a replica rebuilding it after a crash never pushes different contents.
  */
+/** How many given-up cars an entry remembers (`carsBefore`). */
+export const CARS_BEFORE_KEPT = 4;
+
+/** What makes a given-up car's commit: enough to build the very same one again. */
+export type PastCar = Pick<
+  TrainCar,
+  'position' | 'base' | 'members' | 'heads' | 'branch' | 'date' | 'identity'
+>;
+
 export interface TrainCar {
   /** Unique per build: `<first member's iid>-<short base>`. */
   id: string;

@@ -97,4 +97,43 @@ describe('a merge train after a crash right after a landing pushed with cars', {
     expect((await w.admin.mergeRequests.get(w.project.id, mrs[1]!.id)).state).toBe('opened');
     expect(after.get(y)).toEqual(new Set([ySha]));
   });
+
+  it('a car given up twice (a merge request moved ahead of it, then gone) and built again on its first base is its first commit again', async () => {
+    const spy = newSpy();
+    const a = await suite.world(trainRules('depth: 2'), spy);
+    const { w } = a;
+    // No car gets a verdict: the train only rebuilds.
+    a.held.add('hookbot/train/*');
+    const y = await a.open(a.master, `y-${suite.count()}`, 'calls: foo\n', { labels: ['automerge'] });
+    await w.processItem(y.id);
+    await w.sweeps.run('merge_queue');
+    const [first] = attackCars(a);
+    expect(first!.iids).toEqual([y.iid]);
+    // Seconds go by between the runs (commit dates are in seconds): a car made anew has another date.
+    w.clock.offset += 5_000;
+    const z = await a.open(a.master, `z-${suite.count()}`, 'calls: foo\n', { labels: ['automerge'] });
+    await w.processItem(z.id);
+    const entry = w.store.queued().find((e) => e.mrId === z.id && !e.left)!;
+    // Moved to the front, as `hookbot queue front` does.
+    await w.store.enqueue({ ...entry, front: { by: 'ops', at: Date.now() + w.clock.offset } });
+    await w.sweeps.run('merge_queue');
+    const middle = attackCars(a);
+    expect(middle.map((car) => car.iids)).toEqual([[z.iid], [y.iid]]);
+    expect(middle[1]!.sha).not.toBe(first!.sha);
+    // z leaves (its label taken off): y is car 1 on master again, as at first.
+    w.clock.offset += 5_000;
+    await w.admin.mergeRequests.update(w.project.id, z.id, { labels: '' });
+    await w.processItem(z.id);
+    await pushWorkIdle(a.sb.ctx);
+    await w.ci.idle();
+    const ciRuns = w.ci.runs;
+    await w.sweeps.run('merge_queue');
+    const last = attackCars(a);
+    expect(last.map((car) => car.iids)).toEqual([[y.iid]]);
+    expect(last[0]!.sha).toBe(first!.sha);
+    expect(last[0]!.pushedAt).toBeDefined();
+    await pushWorkIdle(a.sb.ctx);
+    await w.ci.idle();
+    expect(w.ci.runs).toBe(ciRuns);
+  });
 });

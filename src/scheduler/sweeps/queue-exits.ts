@@ -107,6 +107,7 @@ export function queueExits(deps: MergeQueueDeps, events: QueueEvents): QueueExit
       car: _car,
       carCap: _cap,
       carAfter: _after,
+      carsBefore: _before,
       ...kept
     } = entry;
     const body = `Removed from the ${entry.queue} merge queue for \`${entry.targetBranch}\`: ${why}. ${REENTER}`;

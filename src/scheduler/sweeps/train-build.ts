@@ -8,7 +8,7 @@ import type { MergeRequest } from '../../api/index.ts';
 import type { QueueEntry, TrainCar } from '../../state/index.ts';
 import { blockedBy, pushFailure, trainBranch, type Car } from './train-cars.ts';
 import { forkSettling } from './train-riders.ts';
-import { aboard, lastBranch, short, withoutCar, type TrainRun } from './train-run.ts';
+import { aboard, lastBranch, sameCar, short, withoutCar, type TrainRun } from './train-run.ts';
 import { carsToPush, landPending, pushLandingWithCars } from './train-land.ts';
 import type { PushOutcome } from '../../git/index.ts';
 
@@ -186,20 +186,6 @@ async function prefetch(run: TrainRun): Promise<Map<string, Promise<MergeRequest
   return reads;
 }
 
-/** Whether two records name the same car commit but for its date and identity. */
-function sameCar(
-  one: Pick<TrainCar, 'position' | 'base' | 'members' | 'heads' | 'branch'>,
-  other: Pick<TrainCar, 'position' | 'base' | 'members' | 'heads' | 'branch'>,
-): boolean {
-  return (
-    one.branch === other.branch &&
-    one.position === other.position &&
-    one.base === other.base &&
-    one.members.join('\n') === other.members.join('\n') &&
-    one.heads.join('\n') === other.heads.join('\n')
-  );
-}
-
 /** New cars behind the ones there, up to `depth`. */
 export async function buildNewCars(run: TrainRun): Promise<void> {
   const { deps, head } = run;
@@ -236,16 +222,15 @@ export async function buildNewCars(run: TrainRun): Promise<void> {
       heads: mrs.map((mr) => mr!.sha!),
       branch: trainBranch(deps.updater.train.prefix, head.targetBranch, head.queue, iids[0]!),
     };
-    // The same car as one given up in this run (a crash left it on a base the exits then made true):
-    // its date and identity again, so the same commit, which the CI built already.
-    const was = run.givenUp.get(made.branch);
-    const alike = was && sameCar(was, made);
+    // The same car as one given up before (train-run.ts `givenUp`): its date and identity again, so
+    // the same commit, which the CI built already.
+    const was = members[0]!.carsBefore?.find((one) => sameCar(one, made));
     const car: TrainCar = {
       id: `${iids[0]}-${short(below)}-${made.position}`,
       ...made,
       iids,
-      date: alike ? was.date : Math.floor(deps.now() / 1000),
-      identity: alike ? { ...was.identity } : { ...deps.updater.train.identity },
+      date: was ? was.date : Math.floor(deps.now() / 1000),
+      identity: was ? { ...was.identity } : { ...deps.updater.train.identity },
     };
     // Recorded before anything is pushed: a rebuild from this record makes the same commit.
     for (const entry of members) await run.patch(entry.itemKey, (e) => ({ ...e, car }));

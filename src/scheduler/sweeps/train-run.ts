@@ -5,8 +5,8 @@
  * (train-land.ts), judging the front (train-judge.ts), building and pushing cars (train-build.ts),
  * cleaning up branches (train-cleanup.ts).
  */
-import type { QueueEntry, QueueShape, TrainCar } from '../../state/index.ts';
-import { queuesOf, queueKeyOf } from '../../state/index.ts';
+import type { PastCar, QueueEntry, QueueShape, TrainCar } from '../../state/index.ts';
+import { CARS_BEFORE_KEPT, queuesOf, queueKeyOf } from '../../state/index.ts';
 import { ApiError, type MergeRequest } from '../../api/index.ts';
 import type { StatusBucket } from '../../rules/index.ts';
 import type { TrainDeps, TrainOutcome, TrainStep, Unconfirmed } from './train-deps.ts';
@@ -32,12 +32,6 @@ export interface TrainRun {
   readonly steps: TrainStep[];
   /** Branches of cars given up, with the car commit each held (deleted at the end unless a car holds them). */
   readonly stale: Map<string, string | undefined>;
-  /**
-   * Cars given up in this run, by branch: one built again alike (same base, members, heads and
-   * position) takes its date and identity, so it is the same commit and its build is not run twice
-   * (train-build.ts `buildNewCars`; a crash between a push and the exits recorded with it).
-   */
-  readonly givenUp: Map<string, TrainCar>;
   /** Cars built in this run, pushed together at its end. */
   readonly toPush: Car[];
   /**
@@ -104,6 +98,33 @@ export interface TrainRun {
 
 export const withoutCar = ({ car: _car, ...rest }: QueueEntry): QueueEntry => rest;
 
+/**
+ * Out of its car, which a run gave up: remembered (`carsBefore`, latest first, bounded), so a car
+ * built again alike is the same commit (train-build.ts `buildNewCars`): after a crash right after a
+ * landing pushed with cars built past a failed car that had not left yet, or a car ahead that came
+ * and went.
+ */
+export function givenUp(entry: QueueEntry, car: TrainCar): QueueEntry {
+  if (car.sha === undefined) return withoutCar(entry);
+  const { position, base, members, heads, branch, date, identity } = car;
+  const past: PastCar = { position, base, members, heads, branch, date, identity };
+  const before = (entry.carsBefore ?? []).filter((one) => !sameCar(one, past));
+  return { ...withoutCar(entry), carsBefore: [past, ...before].slice(0, CARS_BEFORE_KEPT) };
+}
+
+/** Whether two records make the same car commit but for its date and identity. */
+export function sameCar(one: CarShape, other: CarShape): boolean {
+  return (
+    one.branch === other.branch &&
+    one.position === other.position &&
+    one.base === other.base &&
+    one.members.join('\n') === other.members.join('\n') &&
+    one.heads.join('\n') === other.heads.join('\n')
+  );
+}
+
+type CarShape = Pick<TrainCar, 'position' | 'base' | 'members' | 'heads' | 'branch'>;
+
 /** The merge requests in a car of the run, or in the cars of a landing not pushed yet. */
 export function aboard(run: TrainRun): Set<string> {
   return new Set([
@@ -130,7 +151,6 @@ export async function startTrainRun(
   const key = queueKeyOf(head.project, head.targetBranch, head.queue);
   const steps: TrainStep[] = [];
   const stale = new Map<string, string | undefined>();
-  const givenUp = new Map<string, TrainCar>();
   // The clone URL and the target's head, read at once.
   const [targetUrl, targetHead] = await Promise.all([
     deps.cloneUrl(head.projectId),
@@ -146,7 +166,6 @@ export async function startTrainRun(
     targetUrl,
     steps,
     stale,
-    givenUp,
     toPush: [],
     unconfirmed: [],
     list: false,
@@ -167,8 +186,7 @@ export async function startTrainRun(
       for (const { car, entries } of cars) {
         if (car.pushedAt !== undefined) deps.events?.carBuilt('replaced');
         stale.set(car.branch, car.sha);
-        if (car.sha !== undefined) givenUp.set(car.branch, car);
-        for (const entry of entries) await run.patch(entry.itemKey, withoutCar);
+        for (const entry of entries) await run.patch(entry.itemKey, (e) => givenUp(e, car));
       }
     },
     async readMr(entry) {
