@@ -231,6 +231,43 @@ describe('merge queue against the sandbox', { timeout: 180_000 }, () => {
     expect(await botNotes(w, second.id)).toHaveLength(1);
   });
 
+  it('killed after the removal comment was put in the outbox, before the left mark: the retry withdraws it, the next run removes and comments once', async () => {
+    const w = await world();
+    const first = await mergeRequest(w, 'b-one', { 'shared.txt': 'one\nTWO by first\nthree\n' });
+    const second = await mergeRequest(w, 'b-two', { 'shared.txt': 'one\nTWO by second\nthree\n' });
+    await w.ci.idle();
+    await w.processItem(first.id);
+    await w.processItem(second.id);
+    // The process "dies" right before the store takes the entry's `left` mark (the comment is in the
+    // outbox already; neither that write nor the steps after it happen).
+    const enqueue = w.store.enqueue.bind(w.store);
+    let killed = false;
+    w.store.enqueue = async (entry) => {
+      if (entry.left && entry.mrId === second.id && !killed) {
+        killed = true;
+        throw new Error('killed right before the left mark');
+      }
+      await enqueue(entry);
+    };
+    await w.drive(() => killed || w.active() === 0, 'the kill');
+    expect(killed).toBe(true);
+    expect(w.store.queued().some((e) => e.mrId === second.id && !e.left)).toBe(true);
+    // The retry sweep, once the lease on the call is over: the removal did not take effect, so its
+    // comment is withdrawn, not sent.
+    w.clock.offset += 2 * 60_000;
+    const retried = (await w.sweeps.run('retries')) as { calls: { status: string; detail: string }[] };
+    expect(retried.calls.map((call) => call.status)).toEqual(['withdrawn']);
+    expect(await botNotes(w, second.id)).toHaveLength(0);
+    // The next run judges it again: out, with one comment.
+    await w.drive(() => w.active() === 0, 'the queue to empty');
+    expect((await w.admin.mergeRequests.get(w.project.id, second.id)).state).toBe('opened');
+    const notes = await botNotes(w, second.id);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/b-two conflicts with master at [0-9a-f]{7} in `shared\.txt`/);
+    await w.sweeps.run('retries');
+    expect(await botNotes(w, second.id)).toHaveLength(1);
+  });
+
   it('a status that never reports holds the queue only until the timeout; then the next one goes', async () => {
     // The stuck head is tested and waits.
     const {

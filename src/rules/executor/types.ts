@@ -81,6 +81,11 @@ export interface StoredCall {
    * of a queue (no rule plans either as such).
    */
   origin?: 'merge_watch' | 'merge_queue' | 'disarm';
+  /**
+   * A merge queue's removal comment: a retry sends it only while the entry is marked as left (the
+   * removal took effect); otherwise the queue's next run judges the merge request again.
+   */
+  queueExit?: true;
 }
 
 /** What a handler needs besides the call. */

@@ -341,13 +341,26 @@ export function createItemProcessor(options: ItemProcessorOptions): ItemProcesso
   );
   return processItem;
 
+  /**
+   * A sweep's action, retried as stored; a queue's removal comment only while the entry is marked as
+   * left (a process killed before that write: the queue's next run judges the merge request again).
+   */
+  function retrySweep(action: OutboxAction): Promise<CallReport> {
+    const exit = (action.call as Partial<StoredCall> | null)?.queueExit === true;
+    if (exit && !store.queued?.().some((entry) => entry.itemKey === action.itemKey && entry.left))
+      return executor.withdrawAction(
+        action,
+        'the merge queue did not take it out (its run stopped first): its next run judges it again',
+      );
+    return executor.retryAction(action);
+  }
+
   async function retryItem(itemKey: string, actions: readonly OutboxAction[]): Promise<CallReport[]> {
     const item = itemAddressOf(itemKey);
     const reports = new Map<string, CallReport>();
     // A sweep's action (a queue's removal comment left by a process killed after it decided) is no
     // rule's plan: retried as stored, behind its own gate (the fresh check before a merge).
-    for (const action of actions)
-      if (isSweepAction(action)) reports.set(action.id, await executor.retryAction(action));
+    for (const action of actions) if (isSweepAction(action)) reports.set(action.id, await retrySweep(action));
     const byTrigger = new Map<string, Trigger>();
     for (const action of actions) {
       if (isSweepAction(action)) continue;

@@ -120,10 +120,11 @@ export function queueExits(deps: MergeQueueDeps, events: QueueEvents): QueueExit
         args: { project: mr.project_id, merge_request_id: mr.id, body },
       },
     };
-    // The comment is in the outbox before the entry is marked as left: a process killed between the
-    // two writes leaves a comment the retry sweep sends and an entry the next run removes again (the
-    // same comment then, which the executor finds posted and skips); the other order lost the comment.
-    const id = await toOutbox(entry, planned, { origin: 'merge_queue' });
+    // The comment is in the outbox before the entry is marked as left: a process killed after both
+    // writes leaves a comment the retry sweep sends; killed between them, an entry the next run judges
+    // again (the retry withdraws the comment: `queueExit`), removing it with its comment or not (a
+    // retry of its car, say). The other order lost the comment.
+    const id = await toOutbox(entry, planned, { origin: 'merge_queue', queueExit: true });
     // The approval it left with is remembered: only a new one (another comment) lets it in at `at`.
     const noteId = entry.approval?.noteId;
     await store.enqueue({
